@@ -1,0 +1,105 @@
+"""The adversary: runs an attack on its view.
+
+Two threat models:
+
+* curious data center (active): it holds the data center's querier identity and
+  view, turns each :class:`~parties.attacks.base.Probe` of its attack into a
+  signed ``metric-query``, and feeds each verified answer back to the attack;
+* passive observer: it sends nothing; :meth:`Adversary.observe` pairs the
+  queries and answers of a transcript and hands them to a passive attack.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Generator, Sequence
+
+import numpy as np
+
+from protocols.errors import AttackError, RefusedError, WireError
+
+from .attacks.base import Answer, Attack, Exchange, Probe, Reconstruction
+from .party import REFUSAL, Party
+from .wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
+
+__all__ = ["Adversary", "exchanges_from"]
+
+UNEXPECTED_ANSWER = "answer to query {got!r} was not asked for (waiting for {pending!r})"
+NOT_FINISHED = "the attack has not finished (call start() and deliver every answer first)"
+
+
+def exchanges_from(envelopes: Sequence[Envelope]) -> list[Exchange]:
+    """Pair each ``metric-query`` with its ``metric-answer`` (by query id), in wire order."""
+    queries = {e.payload["query_id"]: e for e in envelopes if e.kind == "metric-query"}
+    pairs = []
+    for e in envelopes:
+        if e.kind == "metric-answer" and e.payload.get("query_id") in queries:
+            q = queries[e.payload["query_id"]].payload
+            pairs.append(Exchange(metric=q["metric"], predictions=np.atleast_2d(q["predictions"]),
+                                  values=np.asarray(e.payload["values"]), decimals=e.payload.get("decimals")))
+    return pairs
+
+
+class Adversary(Party):
+    """Runs ``attack``: actively through ``identity`` or passively over a transcript."""
+
+    handlers = {"metric-answer": "_on_answer", REFUSAL: "_on_refusal"}
+
+    def __init__(self, identity: Identity, keyring: Keyring, attack: Attack, compliance: str, protocol: str) -> None:
+        super().__init__(identity, keyring, protocol)
+        self.attack = attack
+        self.compliance = compliance
+        self._run: Generator[Probe, Answer, Reconstruction] | None = None
+        self._pending: str | None = None
+        self._result: Reconstruction | None = None
+        self.refusals: list[dict] = []
+        self.queries_sent = 0
+        self.failure: str | None = None
+
+    def start(self) -> Envelope | None:
+        """Begin the active attack; returns its first query (None if it needs none)."""
+        self._run = self.attack.run()
+        return self._advance(lambda: next(self._run))
+
+    def _advance(self, step) -> Envelope | None:
+        try:
+            probe = step()
+        except StopIteration as stop:
+            self._result = stop.value
+            self._pending = None
+            return None
+        self._pending = uuid.uuid4().hex
+        self.queries_sent += int(np.atleast_2d(probe.predictions).shape[0])
+        return self.seal(self.compliance, "metric-query",
+                         {"metric": probe.metric, "predictions": probe.predictions, "query_id": self._pending})
+
+    def _on_answer(self, envelope: Envelope) -> Envelope | None:
+        got = envelope.payload.get("query_id")
+        if self._run is None or got != self._pending:
+            raise WireError(INVALID_PAYLOAD, UNEXPECTED_ANSWER.format(got=got, pending=self._pending))
+        answer = Answer(values=np.asarray(envelope.payload["values"], dtype=np.float64),
+                        decimals=envelope.payload.get("decimals"))
+        return self._advance(lambda: self._run.send(answer))
+
+    def _on_refusal(self, envelope: Envelope) -> Envelope | None:
+        self.refusals.append(dict(envelope.payload))
+        if self._run is None or self._pending is None:
+            return None
+        refused = RefusedError(envelope.payload.get("reason", "?"), envelope.payload.get("detail", ""))
+        try:
+            return self._advance(lambda: self._run.throw(refused))
+        except RefusedError:  # the attack does not handle refusals: it ends here
+            self._run, self._pending = None, None
+            self.failure = f"the attack stopped: its query was {refused}"
+            return None
+
+    def outcome(self) -> Reconstruction:
+        """The finished active attack's reconstruction."""
+        if self._result is None:
+            raise AttackError(self.failure or NOT_FINISHED)
+        return self._result
+
+    def observe(self, envelopes: Sequence[Envelope]) -> Reconstruction:
+        """Passive attack over what was seen on the wire."""
+        self._result = self.attack.observe(exchanges_from(envelopes))
+        return self._result

@@ -1,0 +1,23 @@
+"""The adversary's playbook: every attack registers itself on import."""
+
+from . import differencing, targeted  # noqa: F401  (registration)
+from .base import (
+    ACTIVE,
+    ATTACKS,
+    PASSIVE,
+    Answer,
+    Attack,
+    AttackerView,
+    AttackParams,
+    Exchange,
+    Probe,
+    Reconstruction,
+    get_attack,
+    register_attack,
+)
+from .scoring import leakage
+
+__all__ = [
+    "ACTIVE", "ATTACKS", "PASSIVE", "Answer", "Attack", "AttackerView", "AttackParams", "Exchange", "Probe",
+    "Reconstruction", "get_attack", "leakage", "register_attack",
+]

@@ -1,0 +1,150 @@
+"""Attack plug-ins: what an adversary sees, what it sends, what it concludes.
+
+An active attack is a generator: it yields :class:`Probe` s (metric queries the
+curious data center submits) and receives the released values of each, then
+returns a :class:`Reconstruction`. Written this way, the attack logic is pure
+and the adversary party only moves messages. A passive attack instead reads the
+(query, answer) exchanges an observer saw on the wire.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generator, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from protocols.errors import AttackError, ConfigError
+
+__all__ = [
+    "ATTACKS", "ACTIVE", "PASSIVE", "Answer", "Attack", "AttackParams", "AttackerView", "Exchange", "Probe",
+    "Reconstruction", "get_attack", "register_attack", "probe_accuracy",
+]
+
+CURIOUS_DATA_CENTER = "curious-data-center"
+PASSIVE_OBSERVER = "passive-observer"
+ACTIVE = (CURIOUS_DATA_CENTER,)
+PASSIVE = (PASSIVE_OBSERVER,)
+
+UNKNOWN_ATTACK = "unknown attack {name!r}; known attacks: {known}"
+NOT_ACTIVE = "attack {name!r} is passive (threat models: {models}); it sends no queries"
+NOT_PASSIVE = "attack {name!r} needs to send queries (threat models: {models}); a passive observer cannot run it"
+
+
+class AttackParams(BaseModel):
+    """Base of every attack's parameters (frozen, unknown keys rejected)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True)
+class AttackerView:
+    """What the adversary knows before it starts.
+
+    For a curious data center: the audit set's size, its own base model's scores
+    and binary predictions on it, and the audit labels (the data center holds
+    X and y of the audit set, never A). A passive observer knows only ``n``.
+    """
+
+    n: int
+    base_scores: np.ndarray | None = None
+    base_predictions: np.ndarray | None = None
+    y: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One metric query an attack wants answered: m models' outputs on the audit set."""
+
+    metric: str
+    predictions: np.ndarray  # (m, n)
+    purpose: str = ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Released values for one probe, with the precision the protocol stated (None = exact)."""
+
+    values: np.ndarray
+    decimals: int | None = None
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A query and its released values, as seen on the wire."""
+
+    metric: str
+    predictions: np.ndarray
+    values: np.ndarray
+    decimals: int | None = None
+
+
+@dataclass
+class Reconstruction:
+    """An attack's conclusion about A for the individuals it targeted.
+
+    ``a_hat[k]`` is the guess for individual ``indices[k]``; ``decided[k]`` is
+    False where the attack had to guess without evidence. ``partition_only``
+    marks a reconstruction known only up to swapping the two groups.
+    """
+
+    indices: np.ndarray
+    a_hat: np.ndarray
+    decided: np.ndarray
+    queries: int
+    info: dict[str, Any] = field(default_factory=dict)
+    partition_only: bool = False
+
+
+def probe_accuracy(H: np.ndarray, view: AttackerView) -> dict[str, float]:
+    """Accuracy of probe models against the audit labels, beside the base model's.
+
+    Realistic probes (the paper's concern in Example 2 and Alg. 1-2) stay close
+    to the base model; this is how a scenario shows they do.
+    """
+    if view.y is None or view.base_predictions is None:
+        return {}
+    acc = (np.where(H >= 0.5, 1, 0) == view.y[None, :]).mean(axis=1)
+    base = float((view.base_predictions == view.y).mean())
+    return {"base_accuracy": base, "probe_accuracy_min": float(acc.min()), "probe_accuracy_max": float(acc.max())}
+
+
+class Attack(ABC):
+    """Base of every attack. Subclasses set ``name``, ``Params``, ``threat_models``."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[AttackParams]] = AttackParams
+    threat_models: ClassVar[tuple[str, ...]] = ACTIVE
+    summary: ClassVar[str] = ""
+
+    def __init__(self, params: AttackParams | None, view: AttackerView, rng: np.random.Generator) -> None:
+        self.params = params if params is not None else self.Params()
+        self.view = view
+        self.rng = rng
+
+    def run(self) -> Generator[Probe, Answer, Reconstruction]:
+        """Active attack: yield probes, receive released values, return a reconstruction."""
+        raise AttackError(NOT_ACTIVE.format(name=self.name, models=", ".join(self.threat_models)))
+
+    def observe(self, exchanges: Sequence[Exchange]) -> Reconstruction:
+        """Passive attack over exchanges seen on the wire."""
+        raise AttackError(NOT_PASSIVE.format(name=self.name, models=", ".join(self.threat_models)))
+
+
+ATTACKS: dict[str, type[Attack]] = {}
+
+
+def register_attack(cls: type[Attack]) -> type[Attack]:
+    """Class decorator adding an attack to :data:`ATTACKS` under ``cls.name``."""
+    ATTACKS[cls.name] = cls
+    return cls
+
+
+def get_attack(name: str) -> type[Attack]:
+    """The attack class registered as ``name``; the error lists the known names."""
+    try:
+        return ATTACKS[name]
+    except KeyError:
+        raise ConfigError(UNKNOWN_ATTACK.format(name=name, known=", ".join(sorted(ATTACKS)))) from None

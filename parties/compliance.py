@@ -1,0 +1,64 @@
+"""The compliance party: holds A (and the labels) of the audit set, answers under one protocol.
+
+It accepts ``metric-query`` messages only from registered queriers whose role
+may send them, validates the query (:class:`protocols.base.MetricQuery`),
+and releases whatever its protocol releases: never A itself, nothing
+per-individual beyond the protocol's answer.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from protocols.base import AuditSet, MetricQuery, Protocol
+from protocols.errors import WireError
+
+from .party import Party
+from .wire import NOT_REGISTERED, Envelope, Identity, Keyring
+
+__all__ = ["Compliance"]
+
+NOT_REGISTERED_MSG = "{sender!r} is not a registered querier of this compliance party (registered: {registered})"
+
+
+class Compliance(Party):
+    """Answers fairness queries about the audit set under ``protocol``.
+
+    Parameters
+    ----------
+    identity, keyring : see :class:`parties.party.Party`
+    audit : AuditSet
+        A and y of the audit set.
+    protocol : Protocol
+        The answer protocol (``raw``, a DP protocol, ...).
+    queriers : iterable of str
+        Names allowed to query.
+    rng : numpy.random.Generator
+        Source of the protocol's noise.
+    """
+
+    handlers = {"metric-query": "_on_metric_query"}
+
+    def __init__(self, identity: Identity, keyring: Keyring, audit: AuditSet, protocol: Protocol,
+                 queriers: Iterable[str], rng: np.random.Generator) -> None:
+        super().__init__(identity, keyring, protocol.name)
+        self.audit = audit
+        self.answer_protocol = protocol
+        self.queriers = frozenset(queriers)
+        self.rng = rng
+        self.models_answered = 0
+
+    def _on_metric_query(self, envelope: Envelope) -> Envelope:
+        if envelope.sender not in self.queriers:
+            raise WireError(NOT_REGISTERED, NOT_REGISTERED_MSG.format(
+                sender=envelope.sender, registered=", ".join(sorted(self.queriers)) or "none"))
+        query = MetricQuery.from_payload(envelope.payload, self.audit.n)
+        payload = self.answer_protocol.answer(query, self.audit, self.rng)
+        self.models_answered += query.m
+        return self.seal(envelope.sender, "metric-answer", payload)
+
+    def stats(self) -> dict[str, int]:
+        """Counters a run reports (models answered, refusals sent)."""
+        return {"models_answered": self.models_answered, "refusals_sent": self.refusals_sent}

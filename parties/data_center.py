@@ -1,0 +1,103 @@
+"""The data center: trains models without A and asks the compliance party how fair they are.
+
+It holds X and y of its training set and of the audit set, never A. Honest use
+is :meth:`DataCenter.audit_query` (how fair is my model?). In the curious
+data-center threat model it :meth:`DataCenter.defect` s: it hands its view and
+its querier identity to the adversary, which then queries in its name.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from protocols.errors import ParleyError
+
+from .attacks.base import AttackerView
+from .learners.base_model import ModelSpec, build_estimator
+from .party import REFUSAL, Party
+from .wire import Envelope, Identity, Keyring
+
+__all__ = ["DataCenter", "DataCenterData"]
+
+NOT_TRAINED = "the data center has not trained its base model yet (call train() first)"
+
+
+@dataclass(frozen=True)
+class DataCenterData:
+    """What the data center holds: features and labels, no protected attribute."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_audit: np.ndarray
+    y_audit: np.ndarray
+
+
+class DataCenter(Party):
+    """Model developers: train a base model, query its fairness, read answers."""
+
+    handlers = {"metric-answer": "_on_answer", REFUSAL: "_on_refusal"}
+
+    def __init__(self, identity: Identity, keyring: Keyring, data: DataCenterData, model: ModelSpec,
+                 compliance: str, protocol: str, rng: np.random.Generator) -> None:
+        super().__init__(identity, keyring, protocol)
+        self.data = data
+        self.model_spec = model
+        self.compliance = compliance
+        self.rng = rng
+        self.model: Any = None
+        self.answers: dict[str, dict[str, Any]] = {}
+        self.refusals: list[dict[str, Any]] = []
+
+    def train(self) -> dict[str, float]:
+        """Fit the base model on the training set; return its accuracies."""
+        seed = int(self.rng.integers(2**31 - 1))
+        self.model = build_estimator(self.model_spec, random_state=seed)
+        self.model.fit(self.data.X_train, self.data.y_train)
+        return {
+            "base_train_accuracy": float((self._predict(self.data.X_train) == self.data.y_train).mean()),
+            "base_accuracy": float((self._predict(self.data.X_audit) == self.data.y_audit).mean()),
+        }
+
+    def _scores(self, X: np.ndarray) -> np.ndarray:
+        if self.model is None:
+            raise ParleyError(NOT_TRAINED)
+        return np.asarray(self.model.predict_proba(X)[:, 1], dtype=np.float64)
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        return (self._scores(X) >= self.model_spec.threshold).astype(np.int8)
+
+    def audit_query(self, metric: str = "sp") -> Envelope:
+        """An honest query: ``metric`` of the base model's binary predictions on the audit set."""
+        predictions = self._predict(self.data.X_audit).astype(np.float64)[None, :]
+        return self.seal(self.compliance, "metric-query",
+                         {"metric": metric, "predictions": predictions, "query_id": uuid.uuid4().hex})
+
+    def _on_answer(self, envelope: Envelope) -> None:
+        self.answers[envelope.payload["query_id"]] = envelope.payload
+
+    def answers_received(self) -> list[dict[str, Any]]:
+        """Payloads of the answers to this data center's honest queries, in arrival order."""
+        return list(self.answers.values())
+
+    def _on_refusal(self, envelope: Envelope) -> None:
+        self.refusals.append(dict(envelope.payload))
+
+    def view(self) -> AttackerView:
+        """Everything the data center knows about the audit set (no A)."""
+        return AttackerView(
+            n=int(self.data.X_audit.shape[0]),
+            base_scores=self._scores(self.data.X_audit),
+            base_predictions=self._predict(self.data.X_audit),
+            y=self.data.y_audit,
+        )
+
+    def defect(self) -> tuple[AttackerView, Identity]:
+        """Turn curious: hand view and querier identity to the adversary; send nothing more."""
+        if self.identity is None:
+            raise ParleyError("the data center has already handed over its identity")
+        identity, self.identity = self.identity, None
+        return self.view(), identity

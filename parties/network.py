@@ -1,0 +1,90 @@
+"""The wire: delivers envelopes between parties and logs each one to the transcript.
+
+The network is what a passive observer taps: every envelope it carries is
+appended to the hash-chained transcript before delivery. Parties reach each
+other only through :meth:`Network.send`, whether they are plain objects in this
+process (:class:`LocalDeployment`) or Ray actors
+(:class:`parties.actors.RayDeployment`); both offer ``call(slot, method, ...)``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Protocol as TypingProtocol
+
+from protocols.errors import ParleyError
+
+from .transcript import TranscriptWriter
+from .wire import Envelope
+
+__all__ = ["Deployment", "LocalDeployment", "Network"]
+
+NO_ROUTE = "no party on the network answers to {name!r} (known: {known})"
+TOO_MANY = "the exchange exceeded {limit} messages without ending (a loop between parties?)"
+
+
+class Deployment(TypingProtocol):
+    """Where parties live: ``call`` runs a method of the party in ``slot`` and returns its result."""
+
+    def call(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Any: ...
+
+    def shutdown(self) -> None: ...
+
+
+class LocalDeployment:
+    """Parties as plain objects in this process (unit tests, fast studies)."""
+
+    def __init__(self) -> None:
+        self.parties: dict[str, Any] = {}
+
+    def add(self, slot: str, cls: type, *args: Any, **kwargs: Any) -> None:
+        self.parties[slot] = cls(*args, **kwargs)
+
+    def call(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.parties[slot], method)(*args, **kwargs)
+
+    def shutdown(self) -> None:
+        self.parties.clear()
+
+
+class Network:
+    """Routes envelopes by recipient name, logging every one.
+
+    Parameters
+    ----------
+    deployment : Deployment
+        Where the parties run.
+    transcript : TranscriptWriter
+        The wire log.
+    """
+
+    def __init__(self, deployment: Deployment, transcript: TranscriptWriter) -> None:
+        self.deployment = deployment
+        self.transcript = transcript
+        self.routes: dict[str, str] = {}
+        self.messages = 0
+        self.bytes = 0
+        self.kinds: Counter[str] = Counter()
+
+    def route(self, name: str, slot: str) -> None:
+        """Deliver envelopes addressed to ``name`` to the party in ``slot``."""
+        self.routes[name] = slot
+
+    def send(self, envelope: Envelope) -> Envelope | None:
+        """Log ``envelope`` and deliver it; return what the recipient sends back (or None)."""
+        self.bytes += self.transcript.append(envelope)
+        self.messages += 1
+        self.kinds[envelope.kind] += 1
+        slot = self.routes.get(envelope.recipient)
+        if slot is None:
+            raise ParleyError(NO_ROUTE.format(name=envelope.recipient, known=", ".join(sorted(self.routes))))
+        return self.deployment.call(slot, "receive", envelope)
+
+    def exchange(self, first: Envelope | None, limit: int = 1_000_000) -> None:
+        """Carry a conversation to its end: each reply is sent on until someone replies nothing."""
+        envelope, count = first, 0
+        while envelope is not None:
+            count += 1
+            if count > limit:
+                raise ParleyError(TOO_MANY.format(limit=limit))
+            envelope = self.send(envelope)

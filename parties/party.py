@@ -1,0 +1,126 @@
+"""Party base: identity, verify-then-dispatch, and signed typed refusals.
+
+A party is a plain Python object (Ray wraps it only in :mod:`parties.actors`).
+Its :meth:`Party.receive` is the single entry point for messages: every check
+of :func:`parties.wire.verify_envelope`, the role policy and the replay guard
+runs before any handler. A message that fails any check, or whose handler
+rejects the payload, gets a signed ``refusal`` naming the reason, and the
+party's state is untouched, so it keeps serving the next message.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, ClassVar, Mapping
+
+from protocols.errors import ParleyError, QueryError, RefusedError, WireError
+
+from .wire import (
+    INTERNAL,
+    INVALID_QUERY,
+    KIND_NOT_ALLOWED,
+    Envelope,
+    Identity,
+    Keyring,
+    ReplayGuard,
+    verify_envelope,
+)
+
+__all__ = ["Party", "ROLE_SENDS", "REFUSAL", "check_reply"]
+
+log = logging.getLogger(__name__)
+
+#: Kind of the signed refusal a party sends back.
+REFUSAL = "refusal"
+
+#: Which kinds of message each role may send (the default access policy).
+ROLE_SENDS: Mapping[str, frozenset[str]] = {
+    "data-center": frozenset({"metric-query", REFUSAL}),
+    "compliance": frozenset({"metric-answer", REFUSAL}),
+    "observer": frozenset(),
+}
+
+KIND_NOT_ALLOWED_MSG = "role {role!r} of {sender!r} may not send {kind!r} (it may send: {allowed})"
+KIND_NOT_HANDLED_MSG = "{me!r} does not accept {kind!r} messages (it accepts: {accepted})"
+
+Handler = Callable[[Envelope], "Envelope | None"]
+
+
+class Party:
+    """A named participant that signs what it sends and verifies what it receives.
+
+    Parameters
+    ----------
+    identity : Identity
+        Name, role and private key (``None`` for a party that never sends).
+    keyring : Keyring
+        Public keys and roles of every party it may hear from.
+    protocol : str
+        Protocol name stamped on outgoing envelopes.
+    """
+
+    #: kind -> name of the handler method, filled by subclasses.
+    handlers: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(self, identity: Identity | None, keyring: Keyring, protocol: str) -> None:
+        self.identity = identity
+        self.keyring = keyring
+        self.protocol = protocol
+        self._replay = ReplayGuard()
+        self.refusals_sent = 0
+        self.refusals_ignored = 0
+
+    @property
+    def name(self) -> str:
+        return self.identity.name if self.identity else "(retired)"
+
+    def seal(self, recipient: str, kind: str, payload: Mapping[str, Any]) -> Envelope:
+        """Sign ``payload`` as this party."""
+        if self.identity is None:
+            raise ParleyError(f"this party holds no identity and cannot send {kind!r}")
+        return self.identity.seal(recipient, kind, self.protocol, payload)
+
+    def receive(self, envelope: Envelope) -> Envelope | None:
+        """Verify ``envelope`` and dispatch it; return the reply (or a refusal), or ``None``."""
+        try:
+            verify_envelope(envelope, self.keyring, recipient=self.name)
+            role = self.keyring.entry(envelope.sender).role
+            allowed = ROLE_SENDS.get(role, frozenset())
+            if envelope.kind not in allowed:
+                raise WireError(KIND_NOT_ALLOWED, KIND_NOT_ALLOWED_MSG.format(
+                    role=role, sender=envelope.sender, kind=envelope.kind, allowed=", ".join(sorted(allowed)) or "nothing"))
+            if envelope.kind not in self.handlers:
+                raise WireError(KIND_NOT_ALLOWED, KIND_NOT_HANDLED_MSG.format(
+                    me=self.name, kind=envelope.kind, accepted=", ".join(sorted(self.handlers)) or "nothing"))
+            self._replay.check(envelope)
+            self._replay.record(envelope)
+            return getattr(self, self.handlers[envelope.kind])(envelope)
+        except WireError as exc:
+            if envelope.kind == REFUSAL:  # never refuse a refusal: that would ping-pong forever
+                self.refusals_ignored += 1
+                return None
+            return self._refuse(envelope, exc.reason, exc.detail)
+        except QueryError as exc:
+            return self._refuse(envelope, INVALID_QUERY, str(exc))
+        except Exception as exc:  # a bug in a handler must not take the party down
+            log.exception("handler failed on %s from %s", envelope.kind, envelope.sender)
+            return self._refuse(envelope, INTERNAL, f"{type(exc).__name__}: {exc} (a bug in parley, please report it)")
+
+    def _refuse(self, envelope: Envelope, reason: str, detail: str) -> Envelope | None:
+        """A signed refusal to whoever the envelope claims sent it (nothing if we cannot sign)."""
+        self.refusals_sent += 1
+        if self.identity is None:
+            return None
+        return self.seal(envelope.sender, REFUSAL, {"reason": reason, "detail": detail, "refused": envelope.id})
+
+
+def check_reply(envelope: Envelope | None, keyring: Keyring, me: str, expected_kind: str) -> Envelope:
+    """Verify a reply addressed to ``me``; raise :class:`RefusedError` if it is a refusal."""
+    if envelope is None:
+        raise RefusedError("no-reply", "the recipient sent nothing back")
+    verify_envelope(envelope, keyring, recipient=me)
+    if envelope.kind == REFUSAL:
+        raise RefusedError(envelope.payload.get("reason", "?"), envelope.payload.get("detail", ""))
+    if envelope.kind != expected_kind:
+        raise RefusedError("unexpected-kind", f"expected {expected_kind!r}, got {envelope.kind!r}")
+    return envelope

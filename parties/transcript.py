@@ -1,0 +1,154 @@
+"""Append-only, hash-chained JSONL log of every envelope on the wire.
+
+Line 1 holds the keyring (names, roles, public keys) so the file verifies on its
+own. Every later line holds one envelope. Each line carries ``prev`` (the hash of
+the line before) and ``hash`` = SHA-256(prev || canonical record without its
+payload). The payload need not enter the chain hash: it is bound by the
+envelope's digest, which the signature covers and :func:`verify_transcript`
+recomputes from the stored payload. So altering a header breaks the signature and
+the chain, altering a payload breaks its digest, and removing, inserting or
+reordering lines breaks the chain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from protocols.errors import TranscriptError, WireError
+
+from .wire import Envelope, Keyring, verify_envelope
+
+__all__ = ["TranscriptWriter", "verify_transcript", "read_transcript", "GENESIS"]
+
+GENESIS = "0" * 64
+FORMAT = "parley-transcript-v1"
+
+NOT_JSON_MSG = "not a JSON object ({error})"
+MISSING_FIELD_MSG = "missing field {field!r}"
+BAD_PREV_MSG = "chain link broken: prev is {got}, the previous line's hash is {expected}"
+BAD_HASH_MSG = "line hash does not match its content (stored {got}, computed {expected})"
+NO_KEYRING_MSG = "the first line must be the keyring record of a {format} transcript"
+BAD_ENVELOPE_MSG = "not a valid envelope ({error})"
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _chain_hash(prev: str, record: dict[str, Any]) -> str:
+    """Hash of a line: prev plus the record with its (digest-bound) payload left out."""
+    header_only = {k: v for k, v in record.items() if k != "payload"}
+    return hashlib.sha256(prev.encode() + _canonical(header_only)).hexdigest()
+
+
+class TranscriptWriter:
+    """Writes the transcript of one run; the network appends every envelope it carries.
+
+    Parameters
+    ----------
+    path : path-like
+        File to create (truncated if it exists).
+    keyring : Keyring
+        Public keys of every party, written as line 1.
+    """
+
+    def __init__(self, path: str | Path, keyring: Keyring) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("w", encoding="utf-8")
+        self._prev = GENESIS
+        self.lines = 0
+        self._write({"type": "keyring", "format": FORMAT, "keys": keyring.to_json()})
+
+    def _write(self, record: dict[str, Any]) -> int:
+        digest = _chain_hash(self._prev, record)
+        line = json.dumps({"prev": self._prev, "hash": digest, "record": record}, separators=(",", ":")) + "\n"
+        self._file.write(line)
+        self._prev = digest
+        self.lines += 1
+        return len(line)
+
+    def append(self, envelope: Envelope) -> int:
+        """Append one envelope; returns the bytes it took on the wire log."""
+        return self._write({"type": "envelope", **envelope.to_record()})
+
+    def add_key(self, keyring: Keyring) -> None:
+        """Record keys that joined after the start (e.g. a party added mid-run)."""
+        self._write({"type": "keyring", "format": FORMAT, "keys": keyring.to_json()})
+
+    def close(self) -> None:
+        """Flush and close (idempotent)."""
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> "TranscriptWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open("r", encoding="utf-8") as fh:
+        for number, text in enumerate(fh, start=1):
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise TranscriptError(number, NOT_JSON_MSG.format(error=exc.msg)) from None
+            if not isinstance(line, dict):
+                raise TranscriptError(number, NOT_JSON_MSG.format(error="top level is not an object"))
+            for name in ("prev", "hash", "record"):
+                if name not in line:
+                    raise TranscriptError(number, MISSING_FIELD_MSG.format(field=name))
+            yield number, line
+
+
+def _walk(path: str | Path, check: bool) -> Iterator[Envelope]:
+    prev = GENESIS
+    keyring = Keyring()
+    for number, line in _lines(Path(path)):
+        record = line["record"]
+        if not isinstance(record, dict):
+            raise TranscriptError(number, NOT_JSON_MSG.format(error="record is not an object"))
+        if check:
+            if line["prev"] != prev:
+                raise TranscriptError(number, BAD_PREV_MSG.format(got=line["prev"], expected=prev))
+            expected = _chain_hash(prev, record)
+            if line["hash"] != expected:
+                raise TranscriptError(number, BAD_HASH_MSG.format(got=line["hash"], expected=expected))
+        prev = line["hash"]
+        if record.get("type") == "keyring" and record.get("format") == FORMAT:
+            for entry in Keyring.from_json(record.get("keys", {})).entries.values():
+                keyring.add(entry)
+            continue
+        if number == 1:
+            raise TranscriptError(number, NO_KEYRING_MSG.format(format=FORMAT))
+        try:
+            envelope = Envelope.from_record({k: v for k, v in record.items() if k != "type"})
+        except Exception as exc:  # pydantic ValidationError, base64 or reshape errors
+            raise TranscriptError(number, BAD_ENVELOPE_MSG.format(error=str(exc).splitlines()[0])) from None
+        if check:
+            try:
+                verify_envelope(envelope, keyring)
+            except WireError as exc:
+                raise TranscriptError(number, str(exc)) from None
+        yield envelope
+
+
+def verify_transcript(path: str | Path) -> int:
+    """Verify every chain link, digest and signature; return the number of envelopes.
+
+    Raises
+    ------
+    TranscriptError
+        At the first bad line, naming its 1-based number and what failed.
+    """
+    return sum(1 for _ in _walk(path, check=True))
+
+
+def read_transcript(path: str | Path, verify: bool = True) -> list[Envelope]:
+    """Envelopes of a transcript in wire order (what a passive observer saw)."""
+    return list(_walk(path, check=verify))

@@ -1,0 +1,335 @@
+"""Signed envelopes: canonical bytes, SHA-256 payload digests, Ed25519, replay guard.
+
+Every message between parties is an :class:`Envelope`. Its signature covers the
+canonical header (id, sender, recipient, kind, protocol, sequence, nonce,
+timestamp) *and* the SHA-256 digest of the payload, so a large array is hashed
+once and never copied for signing. Arrays are hashed by dtype, shape and raw
+bytes, which makes the digest independent of how the payload travelled (Ray's
+object store, a JSON transcript).
+
+Verification order matters: a receiver checks sender, recipient, digest and
+signature *before* it records the nonce and sequence number, so a forger cannot
+poison the replay guard with sequence numbers it invented.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import struct
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from pydantic import BaseModel, ConfigDict, Field
+
+from protocols.errors import WireError
+
+__all__ = [
+    "REFUSAL_REASONS",
+    "Envelope",
+    "Identity",
+    "KeyEntry",
+    "Keyring",
+    "ReplayGuard",
+    "payload_digest",
+    "encode_payload",
+    "decode_payload",
+    "header_bytes",
+    "verify_envelope",
+]
+
+# Refusal codes a party sends back (the `reason` of a refusal payload).
+UNKNOWN_SENDER = "unknown-sender"
+BAD_SIGNATURE = "bad-signature"
+DIGEST_MISMATCH = "digest-mismatch"
+REPLAY = "replay"
+WRONG_RECIPIENT = "wrong-recipient"
+KIND_NOT_ALLOWED = "kind-not-allowed"
+NOT_REGISTERED = "not-registered"
+INVALID_QUERY = "invalid-query"
+INVALID_PAYLOAD = "invalid-payload"
+INTERNAL = "internal-error"
+REFUSAL_REASONS = (
+    UNKNOWN_SENDER, BAD_SIGNATURE, DIGEST_MISMATCH, REPLAY, WRONG_RECIPIENT,
+    KIND_NOT_ALLOWED, NOT_REGISTERED, INVALID_QUERY, INVALID_PAYLOAD, INTERNAL,
+)
+
+# Message templates (tests match on these).
+UNKNOWN_SENDER_MSG = "sender {sender!r} is not in the keyring (known: {known})"
+WRONG_RECIPIENT_MSG = "envelope is addressed to {recipient!r}, not to {me!r}"
+DIGEST_MISMATCH_MSG = "payload digest does not match the payload (claimed {claimed}, computed {computed})"
+BAD_SIGNATURE_MSG = "Ed25519 signature of {sender!r} does not verify over header and digest"
+REPLAY_NONCE_MSG = "nonce {nonce} from {sender!r} was already seen"
+REPLAY_SEQ_MSG = "sequence {seq} from {sender!r} is not above the last accepted {last}"
+UNHASHABLE_MSG = "payload value of type {type} at {path} cannot be hashed (allowed: dict, list, str, int, float, bool, None, numeric numpy arrays)"
+
+_SIGNING_DOMAIN = b"parley-envelope-v1\n"
+_ND_TAG = "__ndarray__"
+
+
+# --------------------------------------------------------------------------- digests
+def _feed(h: "hashlib._Hash", value: Any, path: str) -> None:
+    """Feed one payload value into ``h`` with a type tag and length prefix.
+
+    Tags and length prefixes make the encoding injective: ``["ab"]`` and
+    ``["a", "b"]`` (or the int 1 and the float 1.0) never hash alike.
+    """
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf":
+            raise WireError(INVALID_PAYLOAD, UNHASHABLE_MSG.format(type=f"ndarray[{value.dtype}]", path=path))
+        arr = np.ascontiguousarray(value)
+        meta = f"{arr.dtype.str}|{','.join(map(str, arr.shape))}".encode()
+        h.update(b"a" + struct.pack("<Q", len(meta)) + meta + struct.pack("<Q", arr.nbytes))
+        h.update(memoryview(arr).cast("B"))
+    elif isinstance(value, Mapping):
+        h.update(b"d" + struct.pack("<Q", len(value)))
+        for key in sorted(value):
+            if not isinstance(key, str):
+                raise WireError(INVALID_PAYLOAD, f"payload keys must be strings, got {key!r} at {path}")
+            _feed(h, key, path)
+            _feed(h, value[key], f"{path}.{key}")
+    elif isinstance(value, (list, tuple)):
+        h.update(b"l" + struct.pack("<Q", len(value)))
+        for i, item in enumerate(value):
+            _feed(h, item, f"{path}[{i}]")
+    elif isinstance(value, str):
+        raw = value.encode()
+        h.update(b"s" + struct.pack("<Q", len(raw)) + raw)
+    elif isinstance(value, (bool, np.bool_)):
+        h.update(b"T" if value else b"F")
+    elif isinstance(value, (int, np.integer)):
+        raw = str(int(value)).encode()
+        h.update(b"i" + struct.pack("<Q", len(raw)) + raw)
+    elif isinstance(value, (float, np.floating)):
+        h.update(b"f" + struct.pack("<d", float(value)))
+    elif value is None:
+        h.update(b"n")
+    else:
+        raise WireError(INVALID_PAYLOAD, UNHASHABLE_MSG.format(type=type(value).__name__, path=path))
+
+
+def payload_digest(payload: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of a payload's canonical encoding; arrays by dtype, shape and bytes."""
+    h = hashlib.sha256()
+    _feed(h, payload, "payload")
+    return h.hexdigest()
+
+
+def encode_payload(value: Any) -> Any:
+    """Turn a payload into JSON-ready values; arrays become base64 of their raw bytes."""
+    if isinstance(value, np.ndarray):
+        arr = np.ascontiguousarray(value)
+        return {_ND_TAG: {"dtype": arr.dtype.str, "shape": list(arr.shape),
+                          "data": base64.b64encode(memoryview(arr).cast("B")).decode("ascii")}}
+    if isinstance(value, Mapping):
+        return {k: encode_payload(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encode_payload(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def decode_payload(value: Any) -> Any:
+    """Inverse of :func:`encode_payload` (digest-preserving)."""
+    if isinstance(value, dict):
+        if set(value) == {_ND_TAG}:
+            spec = value[_ND_TAG]
+            raw = base64.b64decode(spec["data"])
+            return np.frombuffer(raw, dtype=np.dtype(spec["dtype"])).reshape(spec["shape"])
+        return {k: decode_payload(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_payload(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------- envelope
+class Envelope(BaseModel):
+    """One signed message. ``payload`` may hold numpy arrays; only its digest is signed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    id: str
+    sender: str
+    recipient: str
+    kind: str
+    protocol: str
+    seq: int = Field(ge=0)
+    nonce: str
+    timestamp: float
+    payload: dict[str, Any]
+    digest: str
+    signature: str
+
+    def header(self) -> dict[str, Any]:
+        """The signed header fields, digest included, signature excluded."""
+        return {k: getattr(self, k) for k in _HEADER_FIELDS}
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON-ready form for the transcript."""
+        return {**self.header(), "signature": self.signature, "payload": encode_payload(self.payload)}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> "Envelope":
+        """Rebuild an envelope read from a transcript line."""
+        return cls(**{**record, "payload": decode_payload(record["payload"])})
+
+
+_HEADER_FIELDS = ("id", "sender", "recipient", "kind", "protocol", "seq", "nonce", "timestamp", "digest")
+
+
+def header_bytes(header: Mapping[str, Any]) -> bytes:
+    """Canonical bytes an envelope's signature covers (sorted-key compact JSON)."""
+    return _SIGNING_DOMAIN + json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+
+
+# --------------------------------------------------------------------------- identities
+@dataclass
+class Identity:
+    """A party's name, role and Ed25519 private key, with its outgoing sequence counter."""
+
+    name: str
+    role: str
+    private_key: Ed25519PrivateKey
+    next_seq: int = 0
+
+    @classmethod
+    def generate(cls, name: str, role: str) -> "Identity":
+        """A fresh identity with a random key (keys are never derived from scenario seeds)."""
+        return cls(name=name, role=role, private_key=Ed25519PrivateKey.generate())
+
+    @property
+    def public_key_hex(self) -> str:
+        return self.private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+
+    def key_entry(self) -> "KeyEntry":
+        return KeyEntry(name=self.name, role=self.role, public_key=self.public_key_hex)
+
+    def seal(self, recipient: str, kind: str, protocol: str, payload: Mapping[str, Any]) -> Envelope:
+        """Sign ``payload`` for ``recipient``: fresh id and nonce, next sequence number."""
+        header = {
+            "id": uuid.uuid4().hex,
+            "sender": self.name,
+            "recipient": recipient,
+            "kind": kind,
+            "protocol": protocol,
+            "seq": self.next_seq,
+            "nonce": secrets.token_hex(16),
+            "timestamp": time.time(),
+            "digest": payload_digest(payload),
+        }
+        self.next_seq += 1
+        signature = self.private_key.sign(header_bytes(header)).hex()
+        return Envelope.model_construct(**header, payload=dict(payload), signature=signature)
+
+    # Ed25519PrivateKey does not pickle; Ray moves identities between processes.
+    def __getstate__(self) -> dict[str, Any]:
+        from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
+
+        raw = self.private_key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+        return {"name": self.name, "role": self.role, "key": raw, "next_seq": self.next_seq}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.name, self.role, self.next_seq = state["name"], state["role"], state["next_seq"]
+        self.private_key = Ed25519PrivateKey.from_private_bytes(state["key"])
+
+
+class KeyEntry(BaseModel):
+    """Public half of an identity, as stored in keyrings and transcripts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    role: str
+    public_key: str  # 32 raw bytes, hex
+
+
+@dataclass
+class Keyring:
+    """Known parties: name -> (role, Ed25519 public key)."""
+
+    entries: dict[str, KeyEntry] = field(default_factory=dict)
+
+    def add(self, entry: KeyEntry) -> None:
+        self.entries[entry.name] = entry
+        self._keys.pop(entry.name, None)
+
+    def __post_init__(self) -> None:
+        self._keys: dict[str, Ed25519PublicKey] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.entries
+
+    def entry(self, name: str) -> KeyEntry:
+        """The entry of ``name``; :class:`WireError` (unknown-sender) if absent."""
+        try:
+            return self.entries[name]
+        except KeyError:
+            known = ", ".join(sorted(self.entries)) or "none"
+            raise WireError(UNKNOWN_SENDER, UNKNOWN_SENDER_MSG.format(sender=name, known=known)) from None
+
+    def public_key(self, name: str) -> Ed25519PublicKey:
+        if name not in self._keys:
+            self._keys[name] = Ed25519PublicKey.from_public_bytes(bytes.fromhex(self.entry(name).public_key))
+        return self._keys[name]
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: e.model_dump() for name, e in sorted(self.entries.items())}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Keyring":
+        ring = cls()
+        for entry in data.values():
+            ring.add(KeyEntry(**entry))
+        return ring
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"entries": self.entries}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.entries = state["entries"]
+        self._keys = {}
+
+
+def verify_envelope(envelope: Envelope, keyring: Keyring, recipient: str | None = None) -> None:
+    """Check sender, recipient, digest and signature; raise :class:`WireError` on the first failure."""
+    keyring.entry(envelope.sender)  # unknown sender
+    if recipient is not None and envelope.recipient != recipient:
+        raise WireError(WRONG_RECIPIENT, WRONG_RECIPIENT_MSG.format(recipient=envelope.recipient, me=recipient))
+    computed = payload_digest(envelope.payload)
+    if computed != envelope.digest:
+        raise WireError(DIGEST_MISMATCH, DIGEST_MISMATCH_MSG.format(claimed=envelope.digest, computed=computed))
+    try:
+        signature = bytes.fromhex(envelope.signature)
+        keyring.public_key(envelope.sender).verify(signature, header_bytes(envelope.header()))
+    except (InvalidSignature, ValueError):
+        raise WireError(BAD_SIGNATURE, BAD_SIGNATURE_MSG.format(sender=envelope.sender)) from None
+
+
+class ReplayGuard:
+    """Rejects a nonce seen before or a sequence number not above the sender's last one."""
+
+    def __init__(self) -> None:
+        self._nonces: set[str] = set()
+        self._last_seq: dict[str, int] = {}
+
+    def check(self, envelope: Envelope) -> None:
+        """Raise :class:`WireError` (replay) if ``envelope`` was, or could be, a replay."""
+        if envelope.nonce in self._nonces:
+            raise WireError(REPLAY, REPLAY_NONCE_MSG.format(nonce=envelope.nonce, sender=envelope.sender))
+        last = self._last_seq.get(envelope.sender, -1)
+        if envelope.seq <= last:
+            raise WireError(REPLAY, REPLAY_SEQ_MSG.format(seq=envelope.seq, sender=envelope.sender, last=last))
+
+    def record(self, envelope: Envelope) -> None:
+        """Remember an envelope that passed every check."""
+        self._nonces.add(envelope.nonce)
+        self._last_seq[envelope.sender] = envelope.seq

@@ -1,0 +1,10 @@
+"""Answer protocols and fairness metrics: pure functions and models, no Ray, no parties.
+
+Importing :mod:`protocols` registers every built-in protocol, so
+``get_protocol("raw")`` works after a plain ``import protocols``.
+"""
+
+from . import raw  # noqa: F401  (registers the protocol)
+from .base import PROTOCOLS, AuditSet, MetricQuery, Protocol, get_protocol, register_protocol
+
+__all__ = ["PROTOCOLS", "AuditSet", "MetricQuery", "Protocol", "get_protocol", "register_protocol"]

@@ -1,0 +1,118 @@
+"""The Protocol plug-in: what the compliance party releases for a query.
+
+A protocol is a strategy object (the template-method pattern of federated
+learning strategies): the base class validates the query once, and each
+protocol only decides how to turn exact metric values into a release. Adding
+a protocol is one module with a ``@register_protocol`` class.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from .errors import ConfigError, QueryError
+from .metrics import METRICS, evaluate
+from .queries import require_fields, validate_metric, validate_predictions, validate_query_id
+
+__all__ = ["PROTOCOLS", "AuditSet", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol", "register_protocol"]
+
+UNKNOWN_PROTOCOL = "unknown protocol {name!r}; known protocols: {known}"
+METRIC_NOT_ANSWERED = "protocol {name!r} answers only {allowed}; got {metric!r}"
+
+QUERY_FIELDS = ("metric", "predictions", "query_id")
+
+
+class ProtocolParams(BaseModel):
+    """Base of every protocol's parameters (frozen, unknown keys rejected)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True)
+class AuditSet:
+    """What the compliance party holds about the audit set: A and the true labels."""
+
+    a: np.ndarray
+    y: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.a.shape[0])
+
+
+@dataclass(frozen=True)
+class MetricQuery:
+    """A validated metric query: one metric of m models on the audit set."""
+
+    metric: str
+    predictions: np.ndarray  # (m, n) float64 in [0, 1], read-only
+    query_id: str
+
+    @property
+    def m(self) -> int:
+        return int(self.predictions.shape[0])
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any], n: int) -> "MetricQuery":
+        """Validate a ``metric-query`` payload against an audit set of size ``n``."""
+        require_fields(payload, QUERY_FIELDS)
+        return cls(
+            metric=validate_metric(payload["metric"]),
+            predictions=validate_predictions(payload["predictions"], n),
+            query_id=validate_query_id(payload["query_id"]),
+        )
+
+
+class Protocol(ABC):
+    """Answers metric queries about the audit set.
+
+    Subclasses set ``name``, ``Params`` and implement :meth:`release`.
+    """
+
+    name: ClassVar[str]
+    Params: ClassVar[type[ProtocolParams]] = ProtocolParams
+    #: Metrics this protocol will answer (all of them unless a subclass narrows it).
+    metrics: ClassVar[tuple[str, ...]] = tuple(METRICS)
+
+    def __init__(self, params: ProtocolParams | None = None) -> None:
+        self.params = params if params is not None else self.Params()
+
+    def answer(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
+        """Validate applicability, compute the exact metric and release it.
+
+        Returns the payload of a ``metric-answer``: ``metric``, ``query_id``,
+        ``values`` (float64, shape (m,)) and whatever the protocol records.
+        """
+        if query.metric not in self.metrics:
+            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics), metric=query.metric))
+        exact = evaluate(query.metric, query.predictions, audit.a, audit.y)
+        values, notes = self.release(exact, query, audit, rng)
+        return {"metric": query.metric, "query_id": query.query_id, "values": values, **notes}
+
+    @abstractmethod
+    def release(
+        self, exact: np.ndarray, query: MetricQuery, audit: AuditSet, rng: np.random.Generator
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Turn exact metric values into released values plus notes recorded in the answer."""
+
+
+PROTOCOLS: dict[str, type[Protocol]] = {}
+
+
+def register_protocol(cls: type[Protocol]) -> type[Protocol]:
+    """Class decorator adding a protocol to :data:`PROTOCOLS` under ``cls.name``."""
+    PROTOCOLS[cls.name] = cls
+    return cls
+
+
+def get_protocol(name: str) -> type[Protocol]:
+    """The protocol class registered as ``name``; the error lists the known names."""
+    try:
+        return PROTOCOLS[name]
+    except KeyError:
+        raise ConfigError(UNKNOWN_PROTOCOL.format(name=name, known=", ".join(sorted(PROTOCOLS)))) from None

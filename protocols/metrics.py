@@ -1,0 +1,474 @@
+"""Group-fairness metrics for m models at once, as the compliance party computes them.
+
+Every metric takes the outputs of m models on the n audit individuals as one
+float array ``H`` of shape ``(m, n)`` (row ``i`` is model ``h_i``; entries are
+binary decisions in {0, 1} or acceptance scores in [0, 1]) and returns a float64
+array of shape ``(m,)``. A 1-D ``H`` of shape ``(n,)`` is one model; the result
+is then a 0-d ``numpy.float64`` scalar instead of an array.
+
+``a`` holds the protected attribute (1 = advantaged, 0 = disadvantaged) and
+``y`` the true labels, both 0/1 arrays of length n.
+
+Sign convention
+---------------
+Every signed metric is **advantaged minus disadvantaged** (a=1 minus a=0), as
+in Def. 2.1 of Hamman, Chen & Dutta, "Can Querying for Bias Leak Protected
+Attributes?" (FAccT 2023). A model that accepts only one advantaged individual
+has SP = 1/N1, one that accepts only one disadvantaged individual has
+SP = -1/N0 (their Example 1).
+
+Definitions (query-leakage paper, Sec. 2.1.1 and Remark 5)
+----------------------------------------------------------
+- SP  (Def. 2.1, Eq. 1): mean of h over a=1 minus mean over a=0.
+- EO  (Def. 2.2, Eq. 2): SP restricted to y=1 (TPR gap for binary h).
+- PE  : SP restricted to y=0 (FPR gap; "predictive equality").
+- EOdds : max(|EO|, |PE|), fairlearn's ``equalized_odds_difference``
+  (``agg="worst_case"``).
+- PRP : P(y=1 | h, a=1) - P(y=1 | h, a=0) with soft h as weights,
+  sum_j h_j y_j / sum_j h_j within a group (precision gap for binary h).
+  Remark 5 lists EOdds and predictive rate parity as extensions but prints no
+  formula; the definitions above are ours, chosen to agree with fairlearn.
+- cov : cov(h(x), a), the fairness measure of Hu, Liu, Wang & Lan, "Distributed
+  Fair Learning with Private Demographic Data" (ICDM 2019): Alg. 1 step 4,
+  rho-fairness in Sec. V-A, Lemma 5 Eq. (18).
+
+Covariance normalisation
+------------------------
+The distributed-fair-learning paper defines cov(h(x), s) over the distribution
+of (x, s) ("the covariance is defined over the randomness of (x, s)", under
+Eq. (18)) and says only that the third party "estimates" it from the predicted
+labels and {s_i} (Alg. 1, step 4); no finite-sample estimator is printed. We
+use the population covariance of the audit sample, i.e. the covariance of the
+empirical distribution (normalisation 1/n, ``numpy.cov(..., bias=True)``)::
+
+    cov_i = (1/n) sum_j h_i(x_j) (a_j - mean(a)) = mean(h_i a) - mean(h_i) mean(a)
+
+With this normalisation the sample analogue of the paper's Lemma 2 holds with
+equality for every h: cov_i = (N0 N1 / n^2) * SP_i. A 1/(n-1) estimator would
+be larger by the factor n/(n-1).
+
+Computation
+-----------
+Each metric is one pass over ``H``: a matrix product ``H @ W`` with a few
+per-individual weight vectors (columns of W) built once from ``a`` and ``y``,
+e.g. SP = H @ (1{a=1}/N1 - 1{a=0}/N0). No Python loop over models and no
+per-model boolean masks. Validating ``H`` itself (NaN, range) is the compliance
+party's job; this module checks only that ``a``, ``y`` and ``H`` agree in
+length, that ``a``/``y`` are 0/1, and that no group it divides by is empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+
+from protocols.errors import EmptyGroupError, QueryError
+
+__all__ = [
+    "EMPTY_AUDIT",
+    "EMPTY_GROUP",
+    "PRP_ZERO_ACCEPTANCE",
+    "LENGTH_MISMATCH",
+    "NOT_BINARY",
+    "NOT_VECTOR",
+    "BAD_H_NDIM",
+    "UNKNOWN_METRIC",
+    "LABELS_REQUIRED",
+    "MetricInfo",
+    "METRICS",
+    "evaluate",
+    "group_sizes",
+    "statistical_parity_difference",
+    "abs_statistical_parity_difference",
+    "equal_opportunity_difference",
+    "abs_equal_opportunity_difference",
+    "predictive_equality_difference",
+    "equalized_odds_difference",
+    "predictive_rate_parity_difference",
+    "covariance",
+]
+
+# -- message templates (tests format these and compare the full text) -------------------
+
+EMPTY_AUDIT = "metric {metric!r}: the audit set is empty (n=0)"
+EMPTY_GROUP = "metric {metric!r}: group a={group}{slice} has no members in the audit set"
+PRP_ZERO_ACCEPTANCE = (
+    "metric {metric!r}: model {model} has outputs summing to 0 in group a={group}, "
+    "so P(y=1 | h, a={group}) is undefined"
+)
+LENGTH_MISMATCH = (
+    "metric {metric!r}: {name} has length {length} but H has n={n} columns "
+    "(one per audit individual)"
+)
+NOT_BINARY = "metric {metric!r}: {name} must contain only 0 and 1, got {value!r}"
+NOT_VECTOR = "metric {metric!r}: {name} must be a 1-D array, got shape {shape}"
+BAD_H_NDIM = (
+    "metric {metric!r}: H must have shape (m, n) or (n,), got an array with shape {shape}"
+)
+UNKNOWN_METRIC = "unknown metric {metric!r}; known metrics: {known}"
+LABELS_REQUIRED = "metric {metric!r} needs the true labels y, but y is None"
+
+# slice suffixes used in EMPTY_GROUP
+_Y1 = " among y=1"
+_Y0 = " among y=0"
+
+
+# -- input handling --------------------------------------------------------------------
+
+
+def _prepare(metric: str, H, a, y=None):
+    """Return (H2, single, a, y, n) with H2 2-D float64 (a view when possible)."""
+    H = np.asarray(H, dtype=np.float64)
+    if H.ndim == 1:
+        single, H2 = True, H.reshape(1, -1)
+    elif H.ndim == 2:
+        single, H2 = False, H
+    else:
+        raise QueryError(BAD_H_NDIM.format(metric=metric, shape=H.shape))
+    n = H2.shape[1]
+    a = _binary_vector(metric, "a", a, n)
+    if y is not None:
+        y = _binary_vector(metric, "y", y, n)
+    if n == 0:
+        raise EmptyGroupError(EMPTY_AUDIT.format(metric=metric))
+    return H2, single, a, y, n
+
+
+def _binary_vector(metric: str, name: str, v, n: int | None) -> np.ndarray:
+    """Check ``v`` is 1-D, of length ``n`` (unless None) and 0/1-valued."""
+    v = np.asarray(v)
+    if v.ndim != 1:
+        raise QueryError(NOT_VECTOR.format(metric=metric, name=name, shape=v.shape))
+    if n is not None and v.shape[0] != n:
+        raise QueryError(
+            LENGTH_MISMATCH.format(metric=metric, name=name, length=v.shape[0], n=n)
+        )
+    bad = (v != 0) & (v != 1)
+    if bad.any():
+        raise QueryError(
+            NOT_BINARY.format(metric=metric, name=name, value=v[np.argmax(bad)].item())
+        )
+    return v
+
+
+def _indicators(metric: str, a: np.ndarray, y: np.ndarray | None, label: int | None):
+    """Float64 indicators of (a=0, a=1) within the slice y=label (all if None).
+
+    Raises EmptyGroupError (checked before any division) if either is empty.
+    """
+    a1 = a == 1
+    a0 = ~a1
+    suffix = ""
+    if label is not None:
+        in_slice = y == label
+        a1 = a1 & in_slice
+        a0 = a0 & in_slice
+        suffix = _Y1 if label == 1 else _Y0
+    for group, mask in ((0, a0), (1, a1)):
+        if not mask.any():
+            raise EmptyGroupError(
+                EMPTY_GROUP.format(metric=metric, group=group, slice=suffix)
+            )
+    return a0.astype(np.float64), a1.astype(np.float64)
+
+
+def _gap_weights(metric: str, a, y, label: int | None) -> np.ndarray:
+    """w with H @ w = mean_{a=1, slice} h - mean_{a=0, slice} h."""
+    i0, i1 = _indicators(metric, a, y, label)
+    return i1 / i1.sum() - i0 / i0.sum()
+
+
+def _finish(values: np.ndarray, single: bool):
+    values = np.asarray(values, dtype=np.float64)
+    return values[0] if single else values
+
+
+# -- kernels (metric key threaded through for messages) ---------------------------------
+
+
+def _sp(H, a, metric: str):
+    H2, single, a, _, _ = _prepare(metric, H, a)
+    return H2 @ _gap_weights(metric, a, None, None), single
+
+
+def _sliced(H, a, y, label: int, metric: str):
+    if y is None:
+        raise QueryError(LABELS_REQUIRED.format(metric=metric))
+    H2, single, a, y, _ = _prepare(metric, H, a, y)
+    return H2 @ _gap_weights(metric, a, y, label), single
+
+
+# -- public metrics --------------------------------------------------------------------
+
+
+def statistical_parity_difference(H, a):
+    """Statistical parity gap SP_i of each model (Def. 2.1, Eq. 1).
+
+    Parameters
+    ----------
+    H : array_like, shape (m, n) or (n,)
+        Model outputs on the audit set, in {0, 1} or [0, 1].
+    a : array_like of int, shape (n,)
+        Protected attribute, 1 = advantaged, 0 = disadvantaged.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (m,), or numpy.float64 if H is 1-D
+        ``mean_{a=1} h_i - mean_{a=0} h_i``.
+
+    Raises
+    ------
+    EmptyGroupError
+        If a group is empty (:data:`EMPTY_GROUP`).
+    QueryError
+        If ``a`` and ``H`` disagree in length (:data:`LENGTH_MISMATCH`).
+    """
+    return _finish(*_sp(H, a, "sp"))
+
+
+def abs_statistical_parity_difference(H, a):
+    """Absolute statistical parity gap |SP_i| (Sec. 2.1.1); fairlearn's
+    ``demographic_parity_difference`` for binary h.
+
+    Parameters and errors as :func:`statistical_parity_difference`.
+    """
+    values, single = _sp(H, a, "abs_sp")
+    return _finish(np.abs(values), single)
+
+
+def equal_opportunity_difference(H, a, y):
+    """Equal opportunity gap EO_i (Def. 2.2, Eq. 2): SP among y=1.
+
+    For binary h this is TPR(a=1) - TPR(a=0). By Remark 5 it carries no
+    information about individuals with y=0.
+
+    Parameters
+    ----------
+    H : array_like, shape (m, n) or (n,)
+    a : array_like of int, shape (n,)
+    y : array_like of int, shape (n,)
+        True labels in {0, 1}.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (m,), or numpy.float64 if H is 1-D
+
+    Raises
+    ------
+    EmptyGroupError
+        If a=0 or a=1 has no member with y=1.
+    QueryError
+        On a length mismatch.
+    """
+    return _finish(*_sliced(H, a, y, 1, "eo"))
+
+
+def abs_equal_opportunity_difference(H, a, y):
+    """Absolute equal opportunity gap |EO_i| (Sec. 2.1.1).
+
+    Parameters and errors as :func:`equal_opportunity_difference`.
+    """
+    values, single = _sliced(H, a, y, 1, "abs_eo")
+    return _finish(np.abs(values), single)
+
+
+def predictive_equality_difference(H, a, y):
+    """Predictive equality gap PE_i: SP among y=0 (FPR(a=1) - FPR(a=0) for binary h).
+
+    One half of equalized odds (Remark 5). Parameters as
+    :func:`equal_opportunity_difference`; raises EmptyGroupError if a group has
+    no member with y=0.
+    """
+    return _finish(*_sliced(H, a, y, 0, "pe"))
+
+
+def equalized_odds_difference(H, a, y):
+    """Equalized odds gap max(|EO_i|, |PE_i|) (Remark 5).
+
+    Equals fairlearn's ``equalized_odds_difference`` (``agg="worst_case"``) for
+    binary h. Both slices y=1 and y=0 must be non-empty in both groups.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (m,), or numpy.float64 if H is 1-D
+        Values in [0, 1].
+    """
+    metric = "eodds"
+    if y is None:
+        raise QueryError(LABELS_REQUIRED.format(metric=metric))
+    H2, single, a, y, _ = _prepare(metric, H, a, y)
+    W = np.column_stack(
+        [_gap_weights(metric, a, y, 1), _gap_weights(metric, a, y, 0)]
+    )
+    gaps = H2 @ W  # (m, 2): EO and PE, one pass over H
+    return _finish(np.abs(gaps).max(axis=1), single)
+
+
+def predictive_rate_parity_difference(H, a, y):
+    """Predictive rate parity gap P(y=1 | h, a=1) - P(y=1 | h, a=0) (Remark 5).
+
+    With soft outputs as weights, ``P(y=1 | h, a=g) = sum_{a_j=g} h_ij y_j /
+    sum_{a_j=g} h_ij``; for binary h this is the precision gap.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (m,), or numpy.float64 if H is 1-D
+
+    Raises
+    ------
+    EmptyGroupError
+        If a group is empty (:data:`EMPTY_GROUP`), or if some model's outputs
+        sum to 0 within a group (:data:`PRP_ZERO_ACCEPTANCE`, naming the first
+        such model and, for it, the first such group).
+    """
+    metric = "prp"
+    if y is None:
+        raise QueryError(LABELS_REQUIRED.format(metric=metric))
+    H2, single, a, y, _ = _prepare(metric, H, a, y)
+    i0, i1 = _indicators(metric, a, y, None)
+    yf = y.astype(np.float64)
+    # columns: positives accepted and mass accepted, for a=0 then a=1
+    S = H2 @ np.column_stack([i0 * yf, i0, i1 * yf, i1])
+    denom = S[:, [1, 3]]
+    zero = denom == 0
+    if zero.any():
+        model = int(np.argmax(zero.any(axis=1)))
+        group = int(np.argmax(zero[model]))
+        raise EmptyGroupError(
+            PRP_ZERO_ACCEPTANCE.format(metric=metric, model=model, group=group)
+        )
+    return _finish(S[:, 2] / S[:, 3] - S[:, 0] / S[:, 1], single)
+
+
+def covariance(H, a):
+    """Covariance cov(h_i(x), a) on the audit set, normalised by 1/n.
+
+    The fairness measure of the distributed-fair-learning paper (Alg. 1 step 4,
+    rho-fairness in Sec. V-A, Lemma 5 Eq. (18)), estimated by the population
+    covariance of the sample: ``mean(h_i a) - mean(h_i) mean(a)``, equal to
+    ``numpy.cov(h_i, a, bias=True)[0, 1]`` and to ``(N0 N1 / n^2) SP_i``. No
+    group needs members: a constant ``a`` gives 0.
+
+    Parameters
+    ----------
+    H : array_like, shape (m, n) or (n,)
+    a : array_like of int, shape (n,)
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (m,), or numpy.float64 if H is 1-D
+        Values in [-1/4, 1/4] for h in [0, 1].
+    """
+    metric = "cov"
+    H2, single, a, _, n = _prepare(metric, H, a)
+    af = a.astype(np.float64)
+    # centred form (1/n) sum_j h_j (a_j - mean a): same value, no cancellation
+    return _finish(H2 @ ((af - af.mean()) / n), single)
+
+
+def group_sizes(a) -> tuple[int, int]:
+    """Group sizes (N0, N1) = (#{a=0}, #{a=1}) (Sec. 2.1).
+
+    Parameters
+    ----------
+    a : array_like of int, shape (n,)
+        Protected attribute in {0, 1}.
+
+    Returns
+    -------
+    tuple of int
+        ``(N0, N1)``, disadvantaged first.
+    """
+    a = _binary_vector("group_sizes", "a", a, None)
+    n1 = int(np.count_nonzero(a))
+    return a.shape[0] - n1, n1
+
+
+# -- registry --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """One entry of :data:`METRICS`.
+
+    Attributes
+    ----------
+    key : str
+        Short name used in queries, e.g. ``"sp"``.
+    function : callable
+        The metric function, ``function(H, a)`` or ``function(H, a, y)``.
+    needs_labels : bool
+        Whether the function takes the true labels ``y``.
+    description : str
+        One line for reports and the CLI.
+    range : tuple of float
+        The closed interval the values lie in for h in [0, 1].
+    """
+
+    key: str
+    function: Callable[..., np.ndarray]
+    needs_labels: bool
+    description: str
+    range: tuple[float, float]
+
+
+METRICS: Mapping[str, MetricInfo] = MappingProxyType(
+    {
+        info.key: info
+        for info in (
+            MetricInfo("sp", statistical_parity_difference, False,
+                       "statistical parity gap, a=1 minus a=0 (Def. 2.1)", (-1.0, 1.0)),
+            MetricInfo("abs_sp", abs_statistical_parity_difference, False,
+                       "absolute statistical parity gap |SP|", (0.0, 1.0)),
+            MetricInfo("eo", equal_opportunity_difference, True,
+                       "equal opportunity gap (TPR), a=1 minus a=0 (Def. 2.2)", (-1.0, 1.0)),
+            MetricInfo("abs_eo", abs_equal_opportunity_difference, True,
+                       "absolute equal opportunity gap |EO|", (0.0, 1.0)),
+            MetricInfo("pe", predictive_equality_difference, True,
+                       "predictive equality gap (FPR), a=1 minus a=0", (-1.0, 1.0)),
+            MetricInfo("eodds", equalized_odds_difference, True,
+                       "equalized odds gap max(|EO|, |PE|)", (0.0, 1.0)),
+            MetricInfo("prp", predictive_rate_parity_difference, True,
+                       "predictive rate parity (precision) gap, a=1 minus a=0", (-1.0, 1.0)),
+            MetricInfo("cov", covariance, False,
+                       "covariance cov(h(x), a), 1/n normalisation (Hu et al. 2019)",
+                       (-0.25, 0.25)),
+        )
+    }
+)
+
+
+def evaluate(metric: str, H, a, y=None):
+    """Evaluate the metric registered under ``metric`` for every model in ``H``.
+
+    Parameters
+    ----------
+    metric : str
+        A key of :data:`METRICS`.
+    H : array_like, shape (m, n) or (n,)
+    a : array_like of int, shape (n,)
+    y : array_like of int, shape (n,), optional
+        True labels; required when ``METRICS[metric].needs_labels``, ignored
+        otherwise.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (m,), or numpy.float64 if H is 1-D
+
+    Raises
+    ------
+    QueryError
+        Unknown key (:data:`UNKNOWN_METRIC`, listing the known keys) or missing
+        labels (:data:`LABELS_REQUIRED`), plus whatever the metric raises.
+    """
+    info = METRICS.get(metric) if isinstance(metric, str) else None
+    if info is None:
+        raise QueryError(UNKNOWN_METRIC.format(metric=metric, known=", ".join(METRICS)))
+    if info.needs_labels:
+        if y is None:
+            raise QueryError(LABELS_REQUIRED.format(metric=metric))
+        return info.function(H, a, y)
+    return info.function(H, a)

@@ -1,0 +1,85 @@
+"""Validation of fairness queries: what a compliance party accepts before it computes.
+
+A query asks for one metric of m models on the n individuals of the audit set.
+Everything that could make an answer meaningless or a computation unsafe is
+refused here with a message naming the problem: wrong shape or size, NaN or
+infinite scores, scores outside [0, 1], no models, too many values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import QueryError
+from .metrics import METRICS
+
+__all__ = ["MAX_QUERY_VALUES", "validate_predictions", "validate_metric", "validate_query_id"]
+
+#: Upper bound on m * n per query (1 GiB of float64), against memory exhaustion.
+MAX_QUERY_VALUES = 1 << 27
+
+NOT_ARRAY = "predictions must be a numeric numpy array, got {type}"
+BAD_DTYPE = "predictions must be numeric (bool, int or float), got dtype {dtype}"
+BAD_NDIM = "predictions must have shape (m, n) or (n,), got shape {shape}"
+NO_MODELS = "predictions must hold at least one model (m >= 1), got shape {shape}"
+N_MISMATCH = "predictions have n={got} columns but the audit set has n={n} individuals"
+TOO_LARGE = "predictions hold {size} values, above the limit of {limit} per query"
+NOT_FINITE = "predictions contain {count} NaN or infinite values (first at model {row}, individual {col})"
+OUT_OF_RANGE = "predictions must lie in [0, 1]; model {row}, individual {col} has {value!r}"
+BAD_METRIC = "metric must be one of {known}, got {metric!r}"
+BAD_QUERY_ID = "query_id must be a non-empty string of at most 128 characters, got {value!r}"
+MISSING_FIELD = "query payload lacks {field!r} (a metric query carries: {fields})"
+
+
+def validate_metric(metric: Any) -> str:
+    """Return ``metric`` if it names a known metric, else raise :class:`QueryError`."""
+    if not isinstance(metric, str) or metric not in METRICS:
+        raise QueryError(BAD_METRIC.format(known=", ".join(METRICS), metric=metric))
+    return metric
+
+
+def validate_query_id(value: Any) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= 128:
+        raise QueryError(BAD_QUERY_ID.format(value=value))
+    return value
+
+
+def validate_predictions(predictions: Any, n: int) -> np.ndarray:
+    """Check a prediction matrix and return it as a read-only float64 array of shape (m, n)."""
+    if not isinstance(predictions, np.ndarray):
+        raise QueryError(NOT_ARRAY.format(type=type(predictions).__name__))
+    if predictions.dtype.kind not in "biuf":
+        raise QueryError(BAD_DTYPE.format(dtype=predictions.dtype))
+    if predictions.ndim == 1:
+        predictions = predictions[None, :]
+    if predictions.ndim != 2:
+        raise QueryError(BAD_NDIM.format(shape=predictions.shape))
+    m, cols = predictions.shape
+    if m == 0:
+        raise QueryError(NO_MODELS.format(shape=predictions.shape))
+    if cols != n:
+        raise QueryError(N_MISMATCH.format(got=cols, n=n))
+    if predictions.size > MAX_QUERY_VALUES:
+        raise QueryError(TOO_LARGE.format(size=predictions.size, limit=MAX_QUERY_VALUES))
+    H = np.asarray(predictions, dtype=np.float64)
+    # One pass for the common case; locate the culprit only when something is wrong.
+    lo, hi = H.min(), H.max()
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        bad = ~np.isfinite(H)
+        row, col = map(int, np.argwhere(bad)[0])
+        raise QueryError(NOT_FINITE.format(count=int(bad.sum()), row=row, col=col))
+    if lo < 0.0 or hi > 1.0:
+        row, col = map(int, np.argwhere((H < 0.0) | (H > 1.0))[0])
+        raise QueryError(OUT_OF_RANGE.format(row=row, col=col, value=float(H[row, col])))
+    if H is predictions:
+        H = H.view()
+    H.flags.writeable = False
+    return H
+
+
+def require_fields(payload: Mapping[str, Any], fields: tuple[str, ...]) -> None:
+    for name in fields:
+        if name not in payload:
+            raise QueryError(MISSING_FIELD.format(field=name, fields=", ".join(fields)))

@@ -1,0 +1,1 @@
+"""Scenarios: specs, data sets, runner, studies, reports and the ``parley`` command."""

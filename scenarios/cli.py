@@ -1,0 +1,130 @@
+"""The ``parley`` command: list, run and verify.
+
+User mistakes (a bad key, an unknown scenario, a missing file) print one line,
+``parley: error: ...``, and exit 2; a transcript that fails verification exits
+1 naming the bad line. Tracebacks are kept for bugs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="parley",
+        description="Simulate the parties around a fairness audit on Ray and measure what leaks between them.",
+        epilog="Examples: parley run; parley run adult-raw-single-query --set attack.targets=50; "
+               "parley verify runs/x/transcript.jsonl",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    sub.add_parser("list", help="catalog scenarios, protocols, attacks and data sets")
+
+    run = sub.add_parser("run", help="run one scenario (default: adult-raw-double-query)")
+    run.add_argument("scenario", nargs="?", help="catalog name or path to a TOML file")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a field by dotted path, e.g. protocol.decimals=4 (repeatable)")
+    run.add_argument("--out", type=Path, help="run folder (default: runs/<scenario>)")
+    run.add_argument("--seed", type=int, help="root seed (same seed, same result.json)")
+    run.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
+
+    verify = sub.add_parser("verify", help="check every signature, digest and chain link of a transcript")
+    verify.add_argument("path", type=Path)
+    return parser
+
+
+def _cmd_list() -> int:
+    from parties.attacks import ATTACKS
+    from protocols import PROTOCOLS
+
+    from .catalog import DEFAULT_SCENARIO, scenario_names, scenario_path
+    from .datasets import DATASET_NAMES
+    from .spec import load_toml
+
+    print("scenarios:")
+    for name in scenario_names():
+        data = load_toml(scenario_path(name))
+        first = " ".join(str(data.get("description", "")).split())
+        mark = " (default)" if name == DEFAULT_SCENARIO else ""
+        print(f"  {name}{mark}\n      {first[:110]}{'...' if len(first) > 110 else ''}")
+    print("protocols:")
+    for name, cls in sorted(PROTOCOLS.items()):
+        print(f"  {name:<16} {(cls.__doc__ or '').strip().splitlines()[0]}")
+    print("attacks:")
+    for name, cls in sorted(ATTACKS.items()):
+        print(f"  {name:<16} [{', '.join(cls.threat_models)}] {cls.summary}")
+    print("datasets:")
+    print("  " + ", ".join(DATASET_NAMES))
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .catalog import DEFAULT_SCENARIO, resolve_scenario
+    from .report import HEADLINE, format_table
+    from .runner import run
+    from .spec import Scenario
+
+    scenario = Scenario.from_toml(resolve_scenario(args.scenario or DEFAULT_SCENARIO))
+    overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
+    if overrides:
+        scenario = scenario.with_overrides(overrides)
+    out = args.out if args.out is not None else Path("runs") / scenario.name
+    print(f"parley: running {scenario.name} ({scenario.protocol.name} protocol, {scenario.attack.name} attack) ...",
+          file=sys.stderr)
+    result = run(scenario, out=out, address=args.address)
+    print(format_table(result.metrics, keys=HEADLINE))
+    print(f"\nrun folder: {result.run_dir}")
+    return EXIT_OK
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from protocols.errors import TranscriptError
+
+    from parties.transcript import verify_transcript
+
+    if not args.path.is_file():
+        print(f"parley: error: transcript {args.path} does not exist", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        count = verify_transcript(args.path)
+    except TranscriptError as exc:
+        print(f"parley: verify FAILED: {args.path}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"verified {count} messages in {args.path}: every signature, digest and chain link is intact")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``parley`` console script."""
+    from protocols.errors import InternalError, ParleyError
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        if args.command == "list":
+            return _cmd_list()
+        if args.command == "run":
+            return _cmd_run(args)
+        return _cmd_verify(args)
+    except InternalError:
+        raise
+    except ParleyError as exc:
+        print(f"parley: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Data sets for parley scenarios: Adult, German Credit, COMPAS, synthetic and user CSV.
+
+A scenario names a data set with one of the parameter models (discriminated on
+``name``); :func:`load_table` returns the parsed :class:`Table` and :func:`load_split`
+the preprocessed training and audit sets. In every data set ``a = 1`` is the advantaged
+group and ``y = 1`` the favourable outcome.
+
+Sources (vendored, gzip, SHA-256 checked on every load):
+
+- UCI Adult (1994 census income), Kohavi and Becker; UCI ML Repository, CC BY 4.0.
+- UCI Statlog (German Credit Data), Hofmann; UCI ML Repository, CC BY 4.0.
+- ProPublica COMPAS two-year recidivism, ProPublica's public analysis data.
+
+Examples
+--------
+>>> import numpy as np
+>>> from scenarios.datasets import AdultParams, load_split
+>>> split = load_split(AdultParams(protected="race"), np.random.default_rng(0))
+>>> split.X_audit.shape[0]
+1000
+"""
+
+from ._load import load_table
+from ._params import (
+    DATASET_NAMES,
+    AdultParams,
+    CompasParams,
+    CsvParams,
+    DatasetParams,
+    GermanParams,
+    SyntheticParams,
+)
+from ._split import load_split
+from ._table import Split, Table
+
+__all__ = [
+    "DatasetParams",
+    "AdultParams",
+    "GermanParams",
+    "CompasParams",
+    "SyntheticParams",
+    "CsvParams",
+    "Table",
+    "Split",
+    "load_table",
+    "load_split",
+    "DATASET_NAMES",
+]

@@ -1,0 +1,134 @@
+"""Parameters of the data sets a scenario can name (pydantic v2, frozen, no extra keys).
+
+Each model carries a literal ``name`` so that :data:`DatasetParams` is a discriminated
+union: a scenario file says ``name = "adult"`` and pydantic picks :class:`AdultParams`,
+reporting errors against that model only. The models are frozen and therefore hashable,
+which is what lets the loaders cache parsed tables keyed on the parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "AdultParams",
+    "GermanParams",
+    "CompasParams",
+    "SyntheticParams",
+    "CsvParams",
+    "DatasetParams",
+    "DATASET_NAMES",
+    "MSG_MINORITY_RANGE",
+    "MSG_CSV_COLUMN_CLASH",
+]
+
+DATASET_NAMES: tuple[str, ...] = ("adult", "german", "compas", "synthetic", "csv")
+
+MSG_MINORITY_RANGE = "minority must satisfy 1 <= minority < audit_size={audit_size}; received minority={minority}"
+MSG_CSV_COLUMN_CLASH = "{what} column {column!r} cannot also be listed in features"
+
+# Sizes: an audit set needs at least one row of each group, hence >= 2.
+AuditSize = Annotated[int, Field(ge=2, description="rows in the audit set (held by the compliance party)")]
+TrainSize = Annotated[
+    int | None,
+    Field(ge=1, description="rows in the training set; None = every row not drawn for the audit set"),
+]
+Scalar = Union[bool, int, float, str]
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AdultParams(_Params):
+    """UCI Adult (1994 census income); see :mod:`scenarios.datasets._real`."""
+
+    name: Literal["adult"] = "adult"
+    protected: Literal["race", "sex"] = "race"
+    audit_size: AuditSize = 1000
+    train_size: TrainSize = None
+
+
+class GermanParams(_Params):
+    """UCI Statlog German Credit; see :mod:`scenarios.datasets._real`."""
+
+    name: Literal["german"] = "german"
+    protected: Literal["sex", "age"] = "sex"
+    audit_size: AuditSize = 300
+    train_size: TrainSize = None
+
+
+class CompasParams(_Params):
+    """ProPublica COMPAS two-year recidivism; see :mod:`scenarios.datasets._real`.
+
+    ``filter="propublica"`` applies ProPublica's row filter, ``"none"`` keeps every row.
+    """
+
+    name: Literal["compas"] = "compas"
+    protected: Literal["race", "sex"] = "race"
+    audit_size: AuditSize = 1000
+    train_size: TrainSize = None
+    filter: Literal["propublica", "none"] = "propublica"
+
+
+class SyntheticParams(_Params):
+    """Synthetic data with an exact minority count; see :mod:`scenarios.datasets._synthetic`.
+
+    ``minority`` is N0, the exact number of ``a = 0`` rows in the audit set; the training
+    set gets the same minority share, rounded. ``strength`` scales how far every feature's
+    mean moves with ``a`` (0 = features independent of ``a``).
+    """
+
+    name: Literal["synthetic"] = "synthetic"
+    audit_size: AuditSize = 1000
+    minority: int = Field(100, ge=1, description="exact count of a=0 rows in the audit set")
+    train_size: int = Field(5000, ge=1)
+    strength: float = Field(1.0, ge=0.0, allow_inf_nan=False)
+    n_features: int = Field(10, ge=1)
+
+    @model_validator(mode="after")
+    def _minority_below_audit_size(self) -> SyntheticParams:
+        if not 1 <= self.minority < self.audit_size:
+            raise ValueError(MSG_MINORITY_RANGE.format(audit_size=self.audit_size, minority=self.minority))
+        return self
+
+
+class CsvParams(_Params):
+    """A user CSV file; see :mod:`scenarios.datasets._csv`.
+
+    ``favourable`` is the ``label`` value meaning ``y = 1`` and ``privileged`` the
+    ``protected`` value meaning ``a = 1``; both are compared to the file's cells after
+    ``str()`` so that ``"1"`` matches ``1``. ``features=None`` uses every other column.
+    ``features`` is stored as a tuple (a list is accepted) so the model stays hashable.
+    """
+
+    name: Literal["csv"] = "csv"
+    path: str = Field(min_length=1)
+    label: str = Field(min_length=1)
+    favourable: Scalar = 1
+    protected: str = Field(min_length=1)
+    privileged: Scalar
+    features: tuple[str, ...] | None = Field(None, min_length=1)
+    audit_size: AuditSize = 1000
+    train_size: TrainSize = None
+
+    @model_validator(mode="after")
+    def _columns_distinct(self) -> CsvParams:
+        if self.label == self.protected:
+            raise ValueError(f"label and protected must be different columns; both are {self.label!r}")
+        if self.features is not None:
+            for what, column in (("label", self.label), ("protected", self.protected)):
+                if column in self.features:
+                    raise ValueError(MSG_CSV_COLUMN_CLASH.format(what=what, column=column))
+            if len(set(self.features)) != len(self.features):
+                raise ValueError(f"features lists a column twice: {list(self.features)}")
+        return self
+
+
+DatasetParams = Annotated[
+    Union[AdultParams, GermanParams, CompasParams, SyntheticParams, CsvParams],
+    Field(discriminator="name"),
+]
+"""Any data set's parameters; pydantic picks the model from the ``name`` key."""

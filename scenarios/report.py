@@ -1,0 +1,66 @@
+"""Human-readable run reports: the short console table and ``report.md``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["format_table", "write_report", "HEADLINE"]
+
+#: Metrics shown first, in this order, when present.
+HEADLINE = ("leakage", "exact_recovery", "attacked", "correct", "queries", "messages", "bytes",
+            "avg_query_error", "base_accuracy", "base_sp", "observer_leakage", "wall_s")
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e-3 and value != 0 else f"{value:,.4f}".rstrip("0").rstrip(".")
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def format_table(metrics: dict[str, Any], keys: tuple[str, ...] | None = None) -> str:
+    """Two aligned columns, headline metrics first (all metrics if ``keys`` is None)."""
+    order = [k for k in HEADLINE if k in metrics]
+    if keys is None:
+        order += [k for k in metrics if k not in order]
+    else:
+        order = [k for k in order if k in keys]
+    width = max(len(k) for k in order) if order else 0
+    return "\n".join(f"{k:<{width}}  {_fmt(metrics[k])}" for k in order)
+
+
+def write_report(record: dict[str, Any], run_dir: Path) -> Path:
+    """Write ``report.md``: what ran, what leaked, every metric, the files of the run."""
+    m = record["metrics"]
+    groups = record["groups"]
+    lines = [
+        f"# {record['scenario']}",
+        "",
+        record.get("description") or "",
+        "",
+        f"- data set: {record['dataset']} (protected: {record['protected']}, a=1 {groups['a=1']}, "
+        f"a=0 {groups['a=0']}); audit set n = {record['sizes']['n_audit']:,}, "
+        f"training set {record['sizes']['n_train']:,}",
+        f"- protocol: `{record['protocol']}`; threat model: {record['threat_model']}; attack: `{record['attack']}`",
+        f"- seed: {record['seed']}",
+        "",
+        f"The adversary attacked {m['attacked']} individuals and reconstructed {m['correct']} correctly: "
+        f"leakage (balanced accuracy, Def. 5.1) {_fmt(m['leakage'])} % after {m['queries']} answered model queries.",
+        "",
+        "| metric | value |",
+        "|---|---|",
+        *(f"| {k} | {_fmt(v)} |" for k, v in m.items()),
+        "",
+        "Files: `result.json` (every number above), `transcript.jsonl` (every signed message; check it with "
+        "`parley verify transcript.jsonl`).",
+        "",
+    ]
+    path = run_dir / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path

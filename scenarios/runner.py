@@ -1,0 +1,229 @@
+"""Run one scenario end to end and write its run folder.
+
+The runner is the referee: it loads the data set, gives each party only what
+its role holds (the data center X and y, the compliance party A and y of the
+audit set), connects them through the logged network, lets the adversary work,
+and finally scores the adversary's reconstruction against the truth that no
+party handed over. Randomness: one ``SeedSequence`` per run, spawned into one
+stream per party, so the same seed gives the same ``result.json`` (timings and
+package versions aside).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import protocols
+from parties.adversary import Adversary, exchanges_from
+from parties.attacks import AttackerView, get_attack, leakage
+from parties.compliance import Compliance
+from parties.data_center import DataCenter, DataCenterData
+from parties.network import LocalDeployment, Network
+from parties.transcript import TranscriptWriter, read_transcript
+from parties.wire import Identity, Keyring
+from protocols.base import AuditSet
+from protocols.metrics import evaluate
+
+from .datasets import load_split
+from .report import write_report
+from .spec import Component, Scenario
+
+__all__ = ["Result", "run"]
+
+COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER = "compliance", "data-center", "adversary", "observer"
+#: Keys of result.json that vary between runs of the same seed.
+VOLATILE = ("wall_s", "versions", "run_dir")
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of one run: ``record`` is exactly what ``result.json`` holds."""
+
+    record: dict[str, Any]
+    run_dir: Path
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The measured quantities (leakage, queries, messages, bytes, ...)."""
+        return dict(self.record["metrics"])
+
+    @property
+    def transcript_path(self) -> Path:
+        return self.run_dir / "transcript.jsonl"
+
+    def to_pandas(self) -> "Any":
+        """One-row DataFrame: scenario fields and metrics side by side (for studies and notebooks)."""
+        import pandas as pd
+
+        row = {k: v for k, v in self.record.items() if not isinstance(v, dict)}
+        row.update(self.record["metrics"])
+        return pd.DataFrame([row])
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in ("parley", "ray", "numpy", "scipy", "scikit-learn", "cryptography", "pydantic", "fairlearn"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _deployment(scenario: Scenario, address: str | None) -> Any:
+    if scenario.backend == "local":
+        return LocalDeployment()
+    from parties.actors import RayDeployment, ensure_ray
+
+    ensure_ray(address)
+    return RayDeployment()
+
+
+def _build_attack(component: Component, view: AttackerView, rng: np.random.Generator):
+    return get_attack(component.name)(component.params, view, rng)
+
+
+def _clean(value: Any) -> Any:
+    """JSON-ready: numpy scalars to Python, NaN/inf to None."""
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def _query_error(envelopes: list, a: np.ndarray, y: np.ndarray) -> float | None:
+    """Mean |released - exact| over every answered model (the referee recomputes the exact values)."""
+    errors = [np.abs(e.values - evaluate(e.metric, e.predictions, a, y)) for e in exchanges_from(envelopes)]
+    return float(np.concatenate(errors).mean()) if errors else None
+
+
+def run(scenario: Scenario, out: str | Path | None = None, address: str | None = None) -> Result:
+    """Run ``scenario``; write ``result.json``, ``transcript.jsonl`` and ``report.md`` into ``out``.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        What to run.
+    out : path-like, optional
+        Run folder (created); a fresh temporary folder if omitted.
+    address : str, optional
+        Ray cluster to join (``ray start --head`` prints it); local Ray if omitted.
+    """
+    started = time.perf_counter()
+    run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(scenario.seed).spawn(5)]
+    data_rng, dc_rng, comp_rng, adv_rng, obs_rng = streams
+
+    split = load_split(scenario.dataset, data_rng)
+    protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
+
+    identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance"),
+                  DATA_CENTER: Identity.generate(DATA_CENTER, "data-center")}
+    if scenario.threat_model == "passive-observer" or scenario.observer is not None:
+        identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
+    keyring = Keyring()
+    for identity in identities.values():
+        keyring.add(identity.key_entry())
+
+    deployment = _deployment(scenario, address)
+    transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
+    network = Network(deployment, transcript)
+    try:
+        deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
+                       AuditSet(a=split.a_audit, y=split.y_audit), protocol, [DATA_CENTER], comp_rng)
+        deployment.add(DATA_CENTER, DataCenter, identities[DATA_CENTER], keyring,
+                       DataCenterData(split.X_train, split.y_train, split.X_audit, split.y_audit),
+                       scenario.model, COMPLIANCE, protocol.name, dc_rng)
+        network.route(COMPLIANCE, COMPLIANCE)
+        network.route(DATA_CENTER, DATA_CENTER)
+
+        model_metrics = deployment.call(DATA_CENTER, "train")
+        for metric in scenario.audit_metrics:  # the data center's honest questions
+            network.exchange(deployment.call(DATA_CENTER, "audit_query", metric))
+        honest = {f"base_{a['metric']}": float(a["values"][0])
+                  for a in deployment.call(DATA_CENTER, "answers_received")}
+
+        if scenario.threat_model == "curious-data-center":
+            view, identity = deployment.call(DATA_CENTER, "defect")
+            deployment.add(ADVERSARY, Adversary, identity, keyring,
+                           _build_attack(scenario.attack, view, adv_rng), COMPLIANCE, protocol.name)
+            network.route(DATA_CENTER, ADVERSARY)  # answers to the data center's name now reach the adversary
+            network.exchange(deployment.call(ADVERSARY, "start"))
+            reconstruction = deployment.call(ADVERSARY, "outcome")
+        transcript.close()
+        seen = read_transcript(transcript.path, verify=False)
+        # An observer knows only what the wire shows: the audit-set size, from the queries' shape.
+        wire_view = AttackerView(n=split.a_audit.shape[0])
+        if scenario.threat_model == "passive-observer":
+            deployment.add(ADVERSARY, Adversary, identities[OBSERVER], keyring,
+                           _build_attack(scenario.attack, wire_view, adv_rng), COMPLIANCE, protocol.name)
+            reconstruction = deployment.call(ADVERSARY, "observe", seen)
+        observer_metrics: dict[str, Any] = {}
+        if scenario.observer is not None:
+            deployment.add(OBSERVER, Adversary, identities[OBSERVER], keyring,
+                           _build_attack(scenario.observer, wire_view, obs_rng), COMPLIANCE, protocol.name)
+            overheard = deployment.call(OBSERVER, "observe", seen)
+            observer_metrics = {
+                "observer_leakage": leakage(split.a_audit[overheard.indices], overheard.a_hat, overheard.partition_only),
+                "observer_revealed": int(overheard.indices.size),
+            }
+        compliance_stats = deployment.call(COMPLIANCE, "stats")
+    finally:
+        transcript.close()
+        deployment.shutdown()
+
+    truth = split.a_audit[reconstruction.indices]
+    correct = reconstruction.a_hat == truth
+    metrics: dict[str, Any] = {
+        "leakage": leakage(truth, reconstruction.a_hat, reconstruction.partition_only),
+        "exact_recovery": bool(reconstruction.indices.size > 0 and correct.all()),
+        "attacked": int(reconstruction.indices.size),
+        "correct": int(correct.sum()),
+        "undecided": int((~reconstruction.decided).sum()),
+        "queries": int(reconstruction.queries),
+        "messages": network.messages,
+        "bytes": network.bytes,
+        "refusals": compliance_stats["refusals_sent"],
+        "avg_query_error": _query_error(seen, split.a_audit, split.y_audit),
+        "epsilon_spent": None,
+        "delta_spent": None,
+        **model_metrics,
+        **honest,
+        **observer_metrics,
+        **{f"attack_{k}": v for k, v in reconstruction.info.items()},
+        "wall_s": round(time.perf_counter() - started, 3),
+    }
+    record = _clean({
+        "scenario": scenario.name,
+        "description": scenario.description,
+        "threat_model": scenario.threat_model,
+        "protocol": scenario.protocol.name,
+        "attack": scenario.attack.name,
+        "dataset": split.table.name,
+        "protected": split.table.protected,
+        "groups": {"a=0": split.table.groups[0], "a=1": split.table.groups[1]},
+        "seed": scenario.seed,
+        "sizes": {"n_train": int(split.X_train.shape[0]), "n_audit": int(split.X_audit.shape[0]),
+                  "n_features": int(split.X_train.shape[1])},
+        "metrics": metrics,
+        "spec": scenario.to_dict(),
+        "versions": _versions(),
+    })
+    (run_dir / "result.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_report(record, run_dir)
+    return Result(record=record, run_dir=run_dir)

@@ -1,0 +1,251 @@
+"""Scenario specs: TOML files (or dicts) validated into frozen pydantic models.
+
+A scenario names a data set, the data center's base model, the compliance
+party's protocol, the threat model and its attack. Protocol, attack and
+dataset tables are validated against the parameter model each plug-in
+registers, so an unknown key is reported with the keys that plug-in accepts::
+
+    name = "adult-raw-double-query"
+    threat_model = "curious-data-center"
+    [dataset]
+    name = "adult"
+    protected = "race"
+    audit_size = 1000
+    [protocol]
+    name = "raw"
+    [attack]
+    name = "double-query"
+    targets = 20
+
+``--set key=value`` (or :meth:`Scenario.with_overrides`) changes any field by
+its dotted path, e.g. ``protocol.decimals=4`` or ``dataset.audit_size=500``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+import typing
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, create_model
+
+import protocols
+from parties.attacks import ATTACKS, PASSIVE, get_attack
+from parties.learners import ModelSpec
+from protocols.errors import ConfigError
+from protocols.metrics import METRICS
+
+from .datasets import DatasetParams
+
+__all__ = ["Component", "Scenario", "THREAT_MODELS", "parse_assignment", "load_toml"]
+
+THREAT_MODELS = ("curious-data-center", "passive-observer")
+
+UNKNOWN_KEY = "unknown key {key!r}; allowed keys: {allowed}"
+MISSING_KEY = "missing key {key!r}"
+BAD_VALUE = "{key}: {msg} (got {value!r})"
+NOT_A_TABLE = "{key} must be a table (e.g. [{key}] in TOML), got {value!r}"
+NO_NAME = "{key} needs a 'name' (one of: {known})"
+BAD_ASSIGNMENT = "--set expects key=value with a dotted key such as protocol.decimals=4, got {text!r}"
+BAD_TOML = "{path}: not valid TOML ({error})"
+NO_FILE = "scenario file {path} does not exist"
+WRONG_THREAT = "attack {name!r} works under {supported}, but the scenario's threat_model is {threat!r}"
+OBSERVER_ACTIVE = "observer attack {name!r} must be passive (one of the attacks for passive-observer)"
+
+_DATASET_CLASSES: dict[str, type[BaseModel]] = {
+    typing.get_args(cls.model_fields["name"].annotation)[0]: cls
+    for cls in typing.get_args(typing.get_args(DatasetParams)[0])
+}
+
+
+def _describe(value: Any) -> Any:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _validate(model: type[BaseModel], data: Any, where: str) -> BaseModel:
+    """Validate ``data`` with ``model``; one clear ConfigError naming every bad key."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(NOT_A_TABLE.format(key=where, value=_describe(data)))
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            key = ".".join([where, *map(str, err["loc"])]) if where else ".".join(map(str, err["loc"]))
+            if err["type"] == "extra_forbidden":
+                problems.append(UNKNOWN_KEY.format(key=key, allowed=", ".join(sorted(model.model_fields))))
+            elif err["type"] == "missing":
+                problems.append(MISSING_KEY.format(key=key))
+            else:
+                problems.append(BAD_VALUE.format(key=key, msg=err["msg"], value=_describe(err.get("input"))))
+        raise ConfigError("; ".join(problems)) from None
+
+
+class Component(BaseModel):
+    """A named plug-in (protocol, attack, data set) with its validated parameters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    params: SerializeAsAny[BaseModel]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.params.model_dump(exclude={"name"})}
+
+
+def _component(where: str, data: Any, lookup: Callable[[str], type[BaseModel]], known: Sequence[str]) -> Component:
+    if not isinstance(data, Mapping):
+        raise ConfigError(NOT_A_TABLE.format(key=where, value=_describe(data)))
+    if "name" not in data:
+        raise ConfigError(NO_NAME.format(key=where, known=", ".join(sorted(known))))
+    name = data["name"]
+    params_model = lookup(name)
+    params = _validate(params_model, {k: v for k, v in data.items() if k != "name"}, where)
+    return Component(name=name, params=params)
+
+
+def _dataset(data: Any) -> BaseModel:
+    if not isinstance(data, Mapping):
+        raise ConfigError(NOT_A_TABLE.format(key="dataset", value=_describe(data)))
+    name = data.get("name")
+    if name not in _DATASET_CLASSES:
+        raise ConfigError(f"dataset.name must be one of {', '.join(_DATASET_CLASSES)}, got {name!r}")
+    return _validate(_DATASET_CLASSES[name], data, "dataset")
+
+
+def _protocol_params(name: str) -> type[BaseModel]:
+    return protocols.get_protocol(name).Params
+
+
+def _attack_params(name: str) -> type[BaseModel]:
+    return get_attack(name).Params
+
+
+class Scenario(BaseModel):
+    """One run: data set, base model, protocol, threat model and attack.
+
+    Build it with :meth:`from_dict` or :meth:`from_toml` (which give precise
+    errors); :meth:`to_dict` gives the same flat form back.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = "custom"
+    description: str = ""
+    seed: int = Field(default=0, ge=0, description="root of every random stream of the run")
+    threat_model: Literal["curious-data-center", "passive-observer"] = "curious-data-center"
+    dataset: SerializeAsAny[BaseModel]
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    protocol: Component
+    attack: Component
+    observer: Component | None = Field(default=None, description="a passive observer also attacking the transcript")
+    audit_metrics: tuple[str, ...] = Field(default=("sp",), description="honest queries about the base model")
+    backend: Literal["ray", "local"] = Field(default="ray", description="parties as Ray actors, or in-process")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Scenario":
+        """Validate a scenario given as nested dicts (the TOML structure)."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(NOT_A_TABLE.format(key="scenario", value=_describe(data)))
+        for key in data:
+            if key not in cls.model_fields:
+                raise ConfigError(UNKNOWN_KEY.format(key=key, allowed=", ".join(sorted(cls.model_fields))))
+        for key in ("dataset", "attack"):
+            if key not in data:
+                raise ConfigError(MISSING_KEY.format(key=key))
+        parsed: dict[str, Any] = {
+            "dataset": _dataset(data["dataset"]),
+            "protocol": _component("protocol", data.get("protocol", {"name": "raw"}), _protocol_params,
+                                   protocols.PROTOCOLS),
+            "attack": _component("attack", data["attack"], _attack_params, ATTACKS),
+            "model": _validate(ModelSpec, data.get("model", {}), "model"),
+        }
+        if data.get("observer") is not None:
+            parsed["observer"] = _component("observer", data["observer"], _attack_params, ATTACKS)
+        simple = {k: v for k, v in data.items() if k not in parsed and k != "observer"}
+        rest = _validate(_SimpleFields, simple, "")
+        scenario = cls(**parsed, **rest.model_dump())
+        scenario._check_threat_model()
+        return scenario
+
+    def _check_threat_model(self) -> None:
+        attack = get_attack(self.attack.name)
+        if self.threat_model not in attack.threat_models:
+            raise ConfigError(WRONG_THREAT.format(name=attack.name, supported=", ".join(attack.threat_models),
+                                                  threat=self.threat_model))
+        if self.observer is not None and get_attack(self.observer.name).threat_models != PASSIVE:
+            raise ConfigError(OBSERVER_ACTIVE.format(name=self.observer.name))
+        for metric in self.audit_metrics:
+            if metric not in METRICS:
+                raise ConfigError(f"audit_metrics: unknown metric {metric!r}; known: {', '.join(METRICS)}")
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "Scenario":
+        """Read and validate a scenario file."""
+        return cls.from_dict(load_toml(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat (TOML-shaped) form: plug-in tables carry ``name`` and their parameters."""
+        out: dict[str, Any] = {
+            "name": self.name, "description": self.description, "seed": self.seed,
+            "threat_model": self.threat_model, "dataset": self.dataset.model_dump(),
+            "model": self.model.model_dump(), "protocol": self.protocol.to_dict(), "attack": self.attack.to_dict(),
+            "audit_metrics": list(self.audit_metrics), "backend": self.backend,
+        }
+        if self.observer is not None:
+            out["observer"] = self.observer.to_dict()
+        return out
+
+    def with_values(self, values: Mapping[str, Any]) -> "Scenario":
+        """A copy with fields changed by dotted path (``{"protocol.decimals": 4}``), re-validated."""
+        data = self.to_dict()
+        for dotted, value in values.items():
+            *parents, leaf = dotted.split(".")
+            node = data
+            for part in parents:
+                child = node.get(part)
+                if child is None:
+                    child = node[part] = {}
+                elif not isinstance(child, dict):
+                    raise ConfigError(f"cannot set {dotted!r}: {part!r} is a value, not a table")
+                node = child
+            node[leaf] = value
+        return Scenario.from_dict(data)
+
+    def with_overrides(self, assignments: Sequence[str]) -> "Scenario":
+        """Apply ``key=value`` strings as given on the command line."""
+        return self.with_values(dict(parse_assignment(text) for text in assignments))
+
+
+_SIMPLE = ("name", "description", "seed", "threat_model", "audit_metrics", "backend")
+#: The scalar top-level fields, validated apart so messages name them plainly.
+_SimpleFields = create_model(
+    "_SimpleFields", __config__=ConfigDict(extra="forbid"),
+    **{key: (Scenario.model_fields[key].annotation, Scenario.model_fields[key]) for key in _SIMPLE},
+)
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``"a.b=4"`` -> ``("a.b", 4)``; the value is read as TOML, else kept as a string."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ConfigError(BAD_ASSIGNMENT.format(text=text))
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return key, value
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file with errors that name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(NO_FILE.format(path=path))
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(BAD_TOML.format(path=path, error=exc)) from None
