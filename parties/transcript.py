@@ -106,23 +106,32 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield number, line
 
 
+def _check_chain(number: int, line: dict[str, Any], prev: str) -> None:
+    if line["prev"] != prev:
+        raise TranscriptError(number, BAD_PREV_MSG.format(got=line["prev"], expected=prev))
+    expected = _chain_hash(prev, line["record"])
+    if line["hash"] != expected:
+        raise TranscriptError(number, BAD_HASH_MSG.format(got=line["hash"], expected=expected))
+
+
 def _walk(path: str | Path, check: bool) -> Iterator[Envelope]:
+    """Envelopes in order; with ``check``, each line's signature and digest, then its chain link.
+
+    Signatures are checked before the chain so that an edited header is reported
+    as what it is (a signature failure), not only as a broken hash.
+    """
     prev = GENESIS
     keyring = Keyring()
     for number, line in _lines(Path(path)):
         record = line["record"]
         if not isinstance(record, dict):
             raise TranscriptError(number, NOT_JSON_MSG.format(error="record is not an object"))
-        if check:
-            if line["prev"] != prev:
-                raise TranscriptError(number, BAD_PREV_MSG.format(got=line["prev"], expected=prev))
-            expected = _chain_hash(prev, record)
-            if line["hash"] != expected:
-                raise TranscriptError(number, BAD_HASH_MSG.format(got=line["hash"], expected=expected))
-        prev = line["hash"]
         if record.get("type") == "keyring" and record.get("format") == FORMAT:
+            if check:
+                _check_chain(number, line, prev)
             for entry in Keyring.from_json(record.get("keys", {})).entries.values():
                 keyring.add(entry)
+            prev = line["hash"]
             continue
         if number == 1:
             raise TranscriptError(number, NO_KEYRING_MSG.format(format=FORMAT))
@@ -135,6 +144,8 @@ def _walk(path: str | Path, check: bool) -> Iterator[Envelope]:
                 verify_envelope(envelope, keyring)
             except WireError as exc:
                 raise TranscriptError(number, str(exc)) from None
+            _check_chain(number, line, prev)
+        prev = line["hash"]
         yield envelope
 
 

@@ -76,6 +76,11 @@ _ND_TAG = "__ndarray__"
 
 
 # --------------------------------------------------------------------------- digests
+def _raw_bytes(arr: np.ndarray) -> memoryview | bytes:
+    """The bytes of a C-contiguous array without copying (empty arrays have none)."""
+    return memoryview(arr).cast("B") if arr.size else b""
+
+
 def _feed(h: "hashlib._Hash", value: Any, path: str) -> None:
     """Feed one payload value into ``h`` with a type tag and length prefix.
 
@@ -88,7 +93,7 @@ def _feed(h: "hashlib._Hash", value: Any, path: str) -> None:
         arr = np.ascontiguousarray(value)
         meta = f"{arr.dtype.str}|{','.join(map(str, arr.shape))}".encode()
         h.update(b"a" + struct.pack("<Q", len(meta)) + meta + struct.pack("<Q", arr.nbytes))
-        h.update(memoryview(arr).cast("B"))
+        h.update(_raw_bytes(arr))
     elif isinstance(value, Mapping):
         h.update(b"d" + struct.pack("<Q", len(value)))
         for key in sorted(value):
@@ -128,7 +133,7 @@ def encode_payload(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         arr = np.ascontiguousarray(value)
         return {_ND_TAG: {"dtype": arr.dtype.str, "shape": list(arr.shape),
-                          "data": base64.b64encode(memoryview(arr).cast("B")).decode("ascii")}}
+                          "data": base64.b64encode(_raw_bytes(arr)).decode("ascii")}}
     if isinstance(value, Mapping):
         return {k: encode_payload(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -164,7 +169,7 @@ class Envelope(BaseModel):
     protocol: str
     seq: int = Field(ge=0)
     nonce: str
-    timestamp: float
+    timestamp: int  # nanoseconds since the epoch (fixed width, so sizes do not depend on the clock)
     payload: dict[str, Any]
     digest: str
     signature: str
@@ -223,7 +228,7 @@ class Identity:
             "protocol": protocol,
             "seq": self.next_seq,
             "nonce": secrets.token_hex(16),
-            "timestamp": time.time(),
+            "timestamp": time.time_ns(),
             "digest": payload_digest(payload),
         }
         self.next_seq += 1

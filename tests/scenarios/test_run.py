@@ -1,0 +1,121 @@
+"""End to end: the default scenario through Ray actors, its run folder, determinism, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from parties.transcript import verify_transcript
+from scenarios.catalog import DEFAULT_SCENARIO, scenario_path
+from scenarios.cli import main
+from scenarios.runner import VOLATILE, run
+from scenarios.spec import Scenario
+
+pytestmark = pytest.mark.ray
+
+
+def _stable(record: dict) -> dict:
+    out = {k: v for k, v in record.items() if k not in VOLATILE}
+    out["metrics"] = {k: v for k, v in record["metrics"].items() if k not in VOLATILE}
+    return out
+
+
+@pytest.fixture(scope="module")
+def default_run(ray_session, tmp_path_factory):
+    out = tmp_path_factory.mktemp("default")
+    assert main(["run", "--out", str(out)]) == 0
+    return out
+
+
+def test_default_run_reveals_every_target(default_run):
+    record = json.loads((default_run / "result.json").read_text())
+    m = record["metrics"]
+    assert record["scenario"] == DEFAULT_SCENARIO and record["sizes"]["n_audit"] == 1000
+    assert m["leakage"] == 100.0 and m["exact_recovery"] is True and m["attacked"] == 20
+    assert m["queries"] == 21  # the base model plus one flipped model per target
+    assert m["messages"] == 2 + 2 * 21  # the honest base-model query and answer, then the attack
+    assert m["bytes"] > 0 and m["wall_s"] > 0 and m["avg_query_error"] == 0.0
+    assert m["attack_N0"] + m["attack_N1"] == 1000
+    assert m["observer_leakage"] == 100.0 and m["observer_revealed"] == 20  # the wire itself leaks
+    assert (default_run / "report.md").read_text().startswith(f"# {DEFAULT_SCENARIO}")
+
+
+def test_default_transcript_verifies_until_a_signature_is_altered(default_run, capsys):
+    path = default_run / "transcript.jsonl"
+    assert verify_transcript(path) == 44
+    assert main(["verify", str(path)]) == 0
+    lines = path.read_text().splitlines()
+    line = json.loads(lines[10])
+    sig = line["record"]["signature"]
+    line["record"]["signature"] = ("0" if sig[0] != "0" else "1") + sig[1:]
+    lines[10] = json.dumps(line)
+    tampered = default_run / "tampered.jsonl"
+    tampered.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["verify", str(tampered)]) == 1
+    assert "line 11" in capsys.readouterr().err
+
+
+def test_same_seed_same_result_and_backends_agree(ray_session, tmp_path):
+    scenario = Scenario.from_toml(scenario_path("adult-raw-single-query")).with_values(
+        {"dataset.audit_size": 400, "attack.targets": 12, "seed": 5})
+    first = run(scenario, out=tmp_path / "a")
+    second = run(scenario, out=tmp_path / "b")
+    local = run(scenario.with_values({"backend": "local"}), out=tmp_path / "c")
+    assert _stable(first.record) == _stable(second.record)
+    assert first.record["versions"]["ray"]
+    local_record = _stable(local.record)
+    assert local_record.pop("spec")["backend"] == "local"
+    ray_record = _stable(first.record)
+    ray_record.pop("spec")
+    assert local_record == ray_record
+    other = run(scenario.with_values({"seed": 6, "backend": "local"}), out=tmp_path / "d")
+    assert other.record["metrics"]["attack_N0"] != first.record["metrics"]["attack_N0"] or \
+        other.record["metrics"]["base_sp"] != first.record["metrics"]["base_sp"]
+
+
+def test_result_api_for_scripts(ray_session, tmp_path):
+    scenario = Scenario.from_dict({
+        "name": "script", "backend": "local",
+        "dataset": {"name": "synthetic", "audit_size": 200, "minority": 30, "train_size": 500},
+        "protocol": {"name": "raw", "decimals": 6}, "attack": {"name": "single-query", "targets": 8},
+    })
+    result = run(scenario, out=tmp_path)
+    assert result.metrics["leakage"] == 100.0 and result.metrics["attack_N0"] == 30
+    row = result.to_pandas()
+    assert row.loc[0, "scenario"] == "script" and row.loc[0, "leakage"] == 100.0
+    assert result.transcript_path.is_file() and result.run_dir == tmp_path
+
+
+def test_passive_observer_of_honest_traffic_learns_nothing(ray_session, tmp_path):
+    result = run(Scenario.from_toml(scenario_path("adult-observer-honest")), out=tmp_path)
+    m = result.metrics
+    assert m["attacked"] == 0 and m["leakage"] is None and m["queries"] == 0
+    assert m["messages"] == 6 and {"base_sp", "base_eo", "base_pe"} <= set(m)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["run", "--set", "bogus=1"], "unknown key 'bogus'"),
+    (["run", "no-such-scenario"], "no catalog scenario or file named 'no-such-scenario'"),
+    (["run", "--set", "protocol.name=laplace-ish"], "unknown protocol 'laplace-ish'; known protocols: raw"),
+    (["run", "--set", "attack.targets=5000"], "attack.targets must pick between 1 and n=1000"),
+])
+def test_user_mistakes_print_one_line_and_exit_2(ray_session, tmp_path, capsys, argv, message):
+    assert main([*argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("parley: error: ") and message in err[-1]
+
+
+def test_protocols_and_wire_import_without_ray():
+    code = "import protocols, parties.wire, parties.transcript, sys; assert 'ray' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_console_script_help():
+    out = subprocess.run(["parley", "--help"], check=True, capture_output=True, text=True).stdout
+    assert "run" in out and "verify" in out and "list" in out
+    listing = subprocess.run(["parley", "list"], check=True, capture_output=True, text=True).stdout
+    assert DEFAULT_SCENARIO in listing and "double-query" in listing and "raw" in listing
