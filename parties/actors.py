@@ -11,6 +11,8 @@ from typing import Any
 
 import ray
 
+from protocols.errors import ParleyError
+
 __all__ = ["RayDeployment", "ensure_ray"]
 
 
@@ -39,8 +41,10 @@ class RayDeployment:
     def call(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Any:
         try:
             return ray.get(getattr(self.handles[slot], method).remote(*args, **kwargs))
-        except ray.exceptions.RayTaskError as exc:  # re-raise the party's own error type
-            raise exc.as_instanceof_cause() from None
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, ParleyError):  # a user-facing error: raise it as the party raised it
+                raise exc.cause from None
+            raise  # a bug: keep Ray's remote traceback
 
     def shutdown(self) -> None:
         for handle in self.handles.values():

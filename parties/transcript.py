@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
+
+import numpy as np
 
 from protocols.errors import TranscriptError, WireError
 
-from .wire import Envelope, Keyring, verify_envelope
+from .wire import Envelope, Keyring, array_text, verify_envelope
 
 __all__ = ["TranscriptWriter", "verify_transcript", "read_transcript", "GENESIS"]
 
@@ -63,9 +66,12 @@ class TranscriptWriter:
         self.lines = 0
         self._write({"type": "keyring", "format": FORMAT, "keys": keyring.to_json()})
 
-    def _write(self, record: dict[str, Any]) -> int:
+    def _write(self, record: dict[str, Any], arrays: Sequence[np.ndarray] = (), token: str = "") -> int:
         digest = _chain_hash(self._prev, record)
         line = json.dumps({"prev": self._prev, "hash": digest, "record": record}, separators=(",", ":")) + "\n"
+        # Splice each array's base64 over its placeholder: JSON never scans megabytes of base64.
+        for i, arr in enumerate(arrays):
+            line = line.replace(f"{token}{i}.", array_text(arr), 1)
         self._file.write(line)
         self._prev = digest
         self.lines += 1
@@ -73,7 +79,14 @@ class TranscriptWriter:
 
     def append(self, envelope: Envelope) -> int:
         """Append one envelope; returns the bytes it took on the wire log."""
-        return self._write({"type": "envelope", **envelope.to_record()})
+        arrays: list[np.ndarray] = []
+        token = f"@{secrets.token_hex(8)}:"  # '@' and ':' never occur in base64, so no clash with data
+
+        def placeholder(arr: np.ndarray) -> str:
+            arrays.append(arr)
+            return f"{token}{len(arrays) - 1}."
+
+        return self._write({"type": "envelope", **envelope.to_record(placeholder)}, arrays, token)
 
     def add_key(self, keyring: Keyring) -> None:
         """Record keys that joined after the start (e.g. a party added mid-run)."""

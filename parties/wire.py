@@ -5,7 +5,8 @@ canonical header (id, sender, recipient, kind, protocol, sequence, nonce,
 timestamp) *and* the SHA-256 digest of the payload, so a large array is hashed
 once and never copied for signing. Arrays are hashed by dtype, shape and raw
 bytes, which makes the digest independent of how the payload travelled (Ray's
-object store, a JSON transcript).
+object store, a JSON transcript); an array above 1 MiB enters the digest as the
+list of its 1 MiB chunks' SHA-256 digests, computed in parallel threads.
 
 Verification order matters: a receiver checks sender, recipient, digest and
 signature *before* it records the nonce and sequence number, so a forger cannot
@@ -17,12 +18,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+import pickle
 import secrets
 import struct
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 from cryptography.exceptions import InvalidSignature
@@ -40,6 +44,7 @@ __all__ = [
     "Keyring",
     "ReplayGuard",
     "payload_digest",
+    "array_text",
     "encode_payload",
     "decode_payload",
     "header_bytes",
@@ -76,6 +81,20 @@ _ND_TAG = "__ndarray__"
 
 
 # --------------------------------------------------------------------------- digests
+#: Arrays above this size are hashed in chunks of this size, in parallel threads.
+CHUNK_BYTES = 1 << 20
+_pool: ThreadPoolExecutor | None = None
+
+
+def _chunk_digests(raw: memoryview) -> bytes:
+    """SHA-256 of each CHUNK_BYTES piece of ``raw``, concatenated (hashlib releases the GIL)."""
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="parley-hash")
+    pieces = [raw[i:i + CHUNK_BYTES] for i in range(0, len(raw), CHUNK_BYTES)]
+    return b"".join(_pool.map(lambda piece: hashlib.sha256(piece).digest(), pieces))
+
+
 def _raw_bytes(arr: np.ndarray) -> memoryview | bytes:
     """The bytes of a C-contiguous array without copying (empty arrays have none)."""
     return memoryview(arr).cast("B") if arr.size else b""
@@ -85,40 +104,45 @@ def _feed(h: "hashlib._Hash", value: Any, path: str) -> None:
     """Feed one payload value into ``h`` with a type tag and length prefix.
 
     Tags and length prefixes make the encoding injective: ``["ab"]`` and
-    ``["a", "b"]`` (or the int 1 and the float 1.0) never hash alike.
+    ``["a", "b"]`` (or the int 1 and the float 1.0) never hash alike. Exact
+    type checks come first because this runs on every message.
     """
-    if isinstance(value, np.ndarray):
+    kind = type(value)
+    if kind is np.ndarray:
         if value.dtype.kind not in "biuf":
             raise WireError(INVALID_PAYLOAD, UNHASHABLE_MSG.format(type=f"ndarray[{value.dtype}]", path=path))
         arr = np.ascontiguousarray(value)
         meta = f"{arr.dtype.str}|{','.join(map(str, arr.shape))}".encode()
         h.update(b"a" + struct.pack("<Q", len(meta)) + meta + struct.pack("<Q", arr.nbytes))
-        h.update(_raw_bytes(arr))
-    elif isinstance(value, Mapping):
-        h.update(b"d" + struct.pack("<Q", len(value)))
-        for key in sorted(value):
-            if not isinstance(key, str):
-                raise WireError(INVALID_PAYLOAD, f"payload keys must be strings, got {key!r} at {path}")
-            _feed(h, key, path)
-            _feed(h, value[key], f"{path}.{key}")
-    elif isinstance(value, (list, tuple)):
-        h.update(b"l" + struct.pack("<Q", len(value)))
-        for i, item in enumerate(value):
-            _feed(h, item, f"{path}[{i}]")
-    elif isinstance(value, str):
+        if arr.nbytes <= CHUNK_BYTES:
+            h.update(_raw_bytes(arr))
+        else:  # a hash list: the digests of 1 MiB chunks, computed on every core
+            h.update(b"c" + _chunk_digests(_raw_bytes(arr)))
+    elif kind is str:
         raw = value.encode()
         h.update(b"s" + struct.pack("<Q", len(raw)) + raw)
-    elif isinstance(value, (bool, np.bool_)):
+    elif kind is bool or kind is np.bool_:
         h.update(b"T" if value else b"F")
-    elif isinstance(value, (int, np.integer)):
+    elif kind is int or isinstance(value, np.integer):
         raw = str(int(value)).encode()
         h.update(b"i" + struct.pack("<Q", len(raw)) + raw)
-    elif isinstance(value, (float, np.floating)):
+    elif kind is float or isinstance(value, np.floating):
         h.update(b"f" + struct.pack("<d", float(value)))
     elif value is None:
         h.update(b"n")
+    elif kind is dict or isinstance(value, Mapping):
+        h.update(b"d" + struct.pack("<Q", len(value)))
+        for key in sorted(value):
+            if type(key) is not str:
+                raise WireError(INVALID_PAYLOAD, f"payload keys must be strings, got {key!r} at {path}")
+            _feed(h, key, path)
+            _feed(h, value[key], f"{path}.{key}")
+    elif kind is list or kind is tuple:
+        h.update(b"l" + struct.pack("<Q", len(value)))
+        for i, item in enumerate(value):
+            _feed(h, item, f"{path}[{i}]")
     else:
-        raise WireError(INVALID_PAYLOAD, UNHASHABLE_MSG.format(type=type(value).__name__, path=path))
+        raise WireError(INVALID_PAYLOAD, UNHASHABLE_MSG.format(type=kind.__name__, path=path))
 
 
 def payload_digest(payload: Mapping[str, Any]) -> str:
@@ -128,16 +152,23 @@ def payload_digest(payload: Mapping[str, Any]) -> str:
     return h.hexdigest()
 
 
-def encode_payload(value: Any) -> Any:
-    """Turn a payload into JSON-ready values; arrays become base64 of their raw bytes."""
+def array_text(arr: np.ndarray) -> str:
+    """Base64 of an array's raw (C-order) bytes, as stored in transcripts."""
+    return base64.b64encode(_raw_bytes(np.ascontiguousarray(arr))).decode("ascii")
+
+
+def encode_payload(value: Any, data: Callable[[np.ndarray], str] = array_text) -> Any:
+    """Turn a payload into JSON-ready values; arrays become ``{"__ndarray__": dtype, shape, data}``.
+
+    ``data`` renders an array's bytes (base64 by default; the transcript passes
+    a placeholder and splices the base64 in afterwards, sparing JSON escaping).
+    """
     if isinstance(value, np.ndarray):
-        arr = np.ascontiguousarray(value)
-        return {_ND_TAG: {"dtype": arr.dtype.str, "shape": list(arr.shape),
-                          "data": base64.b64encode(_raw_bytes(arr)).decode("ascii")}}
+        return {_ND_TAG: {"dtype": value.dtype.str, "shape": list(value.shape), "data": data(value)}}
     if isinstance(value, Mapping):
-        return {k: encode_payload(v) for k, v in value.items()}
+        return {k: encode_payload(v, data) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [encode_payload(v) for v in value]
+        return [encode_payload(v, data) for v in value]
     if isinstance(value, np.generic):
         return value.item()
     return value
@@ -178,9 +209,17 @@ class Envelope(BaseModel):
         """The signed header fields, digest included, signature excluded."""
         return {k: getattr(self, k) for k in _HEADER_FIELDS}
 
-    def to_record(self) -> dict[str, Any]:
-        """JSON-ready form for the transcript."""
-        return {**self.header(), "signature": self.signature, "payload": encode_payload(self.payload)}
+    def to_record(self, data: Callable[[np.ndarray], str] = None) -> dict[str, Any]:
+        """JSON-ready form for the transcript (``data`` as in :func:`encode_payload`)."""
+        return {**self.header(), "signature": self.signature,
+                "payload": encode_payload(self.payload, data or array_text)}
+
+    def __reduce__(self) -> tuple:
+        """Cheap pickling for Ray: small envelopes travel as one in-band blob, large arrays out of band."""
+        fields = tuple(getattr(self, k) for k in _ALL_FIELDS)
+        if _payload_nbytes(self.payload) <= _INBAND_BYTES:
+            return _envelope_from_blob, (pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL),)
+        return _envelope_from_fields, (fields,)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> "Envelope":
@@ -189,6 +228,27 @@ class Envelope(BaseModel):
 
 
 _HEADER_FIELDS = ("id", "sender", "recipient", "kind", "protocol", "seq", "nonce", "timestamp", "digest")
+_ALL_FIELDS = (*_HEADER_FIELDS, "payload", "signature")
+#: Payloads with at most this many array bytes are pickled in band (no object-store round trip).
+_INBAND_BYTES = 64 * 1024
+
+
+def _payload_nbytes(value: Any) -> int:
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, dict):
+        return sum(_payload_nbytes(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_payload_nbytes(v) for v in value)
+    return 0
+
+
+def _envelope_from_fields(fields: tuple) -> "Envelope":
+    return Envelope.model_construct(**dict(zip(_ALL_FIELDS, fields)))
+
+
+def _envelope_from_blob(blob: bytes) -> "Envelope":
+    return _envelope_from_fields(pickle.loads(blob))
 
 
 def header_bytes(header: Mapping[str, Any]) -> bytes:

@@ -19,16 +19,16 @@ def test_docs_example_script_runs(tmp_path):
 
     # Raw answers give the double-query attack every target: leakage is exactly 100 %.
     assert "leakage: 100.0" in lines
-    # Base model plus one flipped model per target (10 targets).
+    # The base model plus one flipped model per target (10 targets), one query each.
     assert "queries: 11" in lines
-    # One honest SP exchange plus 11 attack exchanges, each a query and an answer.
+    # On the wire: the honest SP question and the 11 attack queries, each with its answer.
     assert "transcript verified: 24 messages" in lines
 
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["scenario", "dataset"])
     row = lines[header + 1].split()
     assert row[:4] == ["synthetic-single-query", "synthetic", "raw", "single-query"]
-    assert float(row[4]) == 100.0  # leakage: rounding to 6 decimals keeps every sign
-    assert row[5:7] == ["5", "30"]  # 5 queries; N0 recovered from the answers equals minority=30
+    assert float(row[4]) == 100.0  # rounding to 6 decimals keeps the sign of every +1/N1, -1/N0
+    assert row[5:7] == ["5", "30"]  # 5 queries; N0 read off the answers equals minority=30
 
     for name in ("adult-raw-double-query", "synthetic-single-query"):
-        assert {p.name for p in (tmp_path / name).iterdir()} >= {"result.json", "transcript.jsonl", "report.md"}
+        assert {"result.json", "transcript.jsonl", "report.md"} <= {p.name for p in (tmp_path / name).iterdir()}

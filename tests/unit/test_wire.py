@@ -103,3 +103,26 @@ def test_empty_arrays_hash_and_round_trip():
     payload = {"h": np.zeros((0, 40)), "v": np.array([], dtype=np.int8)}
     assert payload_digest(decode_payload(encode_payload(payload))) == payload_digest(payload)
     assert payload_digest(payload) != payload_digest({"h": np.zeros((0, 39)), "v": np.array([], dtype=np.int8)})
+
+
+def test_large_arrays_hash_by_chunks_and_detect_any_change():
+    big = np.random.default_rng(0).random(400_000)  # 3.2 MB: three full chunks and a partial one
+    digest = payload_digest({"h": big})
+    assert payload_digest({"h": big.copy()}) == digest
+    for position in (0, wire.CHUNK_BYTES // 8, big.size - 1):
+        changed = big.copy()
+        changed[position] += 1e-9
+        assert payload_digest({"h": changed}) != digest
+    assert payload_digest({"h": big[:-1]}) != digest
+
+
+@pytest.mark.parametrize("size", [3, 40_000])
+def test_envelopes_pickle_in_band_or_out_of_band(identities, keyring, size):
+    env = identities["data-center"].seal("compliance", "metric-query", "raw", {"h": np.arange(size, dtype=float)})
+    buffers = []
+    blob = pickle.dumps(env, protocol=5, buffer_callback=buffers.append)
+    copy = pickle.loads(blob, buffers=buffers)
+    verify_envelope(copy, keyring)
+    assert copy.header() == env.header() and copy.signature == env.signature
+    np.testing.assert_array_equal(copy.payload["h"], env.payload["h"])
+    assert len(buffers) == (0 if size * 8 <= 64 * 1024 else 1)
