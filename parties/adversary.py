@@ -53,7 +53,6 @@ class Adversary(Party):
         self._pending: str | None = None
         self._result: Reconstruction | None = None
         self.refusals: list[dict] = []
-        self.queries_sent = 0
         self.failure: str | None = None
 
     def start(self) -> Envelope | None:
@@ -69,7 +68,6 @@ class Adversary(Party):
             self._pending = None
             return None
         self._pending = uuid.uuid4().hex
-        self.queries_sent += int(np.atleast_2d(probe.predictions).shape[0])
         return self.seal(self.compliance, "metric-query",
                          {"metric": probe.metric, "predictions": probe.predictions, "query_id": self._pending})
 

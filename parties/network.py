@@ -72,12 +72,12 @@ class Network:
 
     def send(self, envelope: Envelope) -> Envelope | None:
         """Log ``envelope`` and deliver it; return what the recipient sends back (or None)."""
+        slot = self.routes.get(envelope.recipient)
+        if slot is None:  # nothing was sent: nothing is logged
+            raise ParleyError(NO_ROUTE.format(name=envelope.recipient, known=", ".join(sorted(self.routes))))
         self.bytes += self.transcript.append(envelope)
         self.messages += 1
         self.kinds[envelope.kind] += 1
-        slot = self.routes.get(envelope.recipient)
-        if slot is None:
-            raise ParleyError(NO_ROUTE.format(name=envelope.recipient, known=", ".join(sorted(self.routes))))
         return self.deployment.call(slot, "receive", envelope)
 
     def exchange(self, first: Envelope | None, limit: int = 1_000_000) -> None:

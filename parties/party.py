@@ -4,8 +4,10 @@ A party is a plain Python object (Ray wraps it only in :mod:`parties.actors`).
 Its :meth:`Party.receive` is the single entry point for messages: every check
 of :func:`parties.wire.verify_envelope`, the role policy and the replay guard
 runs before any handler. A message that fails any check, or whose handler
-rejects the payload, gets a signed ``refusal`` naming the reason, and the
-party's state is untouched, so it keeps serving the next message.
+rejects the payload, gets a signed ``refusal`` naming the reason and the
+party keeps serving the next message. An envelope that passed the wire checks
+has its nonce and sequence number recorded before its handler runs, so a
+refused query is retried in a new envelope, never by resending the old one.
 """
 
 from __future__ import annotations

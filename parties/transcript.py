@@ -1,7 +1,10 @@
 """Append-only, hash-chained JSONL log of every envelope on the wire.
 
 Line 1 holds the keyring (names, roles, public keys) so the file verifies on its
-own. Every later line holds one envelope. Each line carries ``prev`` (the hash of
+own; every later line holds one envelope; the last line is an end record with
+the number of envelopes, so a truncated file does not verify. (The keyring is
+the file's own: to trust a transcript, compare its line-1 keys with the keys you
+expect the parties to hold.) Each line carries ``prev`` (the hash of
 the line before) and ``hash`` = SHA-256(prev || canonical record without its
 payload). The payload need not enter the chain hash: it is bound by the
 envelope's digest, which the signature covers and :func:`verify_transcript`
@@ -34,7 +37,11 @@ MISSING_FIELD_MSG = "missing field {field!r}"
 BAD_PREV_MSG = "chain link broken: prev is {got}, the previous line's hash is {expected}"
 BAD_HASH_MSG = "line hash does not match its content (stored {got}, computed {expected})"
 NO_KEYRING_MSG = "the first line must be the keyring record of a {format} transcript"
+LATE_KEYRING_MSG = "a keyring record may only stand on line 1"
 BAD_ENVELOPE_MSG = "not a valid envelope ({error})"
+NO_END_MSG = "no end record: the transcript is truncated or its run is still writing"
+BAD_END_MSG = "end record counts {claimed} messages, the transcript holds {actual}"
+AFTER_END_MSG = "a line after the end record"
 
 
 def _canonical(obj: Any) -> bytes:
@@ -88,13 +95,10 @@ class TranscriptWriter:
 
         return self._write({"type": "envelope", **envelope.to_record(placeholder)}, arrays, token)
 
-    def add_key(self, keyring: Keyring) -> None:
-        """Record keys that joined after the start (e.g. a party added mid-run)."""
-        self._write({"type": "keyring", "format": FORMAT, "keys": keyring.to_json()})
-
     def close(self) -> None:
-        """Flush and close (idempotent)."""
+        """Write the end record and close (idempotent)."""
         if not self._file.closed:
+            self._write({"type": "end", "messages": self.lines - 1})
             self._file.close()
 
     def __enter__(self) -> "TranscriptWriter":
@@ -127,6 +131,15 @@ def _check_chain(number: int, line: dict[str, Any], prev: str) -> None:
         raise TranscriptError(number, BAD_HASH_MSG.format(got=line["hash"], expected=expected))
 
 
+def _envelope_error(exc: Exception) -> str:
+    """First problem of a failed envelope parse, naming the field where pydantic says which."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        return f"{'.'.join(map(str, first['loc'])) or 'envelope'}: {first['msg']}"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _walk(path: str | Path, check: bool) -> Iterator[Envelope]:
     """Envelopes in order; with ``check``, each line's signature and digest, then its chain link.
 
@@ -135,31 +148,42 @@ def _walk(path: str | Path, check: bool) -> Iterator[Envelope]:
     """
     prev = GENESIS
     keyring = Keyring()
+    count, ended, number = 0, False, 0
     for number, line in _lines(Path(path)):
         record = line["record"]
         if not isinstance(record, dict):
             raise TranscriptError(number, NOT_JSON_MSG.format(error="record is not an object"))
-        if record.get("type") == "keyring" and record.get("format") == FORMAT:
-            if check:
-                _check_chain(number, line, prev)
-            for entry in Keyring.from_json(record.get("keys", {})).entries.values():
-                keyring.add(entry)
-            prev = line["hash"]
-            continue
+        if check and ended:
+            raise TranscriptError(number, AFTER_END_MSG)
+        kind = record.get("type")
         if number == 1:
-            raise TranscriptError(number, NO_KEYRING_MSG.format(format=FORMAT))
-        try:
-            envelope = Envelope.from_record({k: v for k, v in record.items() if k != "type"})
-        except Exception as exc:  # pydantic ValidationError, base64 or reshape errors
-            raise TranscriptError(number, BAD_ENVELOPE_MSG.format(error=str(exc).splitlines()[0])) from None
-        if check:
+            if kind != "keyring" or record.get("format") != FORMAT:
+                raise TranscriptError(number, NO_KEYRING_MSG.format(format=FORMAT))
+            keyring = Keyring.from_json(record.get("keys", {}))
+        elif kind == "keyring":
+            raise TranscriptError(number, LATE_KEYRING_MSG)
+        elif kind == "end":
+            if check and record.get("messages") != count:
+                raise TranscriptError(number, BAD_END_MSG.format(claimed=record.get("messages"), actual=count))
+            ended = True
+        else:
             try:
-                verify_envelope(envelope, keyring)
-            except WireError as exc:
-                raise TranscriptError(number, str(exc)) from None
+                envelope = Envelope.from_record({k: v for k, v in record.items() if k != "type"})
+            except Exception as exc:  # pydantic ValidationError, base64 or reshape errors
+                raise TranscriptError(number, BAD_ENVELOPE_MSG.format(error=_envelope_error(exc))) from None
+            if check:
+                try:
+                    verify_envelope(envelope, keyring)
+                except WireError as exc:
+                    raise TranscriptError(number, str(exc)) from None
+            count += 1
+        if check:
             _check_chain(number, line, prev)
         prev = line["hash"]
-        yield envelope
+        if kind not in ("keyring", "end"):
+            yield envelope
+    if check and not ended:
+        raise TranscriptError(number + 1, NO_END_MSG)
 
 
 def verify_transcript(path: str | Path) -> int:

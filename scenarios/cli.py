@@ -110,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("ray").setLevel(logging.ERROR)  # Ray's start-up notices are not the user's business
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE

@@ -50,7 +50,8 @@ def write_report(record: dict[str, Any], run_dir: Path) -> Path:
         f"- protocol: `{record['protocol']}`; threat model: {record['threat_model']}; attack: `{record['attack']}`",
         f"- seed: {record['seed']}",
         "",
-        f"The adversary attacked {m['attacked']} individuals and reconstructed {m['correct']} correctly: "
+        f"The adversary attacked {m['attacked']} individuals and reconstructed {m['correct']} correctly "
+        f"({m['undecided']} undecided): "
         f"leakage (balanced accuracy, Def. 5.1) {_fmt(m['leakage'])} % after {m['queries']} answered model queries.",
         "",
         "| metric | value |",

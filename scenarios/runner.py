@@ -24,7 +24,7 @@ import numpy as np
 
 import protocols
 from parties.adversary import Adversary, exchanges_from
-from parties.attacks import AttackerView, get_attack, leakage
+from parties.attacks import AttackerView, Reconstruction, get_attack, leakage
 from parties.compliance import Compliance
 from parties.data_center import DataCenter, DataCenterData
 from parties.network import LocalDeployment, Network
@@ -41,7 +41,7 @@ __all__ = ["Result", "run"]
 
 COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER = "compliance", "data-center", "adversary", "observer"
 #: Keys of result.json that vary between runs of the same seed.
-VOLATILE = ("wall_s", "versions", "run_dir")
+VOLATILE = ("wall_s", "versions")
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,88 @@ def _query_error(envelopes: list, a: np.ndarray, y: np.ndarray) -> float | None:
     return float(np.concatenate(errors).mean()) if errors else None
 
 
+@dataclass
+class _World:
+    """The parties of one run, their network and the data behind them (the referee's view)."""
+
+    scenario: Scenario
+    split: Any
+    protocol: protocols.Protocol
+    identities: dict[str, Identity]
+    keyring: Keyring
+    deployment: Any
+    network: Network
+    transcript: TranscriptWriter
+
+
+def _build_world(scenario: Scenario, run_dir: Path, address: str | None, streams: list) -> _World:
+    data_rng, dc_rng, comp_rng = streams[:3]
+    split = load_split(scenario.dataset, data_rng)
+    protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
+    identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance"),
+                  DATA_CENTER: Identity.generate(DATA_CENTER, "data-center")}
+    if scenario.threat_model == "passive-observer" or scenario.observer is not None:
+        identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
+    keyring = Keyring()
+    for identity in identities.values():
+        keyring.add(identity.key_entry())
+    deployment = _deployment(scenario, address)
+    transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
+    network = Network(deployment, transcript)
+    # Each party gets only what its role holds: A never reaches the data center.
+    deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
+                   AuditSet(a=split.a_audit, y=split.y_audit), protocol, [DATA_CENTER], comp_rng)
+    deployment.add(DATA_CENTER, DataCenter, identities[DATA_CENTER], keyring,
+                   DataCenterData(split.X_train, split.y_train, split.X_audit, split.y_audit),
+                   scenario.model, COMPLIANCE, protocol.name, dc_rng)
+    network.route(COMPLIANCE, COMPLIANCE)
+    network.route(DATA_CENTER, DATA_CENTER)
+    return _World(scenario, split, protocol, identities, keyring, deployment, network, transcript)
+
+
+def _honest_use(world: _World) -> dict[str, Any]:
+    """The data center trains and asks how fair its base model is."""
+    metrics = world.deployment.call(DATA_CENTER, "train")
+    for metric in world.scenario.audit_metrics:
+        world.network.exchange(world.deployment.call(DATA_CENTER, "audit_query", metric))
+    for answer in world.deployment.call(DATA_CENTER, "answers_received"):
+        metrics[f"base_{answer['metric']}"] = float(answer["values"][0])
+    return metrics
+
+
+def _curious_attack(world: _World, rng: np.random.Generator) -> Reconstruction:
+    """The data center defects: the adversary queries in its name until the attack ends."""
+    view, identity = world.deployment.call(DATA_CENTER, "defect")
+    world.deployment.add(ADVERSARY, Adversary, identity, world.keyring,
+                         _build_attack(world.scenario.attack, view, rng), COMPLIANCE, world.protocol.name)
+    world.network.route(DATA_CENTER, ADVERSARY)  # answers to the data center's name now reach the adversary
+    world.network.exchange(world.deployment.call(ADVERSARY, "start"))
+    return world.deployment.call(ADVERSARY, "outcome")
+
+
+def _overhear(world: _World, slot: str, component: Component, seen: list, rng: np.random.Generator) -> Reconstruction:
+    """A passive attack on the transcript; the observer knows only n (from the queries' shape)."""
+    wire_view = AttackerView(n=int(world.split.a_audit.shape[0]))
+    world.deployment.add(slot, Adversary, world.identities[OBSERVER], world.keyring,
+                         _build_attack(component, wire_view, rng), COMPLIANCE, world.protocol.name)
+    return world.deployment.call(slot, "observe", seen)
+
+
+def _score(reconstruction: Reconstruction, a: np.ndarray) -> dict[str, Any]:
+    """The referee's verdict: leakage (Def. 5.1) and counts, against the truth no party handed over."""
+    truth = a[reconstruction.indices]
+    decided = reconstruction.decided
+    correct = decided & (reconstruction.a_hat == truth)
+    return {
+        "leakage": leakage(truth, reconstruction.a_hat, reconstruction.partition_only, decided),
+        "exact_recovery": bool(reconstruction.indices.size > 0 and correct.all()),
+        "attacked": int(reconstruction.indices.size),
+        "correct": int(correct.sum()),
+        "undecided": int((~decided).sum()),
+        "queries": int(reconstruction.queries),
+    }
+
+
 def run(scenario: Scenario, out: str | Path | None = None, address: str | None = None) -> Result:
     """Run ``scenario``; write ``result.json``, ``transcript.jsonl`` and ``report.md`` into ``out``.
 
@@ -126,84 +208,39 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     started = time.perf_counter()
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
     run_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("result.json", "report.md"):  # a failed run must not leave an older run's results behind
+        (run_dir / stale).unlink(missing_ok=True)
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(scenario.seed).spawn(5)]
-    data_rng, dc_rng, comp_rng, adv_rng, obs_rng = streams
-
-    split = load_split(scenario.dataset, data_rng)
-    protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
-
-    identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance"),
-                  DATA_CENTER: Identity.generate(DATA_CENTER, "data-center")}
-    if scenario.threat_model == "passive-observer" or scenario.observer is not None:
-        identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
-    keyring = Keyring()
-    for identity in identities.values():
-        keyring.add(identity.key_entry())
-
-    deployment = _deployment(scenario, address)
-    transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
-    network = Network(deployment, transcript)
+    adv_rng, obs_rng = streams[3:]
+    world = _build_world(scenario, run_dir, address, streams)
     try:
-        deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
-                       AuditSet(a=split.a_audit, y=split.y_audit), protocol, [DATA_CENTER], comp_rng)
-        deployment.add(DATA_CENTER, DataCenter, identities[DATA_CENTER], keyring,
-                       DataCenterData(split.X_train, split.y_train, split.X_audit, split.y_audit),
-                       scenario.model, COMPLIANCE, protocol.name, dc_rng)
-        network.route(COMPLIANCE, COMPLIANCE)
-        network.route(DATA_CENTER, DATA_CENTER)
-
-        model_metrics = deployment.call(DATA_CENTER, "train")
-        for metric in scenario.audit_metrics:  # the data center's honest questions
-            network.exchange(deployment.call(DATA_CENTER, "audit_query", metric))
-        honest = {f"base_{a['metric']}": float(a["values"][0])
-                  for a in deployment.call(DATA_CENTER, "answers_received")}
-
+        model_metrics = _honest_use(world)
         if scenario.threat_model == "curious-data-center":
-            view, identity = deployment.call(DATA_CENTER, "defect")
-            deployment.add(ADVERSARY, Adversary, identity, keyring,
-                           _build_attack(scenario.attack, view, adv_rng), COMPLIANCE, protocol.name)
-            network.route(DATA_CENTER, ADVERSARY)  # answers to the data center's name now reach the adversary
-            network.exchange(deployment.call(ADVERSARY, "start"))
-            reconstruction = deployment.call(ADVERSARY, "outcome")
-        transcript.close()
-        seen = read_transcript(transcript.path, verify=False)
-        # An observer knows only what the wire shows: the audit-set size, from the queries' shape.
-        wire_view = AttackerView(n=split.a_audit.shape[0])
+            reconstruction = _curious_attack(world, adv_rng)
+        world.transcript.close()
+        seen = read_transcript(world.transcript.path, verify=False)
         if scenario.threat_model == "passive-observer":
-            deployment.add(ADVERSARY, Adversary, identities[OBSERVER], keyring,
-                           _build_attack(scenario.attack, wire_view, adv_rng), COMPLIANCE, protocol.name)
-            reconstruction = deployment.call(ADVERSARY, "observe", seen)
+            reconstruction = _overhear(world, ADVERSARY, scenario.attack, seen, adv_rng)
         observer_metrics: dict[str, Any] = {}
         if scenario.observer is not None:
-            deployment.add(OBSERVER, Adversary, identities[OBSERVER], keyring,
-                           _build_attack(scenario.observer, wire_view, obs_rng), COMPLIANCE, protocol.name)
-            overheard = deployment.call(OBSERVER, "observe", seen)
-            observer_metrics = {
-                "observer_leakage": leakage(split.a_audit[overheard.indices], overheard.a_hat, overheard.partition_only),
-                "observer_revealed": int(overheard.indices.size),
-            }
-        compliance_stats = deployment.call(COMPLIANCE, "stats")
+            overheard = _overhear(world, OBSERVER, scenario.observer, seen, obs_rng)
+            observer_metrics = {"observer_leakage": _score(overheard, world.split.a_audit)["leakage"],
+                                "observer_revealed": int(overheard.indices.size)}
+        compliance_stats = world.deployment.call(COMPLIANCE, "stats")
     finally:
-        transcript.close()
-        deployment.shutdown()
+        world.transcript.close()
+        world.deployment.shutdown()
 
-    truth = split.a_audit[reconstruction.indices]
-    correct = reconstruction.a_hat == truth
+    split = world.split
     metrics: dict[str, Any] = {
-        "leakage": leakage(truth, reconstruction.a_hat, reconstruction.partition_only),
-        "exact_recovery": bool(reconstruction.indices.size > 0 and correct.all()),
-        "attacked": int(reconstruction.indices.size),
-        "correct": int(correct.sum()),
-        "undecided": int((~reconstruction.decided).sum()),
-        "queries": int(reconstruction.queries),
-        "messages": network.messages,
-        "bytes": network.bytes,
+        **_score(reconstruction, split.a_audit),
+        "messages": world.network.messages,
+        "bytes": world.network.bytes,
         "refusals": compliance_stats["refusals_sent"],
         "avg_query_error": _query_error(seen, split.a_audit, split.y_audit),
         "epsilon_spent": None,
         "delta_spent": None,
         **model_metrics,
-        **honest,
         **observer_metrics,
         **{f"attack_{k}": v for k, v in reconstruction.info.items()},
         "wall_s": round(time.perf_counter() - started, 3),

@@ -44,13 +44,16 @@ THREAT_MODELS = ("curious-data-center", "passive-observer")
 
 UNKNOWN_KEY = "unknown key {key!r}; allowed keys: {allowed}"
 MISSING_KEY = "missing key {key!r}"
-BAD_VALUE = "{key}: {msg} (got {value!r})"
+BAD_VALUE = "{key}: {msg} (got {value})"
 NOT_A_TABLE = "{key} must be a table (e.g. [{key}] in TOML), got {value!r}"
 NO_NAME = "{key} needs a 'name' (one of: {known})"
 BAD_ASSIGNMENT = "--set expects key=value with a dotted key such as protocol.decimals=4, got {text!r}"
 BAD_TOML = "{path}: not valid TOML ({error})"
 NO_FILE = "scenario file {path} does not exist"
 WRONG_THREAT = "attack {name!r} works under {supported}, but the scenario's threat_model is {threat!r}"
+BAD_DATASET = "dataset.name must be one of {known}, got {name!r}"
+BAD_AUDIT_METRIC = "audit_metrics: unknown metric {metric!r}; known: {known}"
+NOT_SETTABLE = "cannot set {dotted!r}: {part!r} is a value, not a table"
 OBSERVER_ACTIVE = "observer attack {name!r} must be passive (one of the attacks for passive-observer)"
 
 _DATASET_CLASSES: dict[str, type[BaseModel]] = {
@@ -75,9 +78,12 @@ def _validate(model: type[BaseModel], data: Any, where: str) -> BaseModel:
         for err in exc.errors():
             key = ".".join([where, *map(str, err["loc"])]) if where else ".".join(map(str, err["loc"]))
             if err["type"] == "extra_forbidden":
-                problems.append(UNKNOWN_KEY.format(key=key, allowed=", ".join(sorted(model.model_fields))))
+                allowed = ", ".join(sorted(k for k in model.model_fields if k != "name")) or "none"
+                problems.append(UNKNOWN_KEY.format(key=key, allowed=allowed))
             elif err["type"] == "missing":
                 problems.append(MISSING_KEY.format(key=key))
+            elif isinstance(err.get("ctx", {}).get("error"), ConfigError):  # our own validator's message
+                problems.append(str(err["ctx"]["error"]))
             else:
                 problems.append(BAD_VALUE.format(key=key, msg=err["msg"], value=_describe(err.get("input"))))
         raise ConfigError("; ".join(problems)) from None
@@ -111,7 +117,7 @@ def _dataset(data: Any) -> BaseModel:
         raise ConfigError(NOT_A_TABLE.format(key="dataset", value=_describe(data)))
     name = data.get("name")
     if name not in _DATASET_CLASSES:
-        raise ConfigError(f"dataset.name must be one of {', '.join(_DATASET_CLASSES)}, got {name!r}")
+        raise ConfigError(BAD_DATASET.format(known=", ".join(_DATASET_CLASSES), name=name))
     return _validate(_DATASET_CLASSES[name], data, "dataset")
 
 
@@ -179,12 +185,18 @@ class Scenario(BaseModel):
             raise ConfigError(OBSERVER_ACTIVE.format(name=self.observer.name))
         for metric in self.audit_metrics:
             if metric not in METRICS:
-                raise ConfigError(f"audit_metrics: unknown metric {metric!r}; known: {', '.join(METRICS)}")
+                raise ConfigError(BAD_AUDIT_METRIC.format(metric=metric, known=", ".join(METRICS)))
 
     @classmethod
     def from_toml(cls, path: str | Path) -> "Scenario":
-        """Read and validate a scenario file."""
-        return cls.from_dict(load_toml(path))
+        """Read and validate a scenario file; a relative CSV path is taken from the file's folder."""
+        data = load_toml(path)
+        dataset = data.get("dataset")
+        if isinstance(dataset, dict) and dataset.get("name") == "csv" and isinstance(dataset.get("path"), str):
+            csv_path = Path(dataset["path"]).expanduser()
+            if not csv_path.is_absolute():
+                data["dataset"] = {**dataset, "path": str((Path(path).parent / csv_path).resolve())}
+        return cls.from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:
         """The flat (TOML-shaped) form: plug-in tables carry ``name`` and their parameters."""
@@ -199,8 +211,16 @@ class Scenario(BaseModel):
         return out
 
     def with_values(self, values: Mapping[str, Any]) -> "Scenario":
-        """A copy with fields changed by dotted path (``{"protocol.decimals": 4}``), re-validated."""
+        """A copy with fields changed by dotted path (``{"protocol.decimals": 4}``), re-validated.
+
+        Changing a plug-in's ``name`` (``attack.name``, ``protocol.name``, ...)
+        starts its table afresh: the old plug-in's parameters do not carry over.
+        """
         data = self.to_dict()
+        for dotted, value in values.items():
+            table, _, leaf = dotted.partition(".")
+            if leaf == "name" and isinstance(data.get(table), dict) and data[table].get("name") != value:
+                data[table] = {}
         for dotted, value in values.items():
             *parents, leaf = dotted.split(".")
             node = data
@@ -209,7 +229,7 @@ class Scenario(BaseModel):
                 if child is None:
                     child = node[part] = {}
                 elif not isinstance(child, dict):
-                    raise ConfigError(f"cannot set {dotted!r}: {part!r} is a value, not a table")
+                    raise ConfigError(NOT_SETTABLE.format(dotted=dotted, part=part))
                 node = child
             node[leaf] = value
         return Scenario.from_dict(data)

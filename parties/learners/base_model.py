@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from protocols.errors import ConfigError
 
@@ -24,20 +24,32 @@ class ModelSpec(BaseModel):
 
     estimator: str = "sklearn.linear_model.LogisticRegression"
     params: dict[str, Any] = Field(default_factory=lambda: {"max_iter": 1000})
-    threshold: float = Field(default=0.5, gt=0.0, lt=1.0, description="score above which the model accepts")
+    threshold: float = Field(default=0.5, gt=0.0, lt=1.0, description="the model accepts scores at or above this")
+
+    @field_validator("estimator")
+    @classmethod
+    def _importable(cls, path: str) -> str:
+        estimator_class(path)  # fail when the scenario is read, not inside an actor
+        return path
+
+
+def estimator_class(path: str) -> type:
+    """The classifier class at import ``path``; ConfigError if it cannot be a base model."""
+    module_name, _, class_name = path.rpartition(".")
+    if not module_name or not class_name:
+        raise ConfigError(BAD_PATH.format(path=path))
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(NOT_FOUND.format(path=path, error=exc)) from None
+    if not (hasattr(cls, "fit") and hasattr(cls, "predict_proba")):
+        raise ConfigError(NOT_CLASSIFIER.format(path=path))
+    return cls
 
 
 def build_estimator(spec: ModelSpec, random_state: int | None = None) -> Any:
     """Instantiate the estimator of ``spec``; ``random_state`` is passed when it takes one."""
-    module_name, _, class_name = spec.estimator.rpartition(".")
-    if not module_name or not class_name:
-        raise ConfigError(BAD_PATH.format(path=spec.estimator))
-    try:
-        cls = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(NOT_FOUND.format(path=spec.estimator, error=exc)) from None
-    if not (hasattr(cls, "fit") and hasattr(cls, "predict_proba")):
-        raise ConfigError(NOT_CLASSIFIER.format(path=spec.estimator))
+    cls = estimator_class(spec.estimator)
     params = dict(spec.params)
     try:
         estimator = cls(**params)

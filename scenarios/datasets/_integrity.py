@@ -16,7 +16,7 @@ __all__ = ["DATA_DIR", "EXPECTED_SHA256", "MSG_ALTERED", "MSG_MISSING", "sha256_
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
-# Digests of the files as vendored from the upstream sources listed in data/README.md.
+# Digests of the files as vendored (sources: the scenarios.datasets module docstring).
 EXPECTED_SHA256: dict[str, str] = {
     "adult.data.gz": "17d54d261040d3301495fe44932cb3d244c56468004f2b945a6d8fcf30828bfa",
     "adult.test.gz": "61ec5494b184c38ee9aa225a69e4504f5438f7875c6c01a8d92c9122cb4cc2d6",

@@ -136,3 +136,6 @@ def test_leakage_is_balanced_accuracy():
     assert leakage(truth, 1 - truth, partition_only=True) == 100.0
     assert leakage(np.array([1, 1]), np.array([1, 0])) == 50.0  # only one group attacked
     assert np.isnan(leakage(np.array([]), np.array([])))
+    # undecided individuals count as a fair coin: guessing without evidence cannot beat chance
+    assert leakage(truth, np.ones(6, int), decided=np.zeros(6, bool)) == 50.0
+    assert leakage(np.ones(4, int), np.ones(4, int), decided=np.array([True, True, False, False])) == 75.0

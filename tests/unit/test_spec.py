@@ -28,7 +28,7 @@ def test_default_scenario_is_the_double_query():
     ("change", "message"),
     [
         ({"colour": "red"}, "unknown key 'colour'; allowed keys: attack, audit_metrics, backend, dataset,"),
-        ({"dataset": {**BASE["dataset"], "size": 3}}, "unknown key 'dataset.size'; allowed keys: audit_size, minority, n_features, name,"),
+        ({"dataset": {**BASE["dataset"], "size": 3}}, "unknown key 'dataset.size'; allowed keys: audit_size, minority, n_features, strength, train_size"),
         ({"protocol": {"name": "raw", "digits": 3}}, "unknown key 'protocol.digits'; allowed keys: decimals"),
         ({"attack": {"name": "single-query", "target": 3}}, "unknown key 'attack.target'; allowed keys: batch, targets"),
         ({"model": {"estimator": "x.Y", "C": 1}}, "unknown key 'model.C'; allowed keys: estimator, params, threshold"),
@@ -89,3 +89,27 @@ def test_files_and_names_resolve_with_clear_errors(tmp_path):
     bad.write_text("name = [unclosed")
     with pytest.raises(ConfigError, match="not valid TOML"):
         Scenario.from_toml(bad)
+
+
+def test_switching_a_plugin_by_name_starts_its_table_afresh():
+    scenario = Scenario.from_dict({**BASE, "attack": {"name": "single-query", "targets": 7, "batch": True}})
+    switched = scenario.with_overrides(["attack.name=double-query"])
+    assert switched.attack.name == "double-query" and switched.attack.params.targets == 20
+    kept = scenario.with_overrides(["attack.name=single-query", "attack.targets=9"])
+    assert kept.attack.params.targets == 9 and kept.attack.params.batch is True
+
+
+def test_bad_estimator_is_caught_when_the_scenario_is_read():
+    with pytest.raises(ConfigError, match=r"^model.estimator 'sklearn.svm.Nope' cannot be imported"):
+        Scenario.from_dict({**BASE, "model": {"estimator": "sklearn.svm.Nope"}})
+    with pytest.raises(ConfigError, match="must provide fit\\(\\) and predict_proba\\(\\)"):
+        Scenario.from_dict({**BASE, "model": {"estimator": "sklearn.preprocessing.StandardScaler"}})
+
+
+def test_relative_csv_path_is_read_from_the_scenario_folder(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "people.csv").write_text("x,label,group\n1,1,a\n2,0,b\n")
+    toml = tmp_path / "sub" / "s.toml"
+    toml.write_text('[dataset]\nname = "csv"\npath = "people.csv"\nlabel = "label"\nprotected = "group"\n'
+                    'privileged = "a"\naudit_size = 2\n[attack]\nname = "single-query"\n')
+    assert Scenario.from_toml(toml).dataset.path == str((tmp_path / "sub" / "people.csv").resolve())

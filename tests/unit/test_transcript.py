@@ -108,3 +108,29 @@ def test_cli_verify_exit_codes(transcript, capsys):
     err = capsys.readouterr().err
     assert "line 4" in err and "signature" in err
     assert main(["verify", str(transcript.with_name("missing.jsonl"))]) == 2
+
+
+def test_truncation_and_late_keyrings_are_caught(transcript, tmp_path):
+    lines = transcript.read_text().splitlines()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:5]) + "\n")
+    with pytest.raises(TranscriptError, match="no end record") as exc:
+        verify_transcript(cut)
+    assert exc.value.line == 6
+    assert len(read_transcript(cut, verify=False)) == 4  # an observer can still read a run in progress
+    late = tmp_path / "late.jsonl"
+    late.write_text("\n".join(lines[:3] + [lines[0]] + lines[3:]) + "\n")
+    with pytest.raises(TranscriptError, match="only stand on line 1") as exc:
+        verify_transcript(late)
+    assert exc.value.line == 4
+    after = tmp_path / "after.jsonl"
+    after.write_text("\n".join(lines + [lines[1]]) + "\n")
+    with pytest.raises(TranscriptError, match="after the end record"):
+        verify_transcript(after)
+
+
+def test_envelope_errors_name_the_field(transcript):
+    _rewrite(transcript, 2, lambda r: r["record"].pop("nonce"))
+    with pytest.raises(TranscriptError, match="nonce: Field required") as exc:
+        verify_transcript(transcript)
+    assert exc.value.line == 2
