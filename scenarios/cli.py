@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -37,6 +38,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="root seed (same seed, same result.json)")
     run.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
 
+    study = sub.add_parser("study", help="run a grid of scenarios in parallel on Ray (resumable)")
+    study.add_argument("study", help="catalog study name or path to a study TOML file")
+    study.add_argument("--out", type=Path, help="study folder (default: studies/<study>); re-running skips finished rows")
+    study.add_argument("--workers", type=int, help="parallel workers (default: the CPUs Ray reports)")
+    study.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
+    study.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="study field (repeats=3, grid.protocol.decimals=[2,4]) or base-scenario field "
+                            "(dataset.audit_size=500); repeatable")
+    study.add_argument("--no-runs", action="store_true", help="do not keep each cell's run folder under cells/")
+
     verify = sub.add_parser("verify", help="check every signature, digest and chain link of a transcript")
     verify.add_argument("path", type=Path)
     return parser
@@ -62,6 +73,11 @@ def _cmd_list() -> int:
     print("attacks:")
     for name, cls in sorted(ATTACKS.items()):
         print(f"  {name:<16} [{', '.join(cls.threat_models)}] {cls.summary}")
+    from .catalog import study_names
+
+    print("studies:")
+    for name in study_names():
+        print(f"  {name}")
     print("datasets:")
     print("  " + ", ".join(DATASET_NAMES))
     return EXIT_OK
@@ -84,6 +100,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(format_table(result.metrics, keys=HEADLINE))
     print(f"\nrun folder: {result.run_dir}")
     return EXIT_OK
+
+
+def _cmd_study(args: argparse.Namespace) -> int:
+    from .study import Study
+    from .study_workers import run_study
+
+    study = Study.load(args.study)
+    if args.overrides:
+        study = study.with_overrides(args.overrides)
+    out = args.out if args.out is not None else Path("studies") / study.name
+    done = run_study(study, out, workers=args.workers, address=args.address, keep_runs=not args.no_runs,
+                     progress=sys.stderr.isatty() or not os.environ.get("CI"))
+    print(f"study {study.name}: {done.ran} rows run, {done.skipped} already done, {done.failed} failed, "
+          f"{done.wall_s:.1f} s")
+    print(f"results: {out / 'results.csv'}\nsummary: {out / 'summary.md'}")
+    return EXIT_FAILED if done.failed else EXIT_OK
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -110,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("ray").setLevel(logging.ERROR)  # Ray's start-up notices are not the user's business
+    # Ray's notice that it enabled token authentication is not the user's business (the auth stays on).
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
@@ -119,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_list()
         if args.command == "run":
             return _cmd_run(args)
+        if args.command == "study":
+            return _cmd_study(args)
         return _cmd_verify(args)
     except InternalError:
         raise

@@ -33,7 +33,7 @@ from parties.wire import Identity, Keyring
 from protocols.base import AuditSet
 from protocols.metrics import evaluate
 
-from .datasets import load_split
+from .datasets import Table, load_split
 from .report import write_report
 from .spec import Component, Scenario
 
@@ -79,13 +79,13 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _deployment(scenario: Scenario, address: str | None) -> Any:
+def _deployment(scenario: Scenario, address: str | None, hosts: dict | None) -> Any:
     if scenario.backend == "local":
         return LocalDeployment()
     from parties.actors import RayDeployment, ensure_ray
 
     ensure_ray(address)
-    return RayDeployment()
+    return RayDeployment(hosts)
 
 
 def _build_attack(component: Component, view: AttackerView, rng: np.random.Generator):
@@ -125,9 +125,10 @@ class _World:
     transcript: TranscriptWriter
 
 
-def _build_world(scenario: Scenario, run_dir: Path, address: str | None, streams: list) -> _World:
+def _build_world(scenario: Scenario, run_dir: Path, address: str | None, streams: list,
+                 table: Table | None, hosts: dict | None) -> _World:
     data_rng, dc_rng, comp_rng = streams[:3]
-    split = load_split(scenario.dataset, data_rng)
+    split = load_split(scenario.dataset, data_rng, table)
     protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
     identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance"),
                   DATA_CENTER: Identity.generate(DATA_CENTER, "data-center")}
@@ -136,7 +137,7 @@ def _build_world(scenario: Scenario, run_dir: Path, address: str | None, streams
     keyring = Keyring()
     for identity in identities.values():
         keyring.add(identity.key_entry())
-    deployment = _deployment(scenario, address)
+    deployment = _deployment(scenario, address, hosts)
     transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
     network = Network(deployment, transcript)
     # Each party gets only what its role holds: A never reaches the data center.
@@ -193,7 +194,8 @@ def _score(reconstruction: Reconstruction, a: np.ndarray) -> dict[str, Any]:
     }
 
 
-def run(scenario: Scenario, out: str | Path | None = None, address: str | None = None) -> Result:
+def run(scenario: Scenario, out: str | Path | None = None, address: str | None = None, *,
+        table: Table | None = None, hosts: dict | None = None) -> Result:
     """Run ``scenario``; write ``result.json``, ``transcript.jsonl`` and ``report.md`` into ``out``.
 
     Parameters
@@ -204,6 +206,10 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         Run folder (created); a fresh temporary folder if omitted.
     address : str, optional
         Ray cluster to join (``ray start --head`` prints it); local Ray if omitted.
+    table : Table, optional
+        The data set's parsed table, if the caller holds it already (studies).
+    hosts : dict, optional
+        Party host actors to reuse (studies); see :class:`parties.actors.RayDeployment`.
     """
     started = time.perf_counter()
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
@@ -212,7 +218,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         (run_dir / stale).unlink(missing_ok=True)
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(scenario.seed).spawn(5)]
     adv_rng, obs_rng = streams[3:]
-    world = _build_world(scenario, run_dir, address, streams)
+    world = _build_world(scenario, run_dir, address, streams, table, hosts)
     try:
         model_metrics = _honest_use(world)
         if scenario.threat_model == "curious-data-center":

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from protocols.errors import ConfigError
 
-__all__ = ["DEFAULT_SCENARIO", "scenario_names", "scenario_path", "resolve_scenario"]
+__all__ = ["DEFAULT_SCENARIO", "scenario_names", "scenario_path", "resolve_scenario", "study_names", "resolve_study"]
 
 DEFAULT_SCENARIO = "adult-raw-double-query"
 UNKNOWN_SCENARIO = "no catalog scenario or file named {name!r}; catalog scenarios: {known}"
+UNKNOWN_STUDY = "no catalog study or file named {name!r}; catalog studies: {known}"
 
 
 def _catalog() -> Path:
@@ -26,14 +27,28 @@ def scenario_path(name: str) -> Path:
     return _catalog() / f"{name}.toml"
 
 
-def resolve_scenario(name_or_path: str) -> Path:
-    """A catalog name or a path to a TOML file -> the file to read."""
+def study_names() -> list[str]:
+    """Names of the catalog studies, sorted."""
+    return sorted(p.stem for p in (_catalog() / "studies").glob("*.toml"))
+
+
+def _resolve(name_or_path: str, folder: Path, known: list[str], unknown: str, what: str) -> Path:
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml" or candidate.exists():
         if not candidate.is_file():
-            raise ConfigError(f"scenario file {candidate} does not exist")
+            raise ConfigError(f"{what} file {candidate} does not exist")
         return candidate
-    path = scenario_path(name_or_path)
+    path = folder / f"{name_or_path}.toml"
     if not path.is_file():
-        raise ConfigError(UNKNOWN_SCENARIO.format(name=name_or_path, known=", ".join(scenario_names())))
+        raise ConfigError(unknown.format(name=name_or_path, known=", ".join(known)))
     return path
+
+
+def resolve_scenario(name_or_path: str) -> Path:
+    """A catalog scenario name or a path to a TOML file -> the file to read."""
+    return _resolve(name_or_path, _catalog(), scenario_names(), UNKNOWN_SCENARIO, "scenario")
+
+
+def resolve_study(name_or_path: str) -> Path:
+    """A catalog study name or a path to a TOML file -> the file to read."""
+    return _resolve(name_or_path, _catalog() / "studies", study_names(), UNKNOWN_STUDY, "study")

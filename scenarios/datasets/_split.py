@@ -119,7 +119,7 @@ def split_table(table: Table, audit_idx: np.ndarray, train_idx: np.ndarray) -> S
     )
 
 
-def load_split(params: object, rng: np.random.Generator) -> Split:
+def load_split(params: object, rng: np.random.Generator, table: Table | None = None) -> Split:
     """Load a data set and split it into training and audit sets.
 
     Parameters
@@ -129,6 +129,10 @@ def load_split(params: object, rng: np.random.Generator) -> Split:
     rng : numpy.random.Generator
         Draws the audit and training rows (and generates synthetic data); the same seed
         gives identical arrays.
+    table : Table, optional
+        The parsed table of ``params``, when the caller already holds it (a study shares
+        one copy through Ray's object store); ignored for synthetic data, which is
+        generated from ``rng``.
 
     Returns
     -------
@@ -142,7 +146,8 @@ def load_split(params: object, rng: np.random.Generator) -> Split:
     DatasetError
         The audit set drawn from a real data set misses a group, or loading failed.
     """
-    table = load_table(params, rng)
+    if table is None or isinstance(params, SyntheticParams):
+        table = load_table(params, rng)
     if isinstance(params, SyntheticParams):
         # The generator lays out the audit part first; keep it so N0 stays exact.
         audit_idx = np.arange(params.audit_size)

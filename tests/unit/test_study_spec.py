@@ -1,0 +1,102 @@
+"""Study specs: grids, seeds, validation up front, overrides, results bookkeeping, summaries and plots."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from protocols.errors import ConfigError
+from scenarios.catalog import study_names
+from scenarios.study import Study, cell_id, load_results, repeat_seed, save_results
+from scenarios.study_report import pivot, summarise, write_outputs
+
+BASE = {"dataset": {"name": "synthetic", "audit_size": 100, "minority": 20, "train_size": 200},
+        "attack": {"name": "single-query", "targets": 3}, "backend": "local"}
+
+
+def _study(**changes) -> Study:
+    return Study.from_dict({"name": "t", "scenario": BASE, "repeats": 2, "seed": 4,
+                            "grid": {"protocol": {"decimals": [2, 6]}, "attack.targets": [3, 5, 7]}, **changes})
+
+
+@pytest.mark.parametrize("name", study_names())
+def test_catalog_studies_validate(name):
+    study = Study.load(name)
+    assert len(study.cells()) == len(study.assignments()) * study.repeats
+
+
+def test_grid_is_the_cartesian_product_with_nested_or_dotted_keys():
+    study = _study()
+    assert list(study.grid) == ["protocol.decimals", "attack.targets"]
+    assert study.assignments()[:2] == [{"protocol.decimals": 2, "attack.targets": 3},
+                                       {"protocol.decimals": 2, "attack.targets": 5}]
+    cells = study.cells()
+    assert len(cells) == 2 * 3 * 2 and len({c.key for c in cells}) == 12
+    assert cells[0].scenario["protocol"]["decimals"] == 2 and cells[0].scenario["attack"]["targets"] == 3
+
+
+def test_seeds_are_common_across_cells_and_differ_between_repeats():
+    cells = _study().cells()
+    seeds = {(c.repeat, c.seed) for c in cells}
+    assert seeds == {(0, repeat_seed(4, 0)), (1, repeat_seed(4, 1))} and repeat_seed(4, 0) != repeat_seed(4, 1)
+    assert all(c.scenario["seed"] == c.seed for c in cells)
+    assert repeat_seed(5, 0) != repeat_seed(4, 0)
+
+
+def test_cell_ids_are_stable_and_distinct():
+    a, b = {"x": 1, "y": "z"}, {"y": "z", "x": 1}
+    assert cell_id(a) == cell_id(b) and cell_id(a) != cell_id({"x": 2, "y": "z"})
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"grid": {"attack.targets": []}}, "grid axis 'attack.targets' needs a non-empty list"),
+    ({"grid": {"protocol.digits": [1]}}, "unknown key 'protocol.digits'"),
+    ({"grid": {"attack.batch": ["sometimes"]}}, "grid cell {'attack.batch': 'sometimes'} is not a valid scenario"),
+    ({"repeats": 0}, "repeats: Input should be greater than or equal to 1"),
+    ({"colour": "red"}, "unknown key 'colour'"),
+    ({"outputs": {"metrics": ["leakage"], "plots": [{"file": "a.png", "x": "attack.targets", "y": "queries"}]}},
+     "outputs plot a.png names 'queries', which is neither a grid axis"),
+    ({"outputs": {"plots": [{"file": "../a.png", "x": "a", "y": "b"}]}}, "outputs.plots.0.file"),
+    ({"scenario": "no-such-scenario"}, "no catalog scenario or file named 'no-such-scenario'"),
+])
+def test_mistakes_fail_before_anything_runs(changes, message):
+    with pytest.raises(ConfigError, match=None) as exc:
+        _study(**changes)
+    assert message in str(exc.value)
+
+
+def test_overrides_reach_study_fields_grid_and_base():
+    study = _study().with_overrides(["repeats=3", "grid.attack.targets=[4]", "dataset.minority=10", "seed=9"])
+    assert study.repeats == 3 and study.grid["attack.targets"] == [4] and study.seed == 9
+    assert study.set == {"dataset.minority": 10}
+    assert all(c.scenario["dataset"]["minority"] == 10 for c in study.cells())
+
+
+def _frame(study: Study) -> pd.DataFrame:
+    rows = []
+    for c in study.cells():
+        rows.append({"cell": c.cell, "repeat": c.repeat, "seed": c.seed, "status": "ok", "error": "", **c.assignment,
+                     "leakage": 50.0 + c.assignment["attack.targets"] + 10 * c.repeat, "queries": 3})
+    rows[0].update(status="error", error="ConfigError: boom", leakage=None)
+    return pd.DataFrame(rows)
+
+
+def test_results_round_trip_and_summary(tmp_path):
+    study = _study(outputs={"metrics": ["leakage", "queries"],
+                            "tables": [{"rows": "attack.targets", "columns": "protocol.decimals", "value": "leakage"}],
+                            "plots": [{"file": "l.png", "x": "attack.targets", "y": "leakage",
+                                       "colour": "protocol.decimals"}]})
+    frame = _frame(study)
+    save_results(frame, tmp_path / "results.csv")
+    again = load_results(tmp_path / "results.csv")
+    assert len(again) == 12 and (again["status"] == "error").sum() == 1 and again.loc[0, "error"] == "ConfigError: boom"
+    summary = summarise(study, again)
+    assert list(summary["attack.targets"]) == [3, 5, 7, 3, 5, 7]  # grid order, not completion order
+    assert summary.loc[0, "n"] == 1 and summary.loc[1, "leakage"] == "60 ± 7.1"  # (55, 65): mean 60, sd 7.07
+    table = pivot(again, study.outputs.tables[0])
+    assert table.loc[5, 6] == "60 ± 7.1"
+    path = write_outputs(study, again, tmp_path)
+    text = path.read_text()
+    assert "## Errors" in text and "boom" in text and "![l.png](l.png)" in text
+    assert (tmp_path / "l.png").stat().st_size > 5000
+    assert load_results(tmp_path / "missing.csv").empty
