@@ -15,7 +15,7 @@ import ray
 
 from protocols.errors import ParleyError
 
-__all__ = ["PartyHost", "RayDeployment", "ensure_ray"]
+__all__ = ["PartyHost", "RayDeployment", "ensure_ray", "start_hosts"]
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
@@ -48,6 +48,11 @@ class PartyHost:
 
 
 _RemoteHost = ray.remote(num_cpus=0)(PartyHost)
+
+
+def start_hosts(slots: list[str]) -> dict[str, Any]:
+    """Start one host per slot at once (their processes boot in parallel); for :class:`RayDeployment`."""
+    return {slot: _RemoteHost.remote() for slot in slots}
 
 
 class RayDeployment:

@@ -40,6 +40,8 @@ from .spec import Component, Scenario
 __all__ = ["Result", "run"]
 
 COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER = "compliance", "data-center", "adversary", "observer"
+#: Every slot a run may fill with a party.
+PARTY_SLOTS = (COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER)
 #: Keys of result.json that vary between runs of the same seed.
 VOLATILE = ("wall_s", "versions")
 

@@ -13,7 +13,6 @@ the study goes on either way. The driver appends every finished row to
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import pandas as pd
 import ray
 from tqdm import tqdm
 
-from parties.actors import ensure_ray
+from parties.actors import ensure_ray, start_hosts
 from protocols.errors import ConfigError, ParleyError
 
 from .datasets import SyntheticParams, Table, load_table
@@ -38,10 +37,13 @@ BAD_WORKERS = "--workers must be at least 1, got {workers}"
 
 
 class StudyWorker:
-    """Runs cells; keeps its party hosts between cells."""
+    """Runs cells; keeps its party hosts between cells unless ``reuse_hosts`` is False."""
 
-    def __init__(self) -> None:
-        self.hosts: dict[str, Any] = {}
+    def __init__(self, reuse_hosts: bool = True) -> None:
+        from .runner import PARTY_SLOTS
+
+        # Boot every party host now, in parallel, rather than one by one inside the first cell.
+        self.hosts: dict[str, Any] | None = start_hosts(list(PARTY_SLOTS)) if reuse_hosts else None
 
     def run_cell(self, cell: Cell, table: Table | None, out_dir: str | None) -> dict[str, Any]:
         from .runner import run
@@ -58,9 +60,6 @@ class StudyWorker:
             row.update(status="error", error=f"bug: {type(exc).__name__}: {exc}")
         row["cell_wall_s"] = round(time.perf_counter() - started, 3)
         return row
-
-    def pid(self) -> int:
-        return os.getpid()
 
 
 _RemoteWorker = ray.remote(num_cpus=1, max_restarts=0)(StudyWorker)
@@ -107,7 +106,7 @@ def _row(cell: Cell, outcome: dict[str, Any], attempts: int, keep: tuple[str, ..
 
 
 def run_study(study: Study, out: str | Path, workers: int | None = None, address: str | None = None,
-              keep_runs: bool = True, progress: bool = True,
+              keep_runs: bool = True, progress: bool = True, reuse_hosts: bool = True,
               on_row: Callable[[dict[str, Any]], None] | None = None) -> StudyRun:
     """Run every cell of ``study`` not yet in ``out/results.csv``; write the table, summary and plots.
 
@@ -125,6 +124,8 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         Keep each cell's run folder (transcript, result.json) under ``cells/``.
     progress : bool
         Show a progress bar with ETA on stderr.
+    reuse_hosts : bool
+        Keep party host actors across a worker's cells (default); False starts fresh actors per cell.
     on_row : callable, optional
         Called with each finished row (tests use it to act mid-study).
     """
@@ -145,10 +146,10 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         ensure_ray(address)
         if workers is None:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        pool = [_RemoteWorker.remote(reuse_hosts) for _ in range(min(workers, len(cells)))]  # boot while tables load
         refs = _put_tables(cells)
         cells_dir = str((out / "cells").resolve()) if keep_runs else None
         queue = deque((cell, 1) for cell in cells)
-        pool = [_RemoteWorker.remote() for _ in range(min(workers, len(cells)))]
         in_flight: dict[Any, tuple[Any, Cell, int]] = {}
 
         def submit(worker: Any) -> None:
@@ -167,7 +168,7 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
             try:
                 outcome = ray.get(ready[0])
             except ray.exceptions.RayActorError as exc:
-                worker = _RemoteWorker.remote()  # replace the dead worker
+                worker = _RemoteWorker.remote(reuse_hosts)  # replace the dead worker
                 pool.append(worker)
                 if attempt < study.max_attempts:
                     queue.appendleft((cell, attempt + 1))
