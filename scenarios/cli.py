@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -110,8 +109,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
     if args.overrides:
         study = study.with_overrides(args.overrides)
     out = args.out if args.out is not None else Path("studies") / study.name
-    done = run_study(study, out, workers=args.workers, address=args.address, keep_runs=not args.no_runs,
-                     progress=sys.stderr.isatty() or not os.environ.get("CI"))
+    done = run_study(study, out, workers=args.workers, address=args.address, keep_runs=not args.no_runs)
     print(f"study {study.name}: {done.ran} rows run, {done.skipped} already done, {done.failed} failed, "
           f"{done.wall_s:.1f} s")
     print(f"results: {out / 'results.csv'}\nsummary: {out / 'summary.md'}")

@@ -47,6 +47,7 @@ from .spec import Scenario, _validate, load_toml, parse_assignment
 __all__ = ["Cell", "PlotSpec", "Study", "TableSpec", "load_results", "repeat_seed", "save_results", "ROW_FIELDS"]
 
 EMPTY_AXIS = "grid axis {axis!r} needs a non-empty list of values, got {value!r}"
+LINKED_AXIS = "grid axis {axis!r} links {k} fields: each value must be a list of {k} values, got {value!r}"
 CELL_INVALID = "grid cell {assignment} is not a valid scenario: {error}"
 UNKNOWN_COLUMN = "outputs {where} names {column!r}, which is neither a grid axis ({axes}) nor a metric kept"
 
@@ -152,6 +153,11 @@ class Study(BaseModel):
         for axis, values in grid.items():
             if not values:
                 raise ConfigError(EMPTY_AXIS.format(axis=axis, value=values))
+            fields = axis.split(",")
+            if len(fields) > 1:
+                for value in values:
+                    if not isinstance(value, list) or len(value) != len(fields):
+                        raise ConfigError(LINKED_AXIS.format(axis=axis, k=len(fields), value=value))
         return grid
 
     @classmethod
@@ -198,10 +204,24 @@ class Study(BaseModel):
             base = Scenario.from_dict(self.scenario)
         return base.with_values(self.set) if self.set else base
 
+    def fields(self) -> list[str]:
+        """The scenario fields the grid varies (a linked axis ``"a,b"`` varies both)."""
+        return [field for axis in self.grid for field in axis.split(",")]
+
     def assignments(self) -> list[dict[str, Any]]:
-        """Every grid point as {dotted field: value}, in grid order."""
-        axes = list(self.grid)
-        return [dict(zip(axes, values)) for values in itertools.product(*(self.grid[a] for a in axes))]
+        """Every grid point as {dotted field: value}, in grid order.
+
+        An axis named ``"a,b"`` links fields: its values are lists ``[a_value, b_value]``
+        that vary together instead of crossing (e.g. audit sizes with their own query counts).
+        """
+        points = []
+        for values in itertools.product(*self.grid.values()):
+            point: dict[str, Any] = {}
+            for axis, value in zip(self.grid, values):
+                fields = axis.split(",")
+                point.update(zip(fields, value) if len(fields) > 1 else [(axis, value)])
+            points.append(point)
+        return points
 
     def cells(self) -> list[Cell]:
         """Every (grid point, repeat), validated."""
@@ -219,7 +239,7 @@ class Study(BaseModel):
         return out
 
     def _check_outputs(self) -> None:
-        axes = set(self.grid)
+        axes = set(self.fields())
         kept = self.outputs.metrics
         for where, column in self._output_columns():
             if column in axes or kept is None or column in kept:

@@ -13,6 +13,7 @@ the study goes on either way. The driver appends every finished row to
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -160,8 +161,9 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
 
         for worker in pool:
             submit(worker)
+        interactive = sys.stderr.isatty()  # in a log file, one line every 10 s rather than a redrawn bar
         bar = tqdm(total=len(cells), desc=f"study {study.name}", unit="cell", disable=not progress,
-                   dynamic_ncols=True, mininterval=0.5)
+                   dynamic_ncols=interactive, mininterval=0.5 if interactive else 10.0)
         while in_flight:
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             worker, cell, attempt = in_flight.pop(ready[0])

@@ -1,6 +1,7 @@
 """The adversary's playbook: every attack registers itself on import."""
 
-from . import differencing, targeted  # noqa: F401  (registration)
+from . import differencing, reveal, targeted  # noqa: F401  (registration)
+from . import label_slices, partition  # noqa: F401  (registration: |SP| partition, EO/PE/EOdds/PRP)
 from .base import (
     ACTIVE,
     ATTACKS,

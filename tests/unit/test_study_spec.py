@@ -100,3 +100,13 @@ def test_results_round_trip_and_summary(tmp_path):
     assert "## Errors" in text and "boom" in text and "![l.png](l.png)" in text
     assert (tmp_path / "l.png").stat().st_size > 5000
     assert load_results(tmp_path / "missing.csv").empty
+
+
+def test_linked_axes_vary_fields_together():
+    study = _study(grid={"dataset.audit_size,attack.targets": [[100, 3], [150, 9]], "protocol.decimals": [2, 6]})
+    assert study.fields() == ["dataset.audit_size", "attack.targets", "protocol.decimals"]
+    assert study.assignments()[:2] == [{"dataset.audit_size": 100, "attack.targets": 3, "protocol.decimals": 2},
+                                       {"dataset.audit_size": 100, "attack.targets": 3, "protocol.decimals": 6}]
+    assert len(study.cells()) == 2 * 2 * 2
+    with pytest.raises(ConfigError, match="links 2 fields: each value must be a list of 2 values"):
+        _study(grid={"dataset.audit_size,attack.targets": [[100, 3], [150]]})

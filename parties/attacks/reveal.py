@@ -1,0 +1,272 @@
+"""Attribute-Reveal at full strength: the linear system, compressed sensing, and precision probes.
+
+All three are attacks of a curious data center on statistical-parity answers
+(query-leakage paper, Hamman, Chen, Dutta, FAccT 2023, Sec. 3):
+
+* ``linear`` (Thm. 1, Alg. 1): n models whose prediction matrix has rank n;
+  solve SP = H v, read a_j from the sign of v_j.
+* ``compressed-sensing`` (Thm. 2, Alg. 2): rounds of bounded uniform
+  perturbations of the base model's scores, decoded after each round; stops as
+  soon as a decoder certifies a binary A that reproduces every answer (or at the
+  query cap). Group sizes come first, from one double query (Remark 4).
+* ``precision`` (parley's design): an answer released in float64 carries about
+  45 bits. After one query on the base scores h0, each probe moves a block of K
+  individuals by ±b·2^-k (k = 0..K-1; |h - h0| <= b everywhere), so
+
+      SP(h) - SP(h0) = (1/N1) sum_j d_j - c * sum_{j in block, a_j = 0} d_j,  c = 1/N1 + 1/N0,
+
+  and the second sum, a binary number with one digit per individual, is read
+  off exactly. K is as large as the released precision allows (about 37 at
+  n = 1,000 in float64, 2 at four decimals). The first block is narrower so that
+  its answer also singles out N1 among every possible size: no query is spent on
+  group sizes. Every block's decode is checked; a block that does not decode is
+  asked again in halves.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Generator, Literal
+
+import numpy as np
+from pydantic import Field
+
+from protocols.errors import AttackError
+
+from . import decoders
+from .base import Answer, Attack, AttackParams, Probe, Reconstruction, probe_accuracy, register_attack
+from .counting import counting_bound
+from .probes import flip_one, max_deviation, precision_block, random_binary, uniform_perturbations
+from .targeted import decide_from_steps
+
+__all__ = ["LinearReveal", "CompressedSensingReveal", "PrecisionReveal"]
+
+NO_SIZES = "group sizes are not identified at the released precision; the {name} attack needs N0 and N1"
+SIZES_AMBIGUOUS = "the first block's answer fits no group size: answers are noisy or not exact ({detail})"
+DECODERS = {
+    "fastest": decoders.decode_fastest, "l1": decoders.decode_l1, "box-count": decoders.decode_box_count,
+    "amp": decoders.decode_amp, "robust": decoders.decode_robust,
+}
+
+
+def _rows(H: np.ndarray, batch: int, purpose: str) -> Generator[Probe, Answer, tuple[np.ndarray, int | None]]:
+    """Ask ``H`` in envelopes of ``batch`` models; return all answers and their precision."""
+    out, decimals = [], None
+    for start in range(0, H.shape[0], batch):
+        answer = yield Probe("sp", H[start:start + batch], purpose)
+        out.append(np.asarray(answer.values, dtype=np.float64))
+        decimals = answer.decimals
+    return np.concatenate(out), decimals
+
+
+def _sizes(view, rng) -> Generator[Probe, Answer, tuple[int, int, int | None]]:
+    """Remark 4 with realistic models: base predictions and the same flipped at one individual."""
+    base = view.base_predictions.astype(np.float64)
+    j = int(rng.integers(view.n))
+    H = flip_one(base, np.array([j]))
+    answers, decimals = yield from _rows(np.vstack([base, H]), 2, "group sizes (double query)")
+    step = (answers[1] - answers[0]) * (1.0 - 2.0 * base[j])
+    _, _, info = decide_from_steps(np.array([step]), view.n, decimals)
+    if "N0" not in info:
+        raise AttackError(NO_SIZES.format(name="reveal"))
+    return info["N0"], info["N1"], decimals
+
+
+class LinearParams(AttackParams):
+    design: Literal["flip-one", "random-binary", "uniform"] = Field(
+        default="flip-one", description="flip-one (Alg. 1), random binary models, or bounded uniform perturbations")
+    b: float = Field(default=0.1, gt=0.0, le=0.5, description="perturbation bound of the uniform design")
+    batch: int = Field(default=100, ge=1, description="models per query message")
+
+
+@register_attack
+class LinearReveal(Attack):
+    """Thm. 1 / Alg. 1: n models of rank n; A from the linear system SP = H v."""
+
+    name = "linear"
+    Params = LinearParams
+    summary = "n probe models of full rank; solve SP = H v (Thm. 1, Alg. 1)"
+
+    def run(self) -> Generator[Probe, Answer, Reconstruction]:
+        n, p = self.view.n, self.params
+        if p.design == "flip-one":
+            H = flip_one(self.view.base_predictions, np.arange(n))
+        elif p.design == "random-binary":
+            H = random_binary(n, n, self.rng)
+        else:
+            H = uniform_perturbations(self.view.base_scores, n, p.b, self.rng)
+        answers, _ = yield from _rows(H, p.batch, f"linear system ({p.design})")
+        dec = decoders.decode_linear(H, answers)
+        info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds,
+                **probe_accuracy(H, self.view)}
+        return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=n, info=info)
+
+
+class CompressedSensingParams(AttackParams):
+    design: Literal["uniform", "binary"] = Field(default="uniform", description="Alg. 2 perturbations or random binary")
+    b: float = Field(default=0.1, gt=0.0, le=0.5, description="perturbation bound (Alg. 2)")
+    round_size: int = Field(default=25, ge=1, description="probe models added between two decodes")
+    max_queries: int | None = Field(default=None, ge=1, description="probe models at most (default n)")
+    decoder: Literal["fastest", "l1", "box-count", "amp", "robust"] = "fastest"
+    stop: Literal["certified", "cap"] = Field(
+        default="certified", description="stop at the first certified decode, or always ask max_queries")
+
+
+@register_attack
+class CompressedSensingReveal(Attack):
+    """Thm. 2 / Alg. 2: bounded random perturbations, decoded round by round."""
+
+    name = "compressed-sensing"
+    Params = CompressedSensingParams
+    summary = "rounds of perturbations within b of the base model, sparse decoding (Thm. 2, Alg. 2)"
+
+    def run(self) -> Generator[Probe, Answer, Reconstruction]:
+        n, p = self.view.n, self.params
+        n0, n1, decimals = yield from _sizes(self.view, self.rng)
+        cap = p.max_queries or n
+        decode = DECODERS[p.decoder]
+        H = np.empty((0, n))
+        sp = np.empty(0)
+        dec = None
+        while H.shape[0] < cap:
+            k = min(p.round_size, cap - H.shape[0]) if p.stop == "certified" else cap
+            if p.design == "uniform":
+                rows = uniform_perturbations(self.view.base_scores, k, p.b, self.rng)
+            else:
+                rows = random_binary(n, k, self.rng)
+            answers, decimals = yield from _rows(rows, k, f"compressed sensing ({p.design}, b={p.b})")
+            H, sp = np.vstack([H, rows]), np.concatenate([sp, answers])
+            if p.stop == "cap" and H.shape[0] < cap:
+                continue
+            try:
+                dec = decode(H, sp, n0, n1) if p.decoder != "fastest" else decode(H, sp, n0, n1, allow_uncertified=True)
+            except AttackError:
+                continue
+            if dec.certified:
+                break
+        if dec is None:
+            raise AttackError(f"no decode succeeded with {H.shape[0]} probe models for n={n}")
+        info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds, "probe_models": H.shape[0],
+                "N0": n0, "N1": n1, "probe_max_deviation": max_deviation(H, self.view.base_scores),
+                "counting_bound": counting_bound(n, n0, p.b, decimals), **probe_accuracy(H, self.view)}
+        return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=H.shape[0] + 2, info=info)
+
+
+class PrecisionParams(AttackParams):
+    b: float = Field(default=0.1, gt=0.0, le=0.5, description="largest move of any score (|h - h0| <= b)")
+    max_queries: int | None = Field(default=None, ge=2, description="queries at most (default n + 1)")
+    safety_ulps: float = Field(default=16.0, gt=0.0, description="float64 error allowance of an answer difference, in ulps of 1")
+    first_block_slack: int = Field(default=16, ge=4, description="bits the first block leaves free to single out N1")
+
+
+class _Blocks:
+    """Decoding of precision blocks: the algebra of the module docstring, for many candidate N1 at once."""
+
+    def __init__(self, n: int, b: float, err: float) -> None:
+        self.n, self.b, self.err = n, b, err
+
+    def width(self, c: float) -> int:
+        """Most individuals per block: the smallest digit b 2^-(K-1) c must exceed 4 x the answer error."""
+        return max(1, int(math.floor(math.log2(self.b * c / (4.0 * self.err)))) + 1)
+
+    def decode(self, d: float, moves: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bits x (1 = a_j is 0) of a block for each candidate N1, and which candidates decode cleanly.
+
+        With y_j = x_j where the move is positive and 1 - x_j where it is negative,
+        T' = sum_j y_j |d_j| is a sum of distinct, super-increasing weights:
+        greedy digit extraction is exact and the remainder must vanish.
+        """
+        n1 = n1.astype(np.float64)[:, None]
+        c = 1.0 / n1 + 1.0 / (self.n - n1)
+        total = (moves.sum() / n1 - d) / c  # T = sum over a_j = 0 of d_j, one per candidate
+        weights = np.abs(moves)
+        rem = total + weights[moves < 0].sum()
+        y = np.zeros((n1.shape[0], moves.size), dtype=bool)
+        tol = 2.0 * self.err / c
+        for k in np.argsort(-weights):
+            take = rem >= weights[k] - tol
+            y[:, k] = take[:, 0]
+            rem = rem - np.where(take, weights[k], 0.0)
+        ok = (np.abs(rem) <= tol)[:, 0]
+        x = np.where(moves[None, :] > 0, y, ~y)
+        return x, ok
+
+
+@register_attack
+class PrecisionReveal(Attack):
+    """Precision probes: each float64 answer reads about 37 individuals' attribute at once."""
+
+    name = "precision"
+    Params = PrecisionParams
+    summary = "blocks of scores moved by ±b·2^-k; one answer reads a whole block (parley's design)"
+
+    def run(self) -> Generator[Probe, Answer, Reconstruction]:
+        n, p = self.view.n, self.params
+        h0 = np.asarray(self.view.base_scores, dtype=np.float64)
+        cap = p.max_queries or n + 1
+        base = yield Probe("sp", h0[None, :], "base model scores")
+        sp0, decimals = float(base.values[0]), base.decimals
+        # Error of a difference of two answers: a few ulps of values <= 1 in float64, one unit when rounded.
+        err = p.safety_ulps * float(np.spacing(1.0)) if decimals is None else 10.0 ** (-decimals)
+        blocks = _Blocks(n, p.b, err)
+        candidates = np.arange(1, n)  # every N1 is possible until answers rule it out
+        order = self.rng.permutation(n)
+        x_hat = np.zeros(n, dtype=bool)
+        decided = np.zeros(n, dtype=bool)
+        rows, answers, pending = [h0], [sp0], [order]
+        queries, splits = 1, 0
+        while pending and queries < cap:
+            todo = pending.pop(0)
+            c_low = float((1.0 / candidates + 1.0 / (n - candidates)).min())
+            width = blocks.width(c_low)
+            if candidates.size == n - 1:  # first block: leave slack so a wrong N1 leaves a visible remainder
+                width = max(1, width - p.first_block_slack)
+            block, rest = todo[:width], todo[width:]
+            if rest.size:
+                pending.insert(0, rest)
+            row, _ = precision_block(h0, block, p.b)
+            answer = yield Probe("sp", row[None, :], f"precision block of {block.size}")
+            queries += 1
+            d = float(answer.values[0]) - sp0
+            moves = row[block] - h0[block]
+            x, ok = blocks.decode(d, moves, candidates)
+            if not ok.any():
+                if candidates.size == n - 1:
+                    raise AttackError(SIZES_AMBIGUOUS.format(detail=f"block of {block.size}"))
+                if block.size == 1:  # cannot split further: the answer is not exact
+                    raise AttackError(f"a one-person block did not decode at precision {decimals}")
+                splits += 1
+                half = block.size // 2
+                pending[:0] = [block[:half], block[half:]]
+                continue
+            candidates, x = candidates[ok], x[ok]
+            agree = (x == x[0]).all(axis=0)
+            x_hat[block] = x[0]
+            decided[block] = agree
+            rows.append(row)
+            answers.append(float(answer.values[0]))
+        H = np.vstack(rows)
+        a_hat = (~x_hat).astype(np.int8)
+        # The decoded vector fixes its own N1; it must be a size the answers allow, and reproduce them all.
+        n1 = int(a_hat.sum()) if int(a_hat.sum()) in candidates else None
+        certified = bool(decided.all() and n1 is not None and self._reproduces(H, np.array(answers), a_hat, err))
+        info = {"certified": certified, "N1_candidates": int(candidates.size), "block_width": blocks.width(
+            float((1.0 / candidates + 1.0 / (n - candidates)).min())), "block_splits": splits,
+            "probe_max_deviation": max_deviation(H, h0), **probe_accuracy(H, self.view)}
+        if n1 is not None:
+            info.update(N0=n - n1, N1=n1)
+        typical_n0 = n - int(np.median(candidates))
+        info["counting_bound"] = counting_bound(n, typical_n0, p.b, decimals, max(abs(sp0), 1e-3))
+        if queries >= cap and pending:
+            info["warning"] = f"query cap {cap} reached with {sum(len(t) for t in pending)} individuals left"
+        return Reconstruction(np.arange(n), a_hat, decided, queries=queries, info=info)
+
+    @staticmethod
+    def _reproduces(H: np.ndarray, answers: np.ndarray, a_hat: np.ndarray, err: float) -> bool:
+        """Do the decoded groups reproduce every answer difference (to the answer error)?"""
+        n1, n0 = int(a_hat.sum()), int((a_hat == 0).sum())
+        if n0 == 0 or n1 == 0:
+            return False
+        v = np.where(a_hat == 1, 1.0 / n1, -1.0 / n0)
+        diffs = (H[1:] - H[0]) @ v
+        return bool(np.all(np.abs(diffs - (answers[1:] - answers[0])) <= 4.0 * err))
