@@ -12,11 +12,12 @@ Two threat models:
 from __future__ import annotations
 
 import uuid
-from typing import Generator, Sequence
+from typing import Generator, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from protocols.errors import AttackError, RefusedError, WireError
+from protocols.queries import apply_edits, edit_form
 
 from .attacks.base import Answer, Attack, Exchange, Probe, Reconstruction
 from .party import REFUSAL, Party
@@ -28,16 +29,27 @@ UNEXPECTED_ANSWER = "answer to query {got!r} was not asked for (waiting for {pen
 NOT_FINISHED = "the attack has not finished (call start() and deliver every answer first)"
 
 
-def exchanges_from(envelopes: Sequence[Envelope]) -> list[Exchange]:
-    """Pair each ``metric-query`` with its ``metric-answer`` (by query id), in wire order."""
-    queries = {e.payload["query_id"]: e for e in envelopes if e.kind == "metric-query"}
-    pairs = []
+def exchanges_from(envelopes: Iterable[Envelope]) -> Iterator[Exchange]:
+    """Each answered ``metric-query`` with its answer, in wire order (streams: one pass, little memory).
+
+    Queries in edit form are expanded from the model they edit, as the
+    compliance party expanded them.
+    """
+    pending: dict[str, dict] = {}
+    kept: dict[str, np.ndarray] = {}
     for e in envelopes:
-        if e.kind == "metric-answer" and e.payload.get("query_id") in queries:
-            q = queries[e.payload["query_id"]].payload
-            pairs.append(Exchange(metric=q["metric"], predictions=np.atleast_2d(q["predictions"]),
-                                  values=np.asarray(e.payload["values"]), decimals=e.payload.get("decimals")))
-    return pairs
+        if e.kind == "metric-query":
+            pending[e.payload["query_id"]] = e.payload
+        elif e.kind == "metric-answer" and e.payload.get("query_id") in pending:
+            q = pending.pop(e.payload["query_id"])
+            if "edit_of" in q:
+                H = apply_edits(kept[q["edit_of"]], np.atleast_2d(q["indices"]), np.atleast_2d(q["values"]))
+            else:
+                H = np.atleast_2d(q["predictions"])
+            if q.get("keep"):
+                kept[q["query_id"]] = H[0]
+            yield Exchange(metric=q["metric"], predictions=H, values=np.asarray(e.payload["values"]),
+                           decimals=e.payload.get("decimals"))
 
 
 class Adversary(Party):
@@ -53,6 +65,7 @@ class Adversary(Party):
         self._pending: str | None = None
         self._result: Reconstruction | None = None
         self.refusals: list[dict] = []
+        self._kept: dict[str, tuple[str, np.ndarray]] = {}  # probe name -> (query id, model) kept by compliance
         self.failure: str | None = None
 
     def start(self) -> Envelope | None:
@@ -68,8 +81,17 @@ class Adversary(Party):
             self._pending = None
             return None
         self._pending = uuid.uuid4().hex
-        return self.seal(self.compliance, "metric-query",
-                         {"metric": probe.metric, "predictions": probe.predictions, "query_id": self._pending})
+        payload = {"metric": probe.metric, "query_id": self._pending}
+        H = np.atleast_2d(probe.predictions)
+        edits = edit_form(H, self._kept[probe.relative_to][1]) if probe.relative_to in self._kept else None
+        if edits is not None:
+            payload.update(edit_of=self._kept[probe.relative_to][0], indices=edits[0], values=edits[1])
+        else:
+            payload["predictions"] = probe.predictions
+        if probe.keep:
+            payload["keep"] = True
+            self._kept[probe.name or self._pending] = (self._pending, H[0])
+        return self.seal(self.compliance, "metric-query", payload)
 
     def _on_answer(self, envelope: Envelope) -> Envelope | None:
         got = envelope.payload.get("query_id")
@@ -99,5 +121,5 @@ class Adversary(Party):
 
     def observe(self, envelopes: Sequence[Envelope]) -> Reconstruction:
         """Passive attack over what was seen on the wire."""
-        self._result = self.attack.observe(exchanges_from(envelopes))
+        self._result = self.attack.observe(list(exchanges_from(envelopes)))
         return self._result

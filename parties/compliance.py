@@ -13,7 +13,7 @@ from typing import Iterable
 import numpy as np
 
 from protocols.base import AuditSet, MetricQuery, Protocol
-from protocols.errors import WireError
+from protocols.errors import QueryError, WireError
 
 from .party import Party
 from .wire import NOT_REGISTERED, Envelope, Identity, Keyring
@@ -21,6 +21,9 @@ from .wire import NOT_REGISTERED, Envelope, Identity, Keyring
 __all__ = ["Compliance"]
 
 NOT_REGISTERED_MSG = "{sender!r} is not a registered querier of this compliance party (registered: {registered})"
+KEEP_ONE = "keep applies to a query of one model, this one has {m}"
+#: Models kept per querier for later edits; the oldest is dropped beyond this.
+KEEP_LIMIT = 8
 
 
 class Compliance(Party):
@@ -49,12 +52,20 @@ class Compliance(Party):
         self.queriers = frozenset(queriers)
         self.rng = rng
         self.models_answered = 0
+        self.kept: dict[str, dict[str, np.ndarray]] = {}  # querier -> query id -> kept model
 
     def _on_metric_query(self, envelope: Envelope) -> Envelope:
         if envelope.sender not in self.queriers:
             raise WireError(NOT_REGISTERED, NOT_REGISTERED_MSG.format(
                 sender=envelope.sender, registered=", ".join(sorted(self.queriers)) or "none"))
-        query = MetricQuery.from_payload(envelope.payload, self.audit.n)
+        kept = self.kept.setdefault(envelope.sender, {})
+        query = MetricQuery.from_payload(envelope.payload, self.audit.n, kept)
+        if envelope.payload.get("keep"):
+            if query.m != 1:
+                raise QueryError(KEEP_ONE.format(m=query.m))
+            kept[query.query_id] = query.predictions[0]
+            while len(kept) > KEEP_LIMIT:
+                kept.pop(next(iter(kept)))
         payload = self.answer_protocol.answer(query, self.audit, self.rng)
         self.models_answered += query.m
         return self.seal(envelope.sender, "metric-answer", payload)

@@ -27,7 +27,7 @@ from protocols.errors import TranscriptError, WireError
 
 from .wire import Envelope, Keyring, array_text, verify_envelope
 
-__all__ = ["TranscriptWriter", "verify_transcript", "read_transcript", "GENESIS"]
+__all__ = ["TranscriptWriter", "verify_transcript", "read_transcript", "iter_transcript", "GENESIS"]
 
 GENESIS = "0" * 64
 FORMAT = "parley-transcript-v1"
@@ -200,3 +200,8 @@ def verify_transcript(path: str | Path) -> int:
 def read_transcript(path: str | Path, verify: bool = True) -> list[Envelope]:
     """Envelopes of a transcript in wire order (what a passive observer saw)."""
     return list(_walk(path, check=verify))
+
+
+def iter_transcript(path: str | Path, verify: bool = True) -> Iterator[Envelope]:
+    """The same, one envelope at a time (large transcripts)."""
+    return _walk(path, check=verify)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import ConfigError, QueryError
 from .metrics import METRICS, evaluate
-from .queries import require_fields, validate_metric, validate_predictions, validate_query_id
+from .queries import apply_edits, require_fields, validate_edits, validate_metric, validate_predictions, validate_query_id
 
 __all__ = ["PROTOCOLS", "AuditSet", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol", "register_protocol"]
 
@@ -25,6 +25,8 @@ UNKNOWN_PROTOCOL = "unknown protocol {name!r}; known protocols: {known}"
 METRIC_NOT_ANSWERED = "protocol {name!r} answers only {allowed}; got {metric!r}"
 
 QUERY_FIELDS = ("metric", "predictions", "query_id")
+EDIT_FIELDS = ("metric", "query_id", "edit_of", "indices", "values")
+UNKNOWN_BASE = "edit_of {base!r} names no model this querier asked to keep (kept: {kept})"
 
 
 class ProtocolParams(BaseModel):
@@ -58,14 +60,28 @@ class MetricQuery:
         return int(self.predictions.shape[0])
 
     @classmethod
-    def from_payload(cls, payload: Mapping[str, Any], n: int) -> "MetricQuery":
-        """Validate a ``metric-query`` payload against an audit set of size ``n``."""
-        require_fields(payload, QUERY_FIELDS)
-        return cls(
-            metric=validate_metric(payload["metric"]),
-            predictions=validate_predictions(payload["predictions"], n),
-            query_id=validate_query_id(payload["query_id"]),
-        )
+    def from_payload(cls, payload: Mapping[str, Any], n: int, kept: Mapping[str, np.ndarray] | None = None
+                     ) -> "MetricQuery":
+        """Validate a ``metric-query`` payload against an audit set of size ``n``.
+
+        A payload either carries ``predictions`` (m, n), or names with
+        ``edit_of`` a model the same querier sent earlier with ``keep`` set and
+        gives ``indices`` and ``values`` of the entries each model changes: the
+        compact form of probes that differ from a base model in a few places.
+        """
+        if "edit_of" in payload:
+            require_fields(payload, EDIT_FIELDS)
+            kept = kept or {}
+            if payload["edit_of"] not in kept:
+                raise QueryError(UNKNOWN_BASE.format(base=payload["edit_of"], kept=", ".join(kept) or "none"))
+            indices, values = validate_edits(payload["indices"], payload["values"], n)
+            predictions = apply_edits(kept[payload["edit_of"]], indices, values)
+            predictions.flags.writeable = False
+        else:
+            require_fields(payload, QUERY_FIELDS)
+            predictions = validate_predictions(payload["predictions"], n)
+        return cls(metric=validate_metric(payload["metric"]), predictions=predictions,
+                   query_id=validate_query_id(payload["query_id"]))
 
 
 class Protocol(ABC):

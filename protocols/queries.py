@@ -15,7 +15,8 @@ import numpy as np
 from .errors import QueryError
 from .metrics import METRICS
 
-__all__ = ["MAX_QUERY_VALUES", "validate_predictions", "validate_metric", "validate_query_id"]
+__all__ = ["MAX_QUERY_VALUES", "apply_edits", "edit_form", "validate_edits", "validate_predictions",
+           "validate_metric", "validate_query_id"]
 
 #: Upper bound on m * n per query (1 GiB of float64), against memory exhaustion.
 MAX_QUERY_VALUES = 1 << 27
@@ -31,6 +32,8 @@ OUT_OF_RANGE = "predictions must lie in [0, 1]; model {row}, individual {col} ha
 BAD_METRIC = "metric must be one of {known}, got {metric!r}"
 BAD_QUERY_ID = "query_id must be a non-empty string of at most 128 characters, got {value!r}"
 MISSING_FIELD = "query payload lacks {field!r} (a metric query carries: {fields})"
+EDIT_SHAPES = "edit indices and values must be arrays of the same shape (k,) or (m, k), got {i} and {v}"
+EDIT_INDEX = "edit indices must be integers in 0..{last} without repeats within a model; model {row} has {bad!r}"
 
 
 def validate_metric(metric: Any) -> str:
@@ -83,3 +86,37 @@ def require_fields(payload: Mapping[str, Any], fields: tuple[str, ...]) -> None:
     for name in fields:
         if name not in payload:
             raise QueryError(MISSING_FIELD.format(field=name, fields=", ".join(fields)))
+
+
+def validate_edits(indices: Any, values: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Check edit arrays (models given as changes of a kept model); return them as (m, k)."""
+    if not isinstance(indices, np.ndarray) or not isinstance(values, np.ndarray) or indices.shape != values.shape \
+            or indices.ndim not in (1, 2) or indices.dtype.kind not in "iu":
+        raise QueryError(EDIT_SHAPES.format(i=getattr(indices, "shape", type(indices).__name__),
+                                            v=getattr(values, "shape", type(values).__name__)))
+    idx = indices.reshape(1, -1) if indices.ndim == 1 else indices
+    for row, part in enumerate(idx):
+        if part.size and (part.min() < 0 or part.max() >= n or np.unique(part).size != part.size):
+            raise QueryError(EDIT_INDEX.format(last=n - 1, row=row, bad=part.tolist()[:10]))
+    vals = validate_predictions(values.reshape(idx.shape).astype(np.float64), idx.shape[1]) if idx.shape[1] else \
+        np.empty(idx.shape)
+    return idx.astype(np.int64), vals
+
+
+def apply_edits(base: np.ndarray, indices: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Models (m, n): ``base`` with ``values[i]`` written at ``indices[i]`` for each model i."""
+    H = np.repeat(np.asarray(base, dtype=np.float64).reshape(1, -1), indices.shape[0], axis=0)
+    rows = np.repeat(np.arange(indices.shape[0]), indices.shape[1])
+    H[rows, indices.reshape(-1)] = values.reshape(-1)
+    return H
+
+
+def edit_form(H: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``H`` as edits of ``base`` when every row changes the same number of entries (else None)."""
+    changed = H != base[None, :]
+    counts = changed.sum(axis=1)
+    if counts.size == 0 or (counts != counts[0]).any():
+        return None
+    rows, cols = np.nonzero(changed)
+    indices = cols.reshape(H.shape[0], counts[0])
+    return indices, H[rows, cols].reshape(indices.shape)

@@ -28,7 +28,7 @@ from parties.attacks import AttackerView, Reconstruction, get_attack, leakage
 from parties.compliance import Compliance
 from parties.data_center import DataCenter, DataCenterData
 from parties.network import LocalDeployment, Network
-from parties.transcript import TranscriptWriter, read_transcript
+from parties.transcript import TranscriptWriter, iter_transcript, read_transcript
 from parties.wire import Identity, Keyring
 from protocols.base import AuditSet
 from protocols.metrics import evaluate
@@ -107,10 +107,13 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _query_error(envelopes: list, a: np.ndarray, y: np.ndarray) -> float | None:
+def _query_error(path: Path, a: np.ndarray, y: np.ndarray) -> float | None:
     """Mean |released - exact| over every answered model (the referee recomputes the exact values)."""
-    errors = [np.abs(e.values - evaluate(e.metric, e.predictions, a, y)) for e in exchanges_from(envelopes)]
-    return float(np.concatenate(errors).mean()) if errors else None
+    total, count = 0.0, 0
+    for e in exchanges_from(iter_transcript(path, verify=False)):
+        total += float(np.abs(e.values - evaluate(e.metric, e.predictions, a, y)).sum())
+        count += e.values.size
+    return total / count if count else None
 
 
 @dataclass
@@ -226,7 +229,8 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         if scenario.threat_model == "curious-data-center":
             reconstruction = _curious_attack(world, adv_rng)
         world.transcript.close()
-        seen = read_transcript(world.transcript.path, verify=False)
+        overhearing = scenario.threat_model == "passive-observer" or scenario.observer is not None
+        seen = read_transcript(world.transcript.path, verify=False) if overhearing else []
         if scenario.threat_model == "passive-observer":
             reconstruction = _overhear(world, ADVERSARY, scenario.attack, seen, adv_rng)
         observer_metrics: dict[str, Any] = {}
@@ -245,7 +249,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         "messages": world.network.messages,
         "bytes": world.network.bytes,
         "refusals": compliance_stats["refusals_sent"],
-        "avg_query_error": _query_error(seen, split.a_audit, split.y_audit),
+        "avg_query_error": _query_error(world.transcript.path, split.a_audit, split.y_audit),
         "epsilon_spent": None,
         "delta_spent": None,
         **model_metrics,

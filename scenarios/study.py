@@ -120,9 +120,10 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def cell_id(assignment: Mapping[str, Any]) -> str:
-    """Short stable id of a grid assignment (same values, same id, across runs)."""
-    text = json.dumps(assignment, sort_keys=True, separators=(",", ":"), default=str)
+def cell_id(scenario: Mapping[str, Any]) -> str:
+    """Short stable id of a cell's whole scenario (seed aside): any change of base, fixed or grid values changes it."""
+    text = json.dumps({k: v for k, v in scenario.items() if k != "seed"}, sort_keys=True, separators=(",", ":"),
+                      default=str)
     return "c" + hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
@@ -194,7 +195,7 @@ class Study(BaseModel):
         return Study.from_dict(data, folder=self.folder)
 
     def base(self) -> Scenario:
-        """The base scenario with the fixed overrides applied."""
+        """The base scenario (without the fixed overrides, which each cell applies with its grid values)."""
         if isinstance(self.scenario, str):
             path = Path(self.scenario)
             if self.folder and path.suffix == ".toml" and not path.is_absolute():
@@ -202,7 +203,7 @@ class Study(BaseModel):
             base = Scenario.from_toml(resolve_scenario(str(path)))
         else:
             base = Scenario.from_dict(self.scenario)
-        return base.with_values(self.set) if self.set else base
+        return base
 
     def fields(self) -> list[str]:
         """The scenario fields the grid varies (a linked axis ``"a,b"`` varies both)."""
@@ -228,15 +229,22 @@ class Study(BaseModel):
         base = self.base()
         out = []
         for assignment in self.assignments():
-            try:
-                scenario = base.with_values(assignment)
+            try:  # fixed and grid values together, so a grid change of a plug-in's name keeps the fixed keys
+                scenario = base.with_values({**self.set, **assignment})
             except ConfigError as exc:
                 raise ConfigError(CELL_INVALID.format(assignment=assignment, error=exc)) from None
-            cid = cell_id(assignment)
+            cid = cell_id(scenario.to_dict())
             for repeat in range(self.repeats):
                 seed = repeat_seed(self.seed, repeat)
                 out.append(Cell(cid, repeat, seed, assignment, {**scenario.to_dict(), "seed": seed}))
         return out
+
+    def cell_ids(self) -> list[str]:
+        """The id of each grid point, in grid order."""
+        seen: dict[str, None] = {}
+        for cell in self.cells():
+            seen.setdefault(cell.cell)
+        return list(seen)
 
     def _check_outputs(self) -> None:
         axes = set(self.fields())

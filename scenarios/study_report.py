@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .report import HEADLINE  # noqa: E402
-from .study import PlotSpec, Study, TableSpec, cell_id  # noqa: E402
+from .study import PlotSpec, Study, TableSpec  # noqa: E402
 
 __all__ = ["summarise", "pivot", "plot", "write_outputs"]
 
@@ -38,8 +38,8 @@ def summarise(study: Study, frame: pd.DataFrame) -> pd.DataFrame:
     ok = frame[frame["status"] == "ok"]
     metrics = _summary_metrics(study, ok)
     rows = []
-    for assignment in study.assignments():
-        part = ok[ok["cell"] == cell_id(assignment)]
+    for assignment, cid in zip(study.assignments(), study.cell_ids()):
+        part = ok[ok["cell"] == cid]
         rows.append({**assignment, "n": len(part), **{m: _mean_std(part[m]) for m in metrics}})
     return pd.DataFrame(rows)
 
@@ -106,7 +106,7 @@ def write_outputs(study: Study, frame: pd.DataFrame, out: Path) -> Path:
     ok = int((frame["status"] == "ok").sum()) if not frame.empty else 0
     errors = frame[frame["status"] != "ok"] if not frame.empty else frame
     lines = [f"# Study {study.name}", "", study.description, "",
-             f"{len(study.assignments())} grid cells × {study.repeats} repeats (study seed {study.seed}); "
+             f"{len(study.assignments())} grid cells × {study.repeats} repeat(s) (study seed {study.seed}); "
              f"{ok} rows ok, {len(errors)} with errors. Each row is in `results.csv`.", "",
              "## Mean ± std per cell", "", _markdown(summarise(study, frame)), ""]
     for spec in study.outputs.tables:

@@ -6,8 +6,10 @@ for every cell, so no state leaks between cells) and receives each data set's
 parsed table from the object store, where the driver put it once for the whole
 study. A cell whose worker dies is run again on a fresh worker, up to
 ``Study.max_attempts`` times; a cell that fails records its error in its row;
-the study goes on either way. The driver appends every finished row to
-``results.csv`` at once, so an interrupted study resumes where it stopped.
+the study goes on either way. The driver rewrites ``results.csv`` after every
+finished row, so an interrupted study resumes where it stopped; rows of cells
+the study no longer has (its base, fixed or grid values changed) are moved to
+``results-stale.csv``.
 """
 
 from __future__ import annotations
@@ -136,10 +138,18 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.csv"
+    plan = study.cells()
     done = load_results(results_path)
-    finished = set(zip(done.loc[done["status"] == "ok", "cell"], done.loc[done["status"] == "ok", "repeat"].astype(int)))
-    cells = [c for c in study.cells() if c.key not in finished]
-    rows = done[done["status"] == "ok"].to_dict("records")
+    current = done["cell"].isin({c.cell for c in plan}) if not done.empty else done["cell"].astype(bool)
+    if (~current).any():  # rows of another version of the study: kept aside, out of this study's outputs
+        stale = out / "results-stale.csv"
+        save_results(pd.concat([load_results(stale), done[~current]], ignore_index=True), stale)
+        done = done[current]
+        save_results(done, results_path)
+    ok = done[done["status"] == "ok"]
+    finished = set(zip(ok["cell"], ok["repeat"].astype(int)))
+    cells = [c for c in plan if c.key not in finished]
+    rows = ok.to_dict("records")
     if workers is not None and workers < 1:
         raise ConfigError(BAD_WORKERS.format(workers=workers))
     failed = 0

@@ -20,7 +20,7 @@ from protocols.errors import AttackError, ConfigError
 
 __all__ = [
     "ATTACKS", "ACTIVE", "PASSIVE", "Answer", "Attack", "AttackParams", "AttackerView", "Exchange", "Probe",
-    "Reconstruction", "get_attack", "register_attack", "probe_accuracy",
+    "Reconstruction", "ask", "get_attack", "register_attack", "probe_accuracy",
 ]
 
 CURIOUS_DATA_CENTER = "curious-data-center"
@@ -56,11 +56,19 @@ class AttackerView:
 
 @dataclass(frozen=True)
 class Probe:
-    """One metric query an attack wants answered: m models' outputs on the audit set."""
+    """One metric query an attack wants answered: m models' outputs on the audit set.
+
+    ``keep`` asks the compliance party to keep this (one-model) probe under the
+    name ``name``; a later probe with ``relative_to`` that name travels as the
+    entries it changes, which is how flip and block probes stay small on the wire.
+    """
 
     metric: str
     predictions: np.ndarray  # (m, n)
     purpose: str = ""
+    keep: bool = False
+    name: str | None = None
+    relative_to: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,23 @@ class Reconstruction:
     queries: int
     info: dict[str, Any] = field(default_factory=dict)
     partition_only: bool = False
+
+
+def ask(metric: str, H: np.ndarray, batch: bool, purpose: str, relative_to: str | None = None
+        ) -> Generator[Probe, Answer, tuple[np.ndarray, int | None]]:
+    """Yield ``H`` as one probe, or one probe per row; return the answers in row order and their precision.
+
+    ``relative_to`` names a kept probe the rows edit (they then travel as their changes).
+    """
+    if batch:
+        answer = yield Probe(metric, H, purpose, relative_to=relative_to)
+        return np.asarray(answer.values, dtype=np.float64).reshape(-1), answer.decimals
+    out = np.empty(H.shape[0])
+    decimals: int | None = None
+    for i in range(H.shape[0]):
+        answer = yield Probe(metric, H[i:i + 1], purpose, relative_to=relative_to)
+        out[i], decimals = np.asarray(answer.values, dtype=np.float64).reshape(-1)[0], answer.decimals
+    return out, decimals
 
 
 def probe_accuracy(H: np.ndarray, view: AttackerView) -> dict[str, float]:

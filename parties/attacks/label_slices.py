@@ -49,8 +49,8 @@ from pydantic import Field
 
 from protocols.errors import AttackError
 
-from .base import Answer, Attack, AttackerView, Probe, Reconstruction, probe_accuracy, register_attack
-from .partition import INCONSISTENT, ask_metric, label_partition, reveal_partition
+from .base import Answer, Attack, AttackerView, Probe, Reconstruction, ask, probe_accuracy, register_attack
+from .partition import INCONSISTENT, label_partition, reveal_partition
 from .targeted import TargetedParams, choose_targets, decide_from_steps
 
 __all__ = ["EOFlip", "PEFlip", "EOddsFlip", "PRPFlip", "EOFlipParams", "NEEDS_LABELS", "OUTSIDE_SLICE"]
@@ -92,7 +92,7 @@ def _signed_slice_flip(attack: Attack, metric: str, label: int) -> Generator[Pro
     flipped = np.repeat(base[None, :], sel.size, axis=0)
     flipped[np.arange(sel.size), sel] = 1.0 - base[sel]
     H = np.vstack([base[None, :], flipped])
-    answers, decimals = yield from ask_metric(metric, H, attack.params.batch,
+    answers, decimals = yield from ask(metric, H, attack.params.batch,
                                               f"base model, then flipped at one target with y={label}")
     # the sliced gap is SP over the slice: flipping 0 -> 1 adds +1/N_1^(s) or -1/N_0^(s)
     steps = (answers[1:] - answers[0]) * (1.0 - 2.0 * base[sel])
@@ -261,7 +261,7 @@ class PRPFlip(Attack):
         flipped = np.repeat(base[None, :], idx.size, axis=0)
         flipped[np.arange(idx.size), idx] = 1.0 - base[idx]
         H = np.vstack([base[None, :], flipped])
-        answers, decimals = yield from ask_metric("prp", H, self.params.batch, "base model, then flipped at one target")
+        answers, decimals = yield from ask("prp", H, self.params.batch, "base model, then flipped at one target")
         delta = 1.0 - 2.0 * base[idx]
         evidence = (answers[1:] - answers[0]) * delta * (2.0 * y[idx] - 1.0)
         # exact: binary h gives integer sums, so a true nonzero difference is >= 1/(n (n+1)) >> float error

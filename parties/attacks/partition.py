@@ -24,17 +24,28 @@ m = n). With answers rounded to ``decimals`` places one answer leaves a set of
 sizes N_alpha consistent with it; the attack keeps that set and picks the probe
 kind that separates the two partitions for *every* size still possible (two
 values e1, e2 are told apart when |e1 - e2| > 10**-decimals, i.e. their
-rounding intervals of half a unit each cannot overlap). When no kind does, it
-proceeds adaptively as the brief of the proof suggests: it asks the next
-target's single-individual probe (two different answers prove case 1 and pin
-both sizes), and if that answer repeats the reference's, the pair probe
-{r, j} (2/N vs |1/N_alpha - 1/N_beta|); every answer narrows the set of sizes.
-If an individual stays undecided after both probes, the precision cannot tell
-the partitions apart and :data:`NOT_DISTINGUISHABLE` is raised.
+rounding intervals of half a unit each cannot overlap). Near-equal sizes thus
+fall back to pair probes, which separate 2/N_alpha from a near-zero
+|1/N_alpha - 1/N_beta|. When no kind separates for every size still possible,
+the attack proceeds adaptively, one model at a time: the next target's
+single-individual probe (an answer different from the reference's proves
+case 1 and pins both sizes), and if that leaves the target undecided, the pair
+probe {r, j} (2/N_alpha vs |1/N_alpha - 1/N_beta|, 0 in case 2). Every answer
+narrows the set of sizes, and undecided targets are reassessed after each
+one. When every undecided target has had both probes, the precision cannot
+tell the partitions apart and :data:`NOT_DISTINGUISHABLE` is raised.
 
-A remark of the paper applies "the partitioned sizes can also be used to
-determine which group is which": the disadvantaged group is usually the
-smaller one. The reconstruction stays ``partition_only`` (scored with the
+A target is decided when, over every size still possible, its answers fit
+only one of alpha and beta (answers compared with the exact values within
+1e-9 relative, or within half a unit of the last released decimal). The
+interval test is conservative at exact rounding ties, where it may call a
+precision insufficient that np.round would in fact resolve.
+
+When the targets are the whole audit set (or slice), the count of alpha is
+N_alpha itself, which pins sizes that rounded answers left open.
+
+Sec. 3.3 notes that "the partitioned sizes can also be used to determine which
+group is which": the disadvantaged group is usually the smaller one. The reconstruction stays ``partition_only`` (scored with the
 better labelling), but ``a_hat`` carries that guess: smaller partition = a=0.
 With equal sizes there is nothing to go by and alpha is labelled a=1.
 
@@ -53,12 +64,12 @@ from pydantic import Field
 
 from protocols.errors import AttackError, ConfigError
 
-from .base import Answer, Attack, Probe, Reconstruction, register_attack
+from .base import Answer, Attack, Probe, Reconstruction, ask, register_attack
 from .targeted import TARGETS_RANGE, TargetedParams, choose_targets
 
 __all__ = [
     "AbsSPPartition", "NOT_DISTINGUISHABLE", "INCONSISTENT", "SMALLER_IS_DISADVANTAGED", "PartitionOutcome",
-    "PartitionParams", "ask_metric", "label_partition", "reveal_partition",
+    "PartitionParams", "first_targets", "label_partition", "reveal_partition",
 ]
 
 NOT_DISTINGUISHABLE = (
@@ -73,23 +84,6 @@ INCONSISTENT = (
 SMALLER_IS_DISADVANTAGED = "smaller partition = disadvantaged (a=0)"
 
 SINGLE, PAIR = "single", "pair"
-
-
-def ask_metric(metric: str, H: np.ndarray, batch: bool,
-               purpose: str) -> Generator[Probe, Answer, tuple[np.ndarray, int | None]]:
-    """Yield ``H`` for ``metric`` as one probe or one probe per row; return the answers and their precision.
-
-    The metric-generic form of :func:`parties.attacks.targeted._ask`.
-    """
-    if batch:
-        answer = yield Probe(metric, H, purpose)
-        return np.asarray(answer.values, dtype=np.float64).reshape(-1), answer.decimals
-    out = np.empty(H.shape[0])
-    decimals: int | None = None
-    for i in range(H.shape[0]):
-        answer = yield Probe(metric, H[i:i + 1], purpose)
-        out[i], decimals = np.asarray(answer.values, dtype=np.float64).reshape(-1)[0], answer.decimals
-    return out, decimals
 
 
 def _tolerance(expected: np.ndarray, decimals: int | None) -> np.ndarray:
@@ -184,10 +178,10 @@ def reveal_partition(metric: str, base: np.ndarray, targets: np.ndarray, slice_s
             H[:, ref] = 1.0 - base[ref]
         return H
 
-    def ask(kind: str, js: list[int], one_query: bool):
-        values, decimals = yield from ask_metric(metric, probe_rows(kind, js), one_query,
-                                                 f"flip {'only the target' if kind == SINGLE else 'reference and target'}"
-                                                 f" ({'Thm. 4 case 1' if kind == SINGLE else 'Thm. 4 case 2'})")
+    def query(kind: str, js: list[int], one_query: bool):
+        purpose = ("flip only the target (Thm. 4 case 1)" if kind == SINGLE
+                   else "flip the reference and the target (Thm. 4 case 2)")
+        values, decimals = yield from ask(metric, probe_rows(kind, js), one_query, purpose)
         state["decimals"] = decimals
         probes[kind] += len(js)
         seen[kind].update(zip(js, (float(v) for v in values)))
@@ -216,7 +210,7 @@ def reveal_partition(metric: str, base: np.ndarray, targets: np.ndarray, slice_s
             alpha[ks] = can_alpha
         return feasible, decided, alpha
 
-    yield from ask(SINGLE, [ref], True)
+    yield from query(SINGLE, [ref], True)
     while True:
         feasible, decided, alpha = assess()
         if not feasible.any():
@@ -232,17 +226,16 @@ def reveal_partition(metric: str, base: np.ndarray, targets: np.ndarray, slice_s
                 break
         if kind is not None and any(j not in seen[kind] for j in todo):
             # the kind separates the partitions for every size still possible: ask all its probes now
-            yield from ask(kind, [j for j in todo if j not in seen[kind]], batch)
+            yield from query(kind, [j for j in todo if j not in seen[kind]], batch)
             continue
-        # adaptive: no kind separates for every possible size; a single first, then the pair
-        for candidate in (SINGLE, PAIR):
-            missing = [j for j in todo if j not in seen[candidate]]
-            if missing:
-                yield from ask(candidate, missing if batch else missing[:1], batch)
-                break
-        else:
+        # adaptive, one model at a time (each answer may narrow the sizes enough to settle a kind):
+        # the next undecided target's single first, then its pair; a target both leave undecided waits,
+        # since another target's answers may still narrow the sizes and decide it on reassessment
+        nxt = next(((kind_, j) for j in todo for kind_ in (SINGLE, PAIR) if j not in seen[kind_]), None)
+        if nxt is None:
             raise AttackError(NOT_DISTINGUISHABLE.format(
                 metric=metric, decimals=decimals, index=todo[0], sizes=_span(n_alpha[feasible])))
+        yield from query(nxt[0], [nxt[1]], True)
     full = np.concatenate([[True], alpha])
     if covers_slice:
         # every member of the slice was placed: alpha's count is N_alpha itself

@@ -204,7 +204,7 @@ class PrecisionReveal(Attack):
         n, p = self.view.n, self.params
         h0 = np.asarray(self.view.base_scores, dtype=np.float64)
         cap = p.max_queries or n + 1
-        base = yield Probe("sp", h0[None, :], "base model scores")
+        base = yield Probe("sp", h0[None, :], "base model scores", keep=True, name="base")
         sp0, decimals = float(base.values[0]), base.decimals
         # Error of a difference of two answers: a few ulps of values <= 1 in float64, one unit when rounded.
         err = p.safety_ulps * float(np.spacing(1.0)) if decimals is None else 10.0 ** (-decimals)
@@ -225,7 +225,7 @@ class PrecisionReveal(Attack):
             if rest.size:
                 pending.insert(0, rest)
             row, _ = precision_block(h0, block, p.b)
-            answer = yield Probe("sp", row[None, :], f"precision block of {block.size}")
+            answer = yield Probe("sp", row[None, :], f"precision block of {block.size}", relative_to="base")
             queries += 1
             d = float(answer.values[0]) - sp0
             moves = row[block] - h0[block]

@@ -22,7 +22,7 @@ from pydantic import Field, field_validator
 
 from protocols.errors import AttackError, ConfigError
 
-from .base import Answer, Attack, AttackParams, Probe, Reconstruction, probe_accuracy, register_attack
+from .base import Answer, Attack, AttackParams, Probe, Reconstruction, ask, probe_accuracy, register_attack
 from .group_sizes import sizes_from_unit_steps
 
 __all__ = ["SingleQuery", "DoubleQuery", "decide_from_steps"]
@@ -93,7 +93,7 @@ class SingleQuery(Attack):
         idx = choose_targets(self.params.targets, n, self.rng)
         H = np.zeros((idx.size, n))
         H[np.arange(idx.size), idx] = 1.0
-        steps, decimals = yield from _ask(H, self.params.batch, "accept only the target")
+        steps, decimals = yield from ask("sp", H, self.params.batch, "accept only the target")
         a_hat, decided, info = decide_from_steps(steps, n, decimals)
         info.update(probe_accuracy(H, self.view))
         return Reconstruction(indices=idx, a_hat=a_hat, decided=decided, queries=idx.size, info=info)
@@ -114,23 +114,13 @@ class DoubleQuery(Attack):
         flipped = np.repeat(base[None, :], idx.size, axis=0)
         flipped[np.arange(idx.size), idx] = 1.0 - base[idx]
         H = np.vstack([base[None, :], flipped])
-        answers, decimals = yield from _ask(H, self.params.batch, "base model, then flipped at one target")
+        first = yield Probe("sp", base[None, :], "base model", keep=True, name="base")
+        rest, decimals = yield from ask("sp", flipped, self.params.batch, "base model flipped at one target",
+                                        relative_to="base")
+        answers = np.concatenate([np.asarray(first.values, dtype=np.float64).reshape(-1), rest])
         # Flipping 0 -> 1 adds an acceptance (+1/N1 or -1/N0); 1 -> 0 removes one.
         direction = 1.0 - 2.0 * base[idx]
         steps = (answers[1:] - answers[0]) * direction
         a_hat, decided, info = decide_from_steps(steps, n, decimals)
         info.update(probe_accuracy(H, self.view))
         return Reconstruction(indices=idx, a_hat=a_hat, decided=decided, queries=H.shape[0], info=info)
-
-
-def _ask(H: np.ndarray, batch: bool, purpose: str) -> Generator[Probe, Answer, tuple[np.ndarray, int | None]]:
-    """Yield ``H`` as one probe or one probe per row; return the answers in row order and their precision."""
-    if batch:
-        answer = yield Probe("sp", H, purpose)
-        return np.asarray(answer.values, dtype=np.float64), answer.decimals
-    out = np.empty(H.shape[0])
-    decimals: int | None = None
-    for i in range(H.shape[0]):
-        answer = yield Probe("sp", H[i:i + 1], purpose)
-        out[i], decimals = answer.values[0], answer.decimals
-    return out, decimals

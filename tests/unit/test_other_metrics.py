@@ -9,6 +9,7 @@ import pytest
 
 from parties.attacks import Answer, AttackerView, get_attack, leakage
 from parties.attacks.partition import INCONSISTENT, NOT_DISTINGUISHABLE, SMALLER_IS_DISADVANTAGED
+from parties.attacks.targeted import SIGN_LOST
 from protocols.errors import AttackError
 from protocols.metrics import evaluate
 
@@ -162,6 +163,17 @@ def test_eo_flip_rounded_answers():
     assert rec.decided[inside].all()
 
 
+def test_eo_flip_steps_rounded_to_zero_are_undecided():
+    a, y, view = _world(1)
+    # slice groups of 33 and 84: steps 0.030 and 0.012 mostly vanish at 1 decimal
+    rec, _ = _drive(_attack("eo-flip", view, targets=view.n, batch=True), a, y, decimals=1)
+    inside = y[rec.indices] == 1
+    lost = int((inside & ~rec.decided).sum())
+    assert 0 < lost < inside.sum() and rec.info["warning"] == SIGN_LOST.format(count=lost, total=int(inside.sum()))
+    # a step that survives rounding keeps its sign (rounding is monotone)
+    np.testing.assert_array_equal(rec.a_hat[rec.decided], a[rec.indices][rec.decided])
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_abs_eo_partitions_the_positive_slice(seed):
     a, y, view = _world(seed)
@@ -194,6 +206,23 @@ def test_eodds_size_guess_labels_both_slices_when_a0_is_smaller_in_each():
     np.testing.assert_array_equal(rec.a_hat, a[rec.indices])
 
 
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_eodds_rounded_answers(seed):
+    a, y, view = _world(seed)
+    rec, _ = _drive(_attack("eodds-flip", view, targets=view.n, batch=True), a, y, decimals=3)
+    for label in (0, 1):
+        inside = y[rec.indices] == label
+        assert _same_partition(rec.a_hat[inside], a[rec.indices][inside])
+
+
+def test_eodds_raises_when_precision_hides_the_partition():
+    a, y, view = _world(0)
+    with pytest.raises(AttackError) as err:
+        _drive(_attack("eodds-flip", view, targets=view.n, batch=True), a, y, decimals=0)
+    prefix = NOT_DISTINGUISHABLE.split("{decimals}")[0].format(metric="eodds")
+    assert str(err.value).startswith(prefix) and "release more decimals" in str(err.value)
+
+
 # -- PRP --------------------------------------------------------------------------------------
 
 
@@ -205,6 +234,15 @@ def test_prp_flip_recovers_every_target(seed, decimals):
     assert rec.decided.all() and not rec.partition_only
     np.testing.assert_array_equal(rec.a_hat, a[rec.indices])
     assert rec.queries == view.n + 1 and probes[0].metric == "prp"
+
+
+def test_prp_flip_coarse_rounding_keeps_every_decided_sign_right():
+    a, y, view = _world(0)
+    rec, _ = _drive(_attack("prp-flip", view, targets=view.n, batch=True), a, y, decimals=2)
+    # rounding is monotone: a difference that survives rounding has the true sign; the rest are undecided
+    assert 0 < rec.decided.sum() < view.n
+    np.testing.assert_array_equal(rec.a_hat[rec.decided], a[rec.indices][rec.decided])
+    assert "undecided" in rec.info["warning"]
 
 
 def test_prp_flip_zero_differences_are_undecided_not_guessed():

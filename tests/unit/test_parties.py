@@ -136,3 +136,52 @@ def test_unhashable_payload_is_refused(identities, keyring, audit_arrays):
 def test_query_validation_rejects_non_numeric_dtypes():
     with pytest.raises(QueryError, match="must be numeric"):
         queries.validate_predictions(np.array(["0.5"] * 4), 4)
+
+
+def _edit(identity, base_id, indices, values, query_id, metric="sp", keep=False):
+    payload = {"metric": metric, "query_id": query_id, "edit_of": base_id, "indices": indices, "values": values}
+    if keep:
+        payload["keep"] = True
+    return identity.seal("compliance", "metric-query", "raw", payload)
+
+
+def test_edit_form_queries_match_full_queries_and_expand_on_the_wire(identities, keyring, audit_arrays):
+    from parties.adversary import exchanges_from
+
+    a, _ = audit_arrays
+    world = local_compliance(identities, keyring, audit_arrays)
+    dc = identities["data-center"]
+    base = np.linspace(0.05, 0.95, 40)
+    sent = [dc.seal("compliance", "metric-query", "raw",
+                    {"metric": "sp", "predictions": base[None, :], "query_id": "base", "keep": True})]
+    indices, values = np.array([[3, 7], [0, 39]]), np.array([[1.0, 0.0], [0.5, 0.25]])
+    sent.append(_edit(dc, "base", indices, values, "edits"))
+    replies = [world.call("compliance", "receive", e) for e in sent]
+    full = np.repeat(base[None, :], 2, axis=0)
+    full[0, [3, 7]], full[1, [0, 39]] = [1.0, 0.0], [0.5, 0.25]
+    np.testing.assert_array_equal(replies[1].payload["values"], metrics.statistical_parity_difference(full, a))
+    seen = list(exchanges_from([e for pair in zip(sent, replies) for e in pair]))
+    np.testing.assert_array_equal(seen[1].predictions, full)
+
+
+def test_bad_edits_are_refused_and_the_party_keeps_serving(identities, keyring, audit_arrays):
+    world = local_compliance(identities, keyring, audit_arrays)
+    dc = identities["data-center"]
+    keep_two = dc.seal("compliance", "metric-query", "raw",
+                       {"metric": "sp", "predictions": np.full((2, 40), 0.5), "query_id": "two", "keep": True})
+    cases = [
+        (_edit(dc, "nope", np.array([1]), np.array([0.5]), "e1"), "edit_of 'nope' names no model"),
+        (keep_two, "keep applies to a query of one model, this one has 2"),
+    ]
+    world.call("compliance", "receive", dc.seal("compliance", "metric-query", "raw", {
+        "metric": "sp", "predictions": np.full((1, 40), 0.5), "query_id": "base", "keep": True}))
+    cases += [
+        (_edit(dc, "base", np.array([40]), np.array([0.5]), "e2"), "edit indices must be integers in 0..39"),
+        (_edit(dc, "base", np.array([1, 1]), np.array([0.5, 0.5]), "e3"), "without repeats"),
+        (_edit(dc, "base", np.array([1]), np.array([1.5]), "e4"), "predictions must lie in [0, 1]"),
+        (_edit(dc, "base", np.array([1.0]), np.array([0.5]), "e5"), "edit indices and values must be arrays"),
+    ]
+    for envelope, message in cases:
+        reason, detail = _refusal(world, keyring, envelope)
+        assert reason == wire.INVALID_QUERY and message in detail, detail
+    _good(identities, keyring, world, audit_arrays, "after-edits")

@@ -43,9 +43,16 @@ def test_seeds_are_common_across_cells_and_differ_between_repeats():
     assert repeat_seed(5, 0) != repeat_seed(4, 0)
 
 
-def test_cell_ids_are_stable_and_distinct():
-    a, b = {"x": 1, "y": "z"}, {"y": "z", "x": 1}
+def test_cell_ids_are_stable_and_follow_the_whole_scenario():
+    a, b = {"x": 1, "y": "z", "seed": 1}, {"y": "z", "x": 1, "seed": 2}
     assert cell_id(a) == cell_id(b) and cell_id(a) != cell_id({"x": 2, "y": "z"})
+    assert _study().cell_ids() == _study().cell_ids()
+    assert set(_study().cell_ids()).isdisjoint(_study(set={"dataset.minority": 10}).cell_ids())
+
+
+def test_fixed_values_survive_a_grid_change_of_plugin_name():
+    study = _study(set={"attack.targets": 9}, grid={"attack.name": ["single-query", "double-query"]})
+    assert {c.scenario["attack"]["targets"] for c in study.cells()} == {9}
 
 
 @pytest.mark.parametrize(("changes", "message"), [
