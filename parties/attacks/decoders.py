@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 from scipy.optimize import linprog
 from scipy.special import expit, logit
 
@@ -235,7 +236,7 @@ def _finish(name: str, H: np.ndarray, sp: np.ndarray, z: np.ndarray | None, deci
 
 def _lp_info(res: Any) -> dict[str, Any]:
     return {"status": int(res.status), "message": str(res.message),
-            "iterations": int(getattr(res, "nit", -1) or -1),
+            "iterations": int(getattr(res, "nit", -1)),
             "objective": None if res.fun is None else float(res.fun)}
 
 
@@ -603,10 +604,10 @@ def decode_robust(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None, *
     m, n = H.shape
     y, c = _eta(H, sp, n0, n1)
     # variables [z (n), t (m)]:  H z - t <= y  and  -H z - t <= -y
-    eye = np.eye(m)
-    A_ub = np.block([[H, -eye], [-H, -eye]])
+    Hs, eye = sparse.csr_matrix(H), sparse.identity(m, format="csr")
+    A_ub = sparse.bmat([[Hs, -eye], [-Hs, -eye]], format="csc")
     b_ub = np.concatenate([y, -y])
-    A_eq = np.concatenate([np.ones(n), np.zeros(m)])[None, :]
+    A_eq = sparse.csr_matrix(np.concatenate([np.ones(n), np.zeros(m)])[None, :])
     cost = np.concatenate([np.zeros(n), np.ones(m)])
     bounds = [(0.0, 1.0)] * n + [(0.0, None)] * m
     res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=[float(n0)], bounds=bounds, method="highs",
@@ -621,7 +622,7 @@ def decode_robust(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None, *
 
 
 def decode_fastest(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None, *,
-                   allow_uncertified: bool = False) -> Decoded:
+                   allow_uncertified: bool = False, time_limit: float | None = None) -> Decoded:
     """The fastest decoder that certifies: AMP, else the box/count LP, else say more queries are needed.
 
     Parameters
@@ -635,11 +636,16 @@ def decode_fastest(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None, 
     allow_uncertified : bool
         Return the best uncertified reconstruction (smaller residual)
         instead of raising.
+    time_limit : float, optional
+        Seconds the box/count LP may spend. AMP costs a few dozen products
+        with H; the LP fallback grows much faster with n (minutes at
+        n = 10,000, m = 4,000), so cap it where that matters.
 
     Returns
     -------
     Decoded
-        The first certified result; ``info["tried"]`` lists the decoders run.
+        The first certified result; ``info["tried"]`` lists the decoders run
+        (``seconds`` is that decoder's own time).
 
     Raises
     ------
@@ -655,7 +661,7 @@ def decode_fastest(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None, 
     if first.certified:
         first.info["tried"] = tried
         return first
-    second = decode_box_count(H, sp, n0, n1, tol=tol)
+    second = decode_box_count(H, sp, n0, n1, tol=tol, time_limit=time_limit)
     tried.append(second.decoder)
     if second.certified:
         second.info["tried"] = tried

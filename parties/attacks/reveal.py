@@ -26,6 +26,7 @@ All three are attacks of a curious data center on statistical-parity answers
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Generator, Literal
 
 import numpy as np
@@ -192,6 +193,15 @@ class _Blocks:
         return x, ok
 
 
+@dataclass
+class _Read:
+    """One answered precision block: who moved, by how much, and the answer difference."""
+
+    block: np.ndarray
+    moves: np.ndarray
+    d: float
+
+
 @register_attack
 class PrecisionReveal(Attack):
     """Precision probes: each float64 answer reads about 37 individuals' attribute at once."""
@@ -210,16 +220,13 @@ class PrecisionReveal(Attack):
         err = p.safety_ulps * float(np.spacing(1.0)) if decimals is None else 10.0 ** (-decimals)
         blocks = _Blocks(n, p.b, err)
         candidates = np.arange(1, n)  # every N1 is possible until answers rule it out
-        order = self.rng.permutation(n)
-        x_hat = np.zeros(n, dtype=bool)
-        decided = np.zeros(n, dtype=bool)
-        rows, answers, pending = [h0], [sp0], [order]
+        pending = [self.rng.permutation(n)]
+        reads: list[_Read] = []
         queries, splits = 1, 0
         while pending and queries < cap:
             todo = pending.pop(0)
-            c_low = float((1.0 / candidates + 1.0 / (n - candidates)).min())
-            width = blocks.width(c_low)
-            if candidates.size == n - 1:  # first block: leave slack so a wrong N1 leaves a visible remainder
+            width = blocks.width(_c(candidates, n).min())
+            if not reads:  # first block: leave slack so a wrong N1 leaves a visible remainder
                 width = max(1, width - p.first_block_slack)
             block, rest = todo[:width], todo[width:]
             if rest.size:
@@ -227,11 +234,10 @@ class PrecisionReveal(Attack):
             row, _ = precision_block(h0, block, p.b)
             answer = yield Probe("sp", row[None, :], f"precision block of {block.size}", relative_to="base")
             queries += 1
-            d = float(answer.values[0]) - sp0
-            moves = row[block] - h0[block]
-            x, ok = blocks.decode(d, moves, candidates)
+            read = _Read(block, row[block] - h0[block], float(answer.values[0]) - sp0)
+            _, ok = blocks.decode(read.d, read.moves, candidates)
             if not ok.any():
-                if candidates.size == n - 1:
+                if not reads:
                     raise AttackError(SIZES_AMBIGUOUS.format(detail=f"block of {block.size}"))
                 if block.size == 1:  # cannot split further: the answer is not exact
                     raise AttackError(f"a one-person block did not decode at precision {decimals}")
@@ -239,34 +245,51 @@ class PrecisionReveal(Attack):
                 half = block.size // 2
                 pending[:0] = [block[:half], block[half:]]
                 continue
-            candidates, x = candidates[ok], x[ok]
-            agree = (x == x[0]).all(axis=0)
-            x_hat[block] = x[0]
-            decided[block] = agree
-            rows.append(row)
-            answers.append(float(answer.values[0]))
-        H = np.vstack(rows)
+            candidates = candidates[ok]
+            reads.append(read)
+        # Decode every block with the sizes every answer allows; a block is decided where they all agree.
+        x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        for read in reads:
+            x, _ = blocks.decode(read.d, read.moves, candidates)
+            x_hat[read.block], decided[read.block] = x[0], (x == x[0]).all(axis=0)
         a_hat = (~x_hat).astype(np.int8)
         # The decoded vector fixes its own N1; it must be a size the answers allow, and reproduce them all.
-        n1 = int(a_hat.sum()) if int(a_hat.sum()) in candidates else None
-        certified = bool(decided.all() and n1 is not None and self._reproduces(H, np.array(answers), a_hat, err))
-        info = {"certified": certified, "N1_candidates": int(candidates.size), "block_width": blocks.width(
-            float((1.0 / candidates + 1.0 / (n - candidates)).min())), "block_splits": splits,
-            "probe_max_deviation": max_deviation(H, h0), **probe_accuracy(H, self.view)}
-        if n1 is not None:
-            info.update(N0=n - n1, N1=n1)
-        typical_n0 = n - int(np.median(candidates))
-        info["counting_bound"] = counting_bound(n, typical_n0, p.b, decimals, max(abs(sp0), 1e-3))
-        if queries >= cap and pending:
+        n1 = int(a_hat.sum())
+        certified = bool(decided.all() and n1 in candidates and self._reproduces(reads, a_hat, n1, n, err))
+        info = {"certified": certified, "N1_candidates": int(candidates.size),
+                "block_width": blocks.width(_c(candidates, n).min()), "block_splits": splits,
+                "probe_max_deviation": max((float(np.abs(r.moves).max()) for r in reads), default=0.0),
+                **self._accuracy(reads, h0),
+                "counting_bound": counting_bound(n, n - int(np.median(candidates)), p.b, decimals,
+                                                 max(abs(sp0), 1e-3))}
+        if candidates.size == 1:
+            info.update(N0=n - int(candidates[0]), N1=int(candidates[0]))
+        if pending:
             info["warning"] = f"query cap {cap} reached with {sum(len(t) for t in pending)} individuals left"
         return Reconstruction(np.arange(n), a_hat, decided, queries=queries, info=info)
 
     @staticmethod
-    def _reproduces(H: np.ndarray, answers: np.ndarray, a_hat: np.ndarray, err: float) -> bool:
+    def _reproduces(reads: list[_Read], a_hat: np.ndarray, n1: int, n: int, err: float) -> bool:
         """Do the decoded groups reproduce every answer difference (to the answer error)?"""
-        n1, n0 = int(a_hat.sum()), int((a_hat == 0).sum())
-        if n0 == 0 or n1 == 0:
+        if n1 in (0, n):
             return False
-        v = np.where(a_hat == 1, 1.0 / n1, -1.0 / n0)
-        diffs = (H[1:] - H[0]) @ v
-        return bool(np.all(np.abs(diffs - (answers[1:] - answers[0])) <= 4.0 * err))
+        c = 1.0 / n1 + 1.0 / (n - n1)
+        return all(abs(r.moves.sum() / n1 - c * r.moves[a_hat[r.block] == 0].sum() - r.d) <= 4.0 * err
+                   for r in reads)
+
+    def _accuracy(self, reads: list[_Read], h0: np.ndarray) -> dict[str, float]:
+        """Probe accuracies against the labels, from each block's changes (no n-wide rows kept)."""
+        y, base_pred = self.view.y, self.view.base_predictions
+        if y is None or base_pred is None:
+            return {}
+        base_correct = (h0 >= 0.5) == (y == 1)  # the score model thresholded as the probes are
+        base = float(base_correct.mean())
+        deltas = [(((h0[r.block] + r.moves >= 0.5) == (y[r.block] == 1)).sum() - base_correct[r.block].sum())
+                  / y.size for r in reads]
+        return {"base_accuracy": float((base_pred == y).mean()), "probe_accuracy_min": base + min(deltas, default=0.0),
+                "probe_accuracy_max": base + max(deltas, default=0.0)}
+
+
+def _c(candidates: np.ndarray, n: int) -> np.ndarray:
+    """c = 1/N1 + 1/N0 for each candidate N1."""
+    return 1.0 / candidates + 1.0 / (n - candidates)

@@ -167,21 +167,19 @@ def test_edit_form_queries_match_full_queries_and_expand_on_the_wire(identities,
 def test_bad_edits_are_refused_and_the_party_keeps_serving(identities, keyring, audit_arrays):
     world = local_compliance(identities, keyring, audit_arrays)
     dc = identities["data-center"]
-    keep_two = dc.seal("compliance", "metric-query", "raw",
-                       {"metric": "sp", "predictions": np.full((2, 40), 0.5), "query_id": "two", "keep": True})
-    cases = [
-        (_edit(dc, "nope", np.array([1]), np.array([0.5]), "e1"), "edit_of 'nope' names no model"),
-        (keep_two, "keep applies to a query of one model, this one has 2"),
+    cases = [  # sealed when sent, so sequence numbers rise in sending order
+        (lambda: _edit(dc, "nope", np.array([1]), np.array([0.5]), "e1"), "edit_of 'nope' names no model"),
+        (lambda: dc.seal("compliance", "metric-query", "raw", {"metric": "sp", "predictions": np.full((2, 40), 0.5),
+                                                               "query_id": "two", "keep": True}),
+         "keep applies to a query of one model, this one has 2"),
+        (lambda: _edit(dc, "base", np.array([40]), np.array([0.5]), "e2"), "edit indices must be integers in 0..39"),
+        (lambda: _edit(dc, "base", np.array([1, 1]), np.array([0.5, 0.5]), "e3"), "without repeats"),
+        (lambda: _edit(dc, "base", np.array([1]), np.array([1.5]), "e4"), "predictions must lie in [0, 1]"),
+        (lambda: _edit(dc, "base", np.array([1.0]), np.array([0.5]), "e5"), "edit indices and values must be arrays"),
     ]
     world.call("compliance", "receive", dc.seal("compliance", "metric-query", "raw", {
         "metric": "sp", "predictions": np.full((1, 40), 0.5), "query_id": "base", "keep": True}))
-    cases += [
-        (_edit(dc, "base", np.array([40]), np.array([0.5]), "e2"), "edit indices must be integers in 0..39"),
-        (_edit(dc, "base", np.array([1, 1]), np.array([0.5, 0.5]), "e3"), "without repeats"),
-        (_edit(dc, "base", np.array([1]), np.array([1.5]), "e4"), "predictions must lie in [0, 1]"),
-        (_edit(dc, "base", np.array([1.0]), np.array([0.5]), "e5"), "edit indices and values must be arrays"),
-    ]
-    for envelope, message in cases:
-        reason, detail = _refusal(world, keyring, envelope)
+    for build, message in cases:
+        reason, detail = _refusal(world, keyring, build())
         assert reason == wire.INVALID_QUERY and message in detail, detail
     _good(identities, keyring, world, audit_arrays, "after-edits")
