@@ -62,7 +62,19 @@ PRP_ZERO = ("{count} of {total} answer differences are zero at the released prec
             "in the target's group is 0 or 1, or the step rounds away): their individuals are undecided")
 
 
-class EOFlipParams(TargetedParams):
+class SliceParams(TargetedParams):
+    targets: int | list[int] | Literal["visible"] = Field(
+        default=20, description="how many random individuals, their indices, or 'visible': every individual of the "
+                                "slice the metric sees (the data center knows y)")
+
+
+def _slice_targets(attack: Attack, y: np.ndarray, label: int) -> np.ndarray:
+    if attack.params.targets == "visible":
+        return np.flatnonzero(y == label)
+    return choose_targets(attack.params.targets, attack.view.n, attack.rng)
+
+
+class EOFlipParams(SliceParams):
     metric: Literal["eo", "abs_eo"] = Field(
         default="eo", description="signed EO gap (double queries) or |EO| (partition of the y=1 slice)")
 
@@ -77,8 +89,7 @@ def _labelled_view(attack: Attack) -> tuple[np.ndarray, np.ndarray]:
 def _signed_slice_flip(attack: Attack, metric: str, label: int) -> Generator[Probe, Answer, Reconstruction]:
     """Double query (Example 2) inside the slice y = ``label`` for a signed sliced gap (EO or PE)."""
     y, base = _labelled_view(attack)
-    n = attack.view.n
-    idx = choose_targets(attack.params.targets, n, attack.rng)
+    idx = _slice_targets(attack, y, label)
     a_hat = np.ones(idx.size, dtype=np.int8)
     decided = np.zeros(idx.size, dtype=bool)
     inside = y[idx] == label
@@ -149,7 +160,7 @@ class EOFlip(Attack):
         if self.params.metric == "eo":
             return (yield from _signed_slice_flip(self, "eo", 1))
         y, base = _labelled_view(self)
-        idx = choose_targets(self.params.targets, self.view.n, self.rng)
+        idx = _slice_targets(self, y, 1)
         # accept every positive (EO = 0 exactly); the negatives keep the base model's outputs, which EO ignores
         probe_base = np.where(y == 1, 1.0, base)
         rec = yield from _slice_partition(self, "abs_eo", probe_base, (1,), idx, y)
@@ -175,7 +186,7 @@ class PEFlip(Attack):
     """
 
     name = "pe-flip"
-    Params = TargetedParams
+    Params = SliceParams
     summary = "flip one y=0 target of the base model; the PE (FPR gap) difference reveals a_j (Remark 5, mirrored)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
