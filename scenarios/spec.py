@@ -67,6 +67,23 @@ def _describe(value: Any) -> Any:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel]:
+    """The (nested) model a validation error's location points into: ``outputs.tables.0`` -> TableSpec."""
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return model
+        candidates = [field.annotation, *typing.get_args(field.annotation)]
+        nested = [t for c in candidates for t in (c, *typing.get_args(c))
+                  if isinstance(t, type) and issubclass(t, BaseModel)]
+        if not nested:
+            return model
+        model = nested[0]
+    return model
+
+
 def _validate(model: type[BaseModel], data: Any, where: str) -> BaseModel:
     """Validate ``data`` with ``model``; one clear ConfigError naming every bad key."""
     if not isinstance(data, Mapping):
@@ -78,7 +95,8 @@ def _validate(model: type[BaseModel], data: Any, where: str) -> BaseModel:
         for err in exc.errors():
             key = ".".join([where, *map(str, err["loc"])]) if where else ".".join(map(str, err["loc"]))
             if err["type"] == "extra_forbidden":
-                allowed = ", ".join(sorted(k for k in model.model_fields if k != "name")) or "none"
+                owner = _model_at(model, err["loc"][:-1])
+                allowed = ", ".join(sorted(k for k, f in owner.model_fields.items() if not f.exclude)) or "none"
                 problems.append(UNKNOWN_KEY.format(key=key, allowed=allowed))
             elif err["type"] == "missing":
                 problems.append(MISSING_KEY.format(key=key))

@@ -181,13 +181,15 @@ class Study(BaseModel):
 
     def with_overrides(self, assignments: Sequence[str]) -> "Study":
         """``key=value`` strings: study fields (``repeats=3``, ``grid.protocol.decimals=[2,4]``,
-        ``outputs...``) by their name, anything else as a fixed override of the base scenario."""
+        ``outputs.metrics=[...]``) by their name, anything else as a fixed override of the base scenario."""
         data = self.model_dump(exclude={"folder"})
         for text in assignments:
             key, value = parse_assignment(text)
             head, _, rest = key.partition(".")
             if head in ("grid", "set") and rest:
                 data[head] = {**data[head], rest: value}
+            elif head == "outputs" and rest:
+                data["outputs"] = {**data["outputs"], rest: value}
             elif head in Study.model_fields and head not in ("scenario", "folder") and not rest:
                 data[head] = value
             else:

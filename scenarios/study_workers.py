@@ -135,6 +135,8 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
     from .study_report import write_outputs
 
     started = time.perf_counter()
+    if workers is not None and workers < 1:
+        raise ConfigError(BAD_WORKERS.format(workers=workers))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.csv"
@@ -150,8 +152,6 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
     finished = set(zip(ok["cell"], ok["repeat"].astype(int)))
     cells = [c for c in plan if c.key not in finished]
     rows = ok.to_dict("records")
-    if workers is not None and workers < 1:
-        raise ConfigError(BAD_WORKERS.format(workers=workers))
     failed = 0
     if cells:
         ensure_ray(address)

@@ -28,7 +28,7 @@ def test_default_scenario_is_the_double_query():
     ("change", "message"),
     [
         ({"colour": "red"}, "unknown key 'colour'; allowed keys: attack, audit_metrics, backend, dataset,"),
-        ({"dataset": {**BASE["dataset"], "size": 3}}, "unknown key 'dataset.size'; allowed keys: audit_size, minority, n_features, strength, train_size"),
+        ({"dataset": {**BASE["dataset"], "size": 3}}, "unknown key 'dataset.size'; allowed keys: audit_size, minority, n_features, name, strength, train_size"),
         ({"protocol": {"name": "raw", "digits": 3}}, "unknown key 'protocol.digits'; allowed keys: decimals"),
         ({"attack": {"name": "single-query", "target": 3}}, "unknown key 'attack.target'; allowed keys: batch, targets"),
         ({"model": {"estimator": "x.Y", "C": 1}}, "unknown key 'model.C'; allowed keys: estimator, params, threshold"),

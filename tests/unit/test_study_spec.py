@@ -60,7 +60,9 @@ def test_fixed_values_survive_a_grid_change_of_plugin_name():
     ({"grid": {"protocol.digits": [1]}}, "unknown key 'protocol.digits'"),
     ({"grid": {"attack.batch": ["sometimes"]}}, "grid cell {'attack.batch': 'sometimes'} is not a valid scenario"),
     ({"repeats": 0}, "repeats: Input should be greater than or equal to 1"),
-    ({"colour": "red"}, "unknown key 'colour'"),
+    ({"colour": "red"}, "unknown key 'colour'; allowed keys: description, grid, max_attempts, name, outputs,"),
+    ({"outputs": {"tables": [{"rows": "attack.targets", "value": "leakage", "colour": "c"}]}},
+     "unknown key 'outputs.tables.0.colour'; allowed keys: columns, rows, title, value"),
     ({"outputs": {"metrics": ["leakage"], "plots": [{"file": "a.png", "x": "attack.targets", "y": "queries"}]}},
      "outputs plot a.png names 'queries', which is neither a grid axis"),
     ({"outputs": {"plots": [{"file": "../a.png", "x": "a", "y": "b"}]}}, "outputs.plots.0.file"),
@@ -73,7 +75,9 @@ def test_mistakes_fail_before_anything_runs(changes, message):
 
 
 def test_overrides_reach_study_fields_grid_and_base():
-    study = _study().with_overrides(["repeats=3", "grid.attack.targets=[4]", "dataset.minority=10", "seed=9"])
+    study = _study().with_overrides(["repeats=3", "grid.attack.targets=[4]", "dataset.minority=10", "seed=9",
+                                      "outputs.metrics=['leakage']"])
+    assert study.outputs.metrics == ("leakage",)
     assert study.repeats == 3 and study.grid["attack.targets"] == [4] and study.seed == 9
     assert study.set == {"dataset.minority": 10}
     assert all(c.scenario["dataset"]["minority"] == 10 for c in study.cells())
