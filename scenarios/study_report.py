@@ -8,7 +8,6 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only: studies run on headless machines and clusters
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .report import HEADLINE  # noqa: E402

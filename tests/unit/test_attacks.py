@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parties.attacks import Answer, AttackerView, Exchange, get_attack, leakage
+from parties.attacks import AttackerView, Exchange, get_attack, leakage
 from parties.attacks.group_sizes import sizes_from_unit_steps
 from parties.attacks.targeted import decide_from_steps
 from protocols.errors import AttackError, ConfigError
 from protocols.metrics import statistical_parity_difference
+from tests.oracle import drive as _drive
 
 
 def _world(seed: int, n: int = 300, n0: int = 40):
@@ -19,20 +20,6 @@ def _world(seed: int, n: int = 300, n0: int = 40):
     scores = rng.random(n)
     return a, AttackerView(n=n, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8),
                            y=(rng.random(n) < 0.4).astype(np.int8))
-
-
-def _drive(attack, a, decimals=None):
-    """Answer every probe exactly (optionally rounded) and return the reconstruction."""
-    run = attack.run()
-    probe = next(run)
-    try:
-        while True:
-            values = statistical_parity_difference(probe.predictions, a)
-            if decimals is not None:
-                values = np.round(values, decimals)
-            probe = run.send(Answer(values, decimals))
-    except StopIteration as stop:
-        return stop.value
 
 
 @pytest.mark.parametrize("name", ["single-query", "double-query"])

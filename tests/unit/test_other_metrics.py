@@ -12,6 +12,7 @@ from parties.attacks.partition import INCONSISTENT, NOT_DISTINGUISHABLE, SMALLER
 from parties.attacks.targeted import SIGN_LOST
 from protocols.errors import AttackError
 from protocols.metrics import evaluate
+from tests.oracle import drive_with_probes as _drive
 
 SEEDS = [0, 1, 2, 3]
 
@@ -27,22 +28,6 @@ def _world(seed: int, n: int = 200, n0: int | None = None):
     scores = rng.random(n)
     view = AttackerView(n=n, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8), y=y)
     return a, y, view
-
-
-def _drive(attack, a, y, decimals=None):
-    """Answer every probe with protocols.metrics.evaluate (optionally rounded); return (reconstruction, probes)."""
-    run = attack.run()
-    probes = []
-    try:
-        probe = next(run)
-        while True:
-            probes.append(probe)
-            values = np.atleast_1d(evaluate(probe.metric, probe.predictions, a, y))
-            if decimals is not None:
-                values = np.round(values, decimals)
-            probe = run.send(Answer(values, decimals))
-    except StopIteration as stop:
-        return stop.value, probes
 
 
 def _attack(name, view, seed=0, **params):

@@ -10,6 +10,7 @@ from parties.attacks.counting import bits_per_answer, counting_bound, log2_binom
 from parties.attacks.probes import flip_one, precision_block, uniform_perturbations
 from protocols.errors import AttackError
 from protocols.metrics import statistical_parity_difference
+from tests.oracle import drive as _drive
 
 
 def _world(seed: int, n: int, n0: int):
@@ -20,19 +21,6 @@ def _world(seed: int, n: int, n0: int):
     view = AttackerView(n=n, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8),
                         y=(rng.random(n) < 0.3).astype(np.int8))
     return a, view
-
-
-def _drive(attack, a, decimals=None):
-    run = attack.run()
-    probe = next(run)
-    try:
-        while True:
-            values = statistical_parity_difference(probe.predictions, a)
-            if decimals is not None:
-                values = np.round(values, decimals)
-            probe = run.send(Answer(values, decimals))
-    except StopIteration as stop:
-        return stop.value
 
 
 def _attack(name, view, seed=0, **params):
