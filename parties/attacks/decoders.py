@@ -430,27 +430,8 @@ def decode_box_count(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None
 # --------------------------------------------------------------------------- AMP
 
 
-def _complete(H: np.ndarray, y: np.ndarray, p: np.ndarray, n0: int, margin: int) -> np.ndarray | None:
-    """Exact completion: the m - margin likeliest disadvantaged are unknowns, the rest advantaged.
-
-    The answers are exact linear equations, so once every a_j = 0 lies among the
-    unknowns, least squares on the original system solves them exactly; the
-    ``margin`` spare equations (and the caller's residual check) reject a wrong
-    split instead of accepting it.
-    """
-    m = H.shape[0]
-    k = m - margin
-    if k < n0:
-        return None
-    unknown = np.argpartition(-p, k - 1)[:k]
-    sol, *_ = np.linalg.lstsq(H[:, unknown], y, rcond=None)
-    z = np.zeros(H.shape[1])
-    z[unknown] = np.round(np.clip(sol, 0.0, 1.0))
-    return z if int(z.sum()) == n0 else None
-
-
 def decode_amp(H: Any, sp: Any, n0: int, n1: int, iterations: int = 300, tol: float | None = None, *,
-               damping: float = 1.0, check_every: int = 5, complete: bool = True) -> Decoded:
+               damping: float = 1.0, check_every: int = 5) -> Decoded:
     """Approximate message passing for y = H z with z_j in {0, 1}, P(z_j = 1) = N0/n.
 
     The Bayes-optimal AMP of Donoho, Maleki and Montanari (2009; Krzakala et
@@ -505,10 +486,6 @@ def decode_amp(H: Any, sp: Any, n0: int, n1: int, iterations: int = 300, tol: fl
         Weight of the new estimate (1 = undamped).
     check_every : int
         Iterations between residual checks on the original system.
-    complete : bool
-        When AMP alone does not fit, try exact completion (:func:`_complete`):
-        least squares on the m - 5 likeliest disadvantaged, the rest fixed to
-        advantaged; accepted only if the binary result reproduces every answer.
 
     Returns
     -------
@@ -580,12 +557,7 @@ def decode_amp(H: Any, sp: Any, n0: int, n1: int, iterations: int = 300, tol: fl
             if _residual(H, sp, np.where(z > 0.5, 0, 1).astype(np.int8), n0, n1) <= tol:
                 fit = True
                 break
-    completed = False
-    if not fit and complete:
-        z_c = _complete(H, y, p, n0, margin=5)
-        if z_c is not None and _residual(H, sp, np.where(z_c > 0.5, 0, 1).astype(np.int8), n0, n1) <= tol:
-            z, fit, completed = z_c, True, True
-    info = {"iterations": it, "fit_found": fit, "completed": completed, "tau2": tau2,
+    info = {"iterations": it, "fit_found": fit, "tau2": tau2,
             "dead_columns": int((~live).sum())}
     return _finish("amp", H, sp, z, live & _evidence(H), n0, n1, tol, start, info)
 
