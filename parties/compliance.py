@@ -60,13 +60,13 @@ class Compliance(Party):
                 sender=envelope.sender, registered=", ".join(sorted(self.queriers)) or "none"))
         kept = self.kept.setdefault(envelope.sender, {})
         query = MetricQuery.from_payload(envelope.payload, self.audit.n, kept)
-        if envelope.payload.get("keep"):
-            if query.m != 1:
-                raise QueryError(KEEP_ONE.format(m=query.m))
+        if envelope.payload.get("keep") and query.m != 1:
+            raise QueryError(KEEP_ONE.format(m=query.m))
+        payload = self.answer_protocol.answer(query, self.audit, self.rng)
+        if envelope.payload.get("keep"):  # kept only once answered, as the transcript's readers assume
             kept[query.query_id] = query.predictions[0]
             while len(kept) > KEEP_LIMIT:
                 kept.pop(next(iter(kept)))
-        payload = self.answer_protocol.answer(query, self.audit, self.rng)
         self.models_answered += query.m
         return self.seal(envelope.sender, "metric-answer", payload)
 

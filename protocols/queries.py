@@ -34,6 +34,7 @@ BAD_QUERY_ID = "query_id must be a non-empty string of at most 128 characters, g
 MISSING_FIELD = "query payload lacks {field!r} (a metric query carries: {fields})"
 EDIT_SHAPES = "edit indices and values must be arrays of the same shape (k,) or (m, k), got {i} and {v}"
 EDIT_INDEX = "edit indices must be integers in 0..{last} without repeats within a model; model {row} has {bad!r}"
+EDIT_VALUE = "edit values must be finite and lie in [0, 1]; model {row} sets individual {col} to {value!r}"
 
 
 def validate_metric(metric: Any) -> str:
@@ -98,8 +99,13 @@ def validate_edits(indices: Any, values: Any, n: int) -> tuple[np.ndarray, np.nd
     for row, part in enumerate(idx):
         if part.size and (part.min() < 0 or part.max() >= n or np.unique(part).size != part.size):
             raise QueryError(EDIT_INDEX.format(last=n - 1, row=row, bad=part.tolist()[:10]))
-    vals = validate_predictions(values.reshape(idx.shape).astype(np.float64), idx.shape[1]) if idx.shape[1] else \
-        np.empty(idx.shape)
+    if values.dtype.kind not in "biuf":
+        raise QueryError(BAD_DTYPE.format(dtype=values.dtype))
+    vals = values.reshape(idx.shape).astype(np.float64)
+    bad = ~np.isfinite(vals) | (vals < 0.0) | (vals > 1.0)
+    if bad.any():
+        row, pos = map(int, np.argwhere(bad)[0])
+        raise QueryError(EDIT_VALUE.format(row=row, col=int(idx[row, pos]), value=float(vals[row, pos])))
     return idx.astype(np.int64), vals
 
 

@@ -8,8 +8,8 @@ study. A cell whose worker dies is run again on a fresh worker, up to
 ``Study.max_attempts`` times; a cell that fails records its error in its row;
 the study goes on either way. The driver rewrites ``results.csv`` after every
 finished row, so an interrupted study resumes where it stopped; rows of cells
-the study no longer has (its base, fixed or grid values changed) are moved to
-``results-stale.csv``.
+the study no longer has (its base, fixed or grid values, its seed or its repeats
+changed) are moved to ``results-stale.csv``.
 """
 
 from __future__ import annotations
@@ -142,8 +142,10 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
     results_path = out / "results.csv"
     plan = study.cells()
     done = load_results(results_path)
-    current = done["cell"].isin({c.cell for c in plan}) if not done.empty else done["cell"].astype(bool)
-    if (~current).any():  # rows of another version of the study: kept aside, out of this study's outputs
+    planned = {(c.cell, c.repeat, c.seed) for c in plan}
+    current = pd.Series([(r.cell, int(r.repeat), int(r.seed)) in planned for r in done.itertuples()], dtype=bool,
+                        index=done.index)
+    if (~current).any():  # rows of another version of the study (grid, seed, repeats): kept aside
         stale = out / "results-stale.csv"
         save_results(pd.concat([load_results(stale), done[~current]], ignore_index=True), stale)
         done = done[current]

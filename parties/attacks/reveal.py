@@ -43,6 +43,8 @@ from .targeted import decide_from_steps
 __all__ = ["LinearReveal", "CompressedSensingReveal", "PrecisionReveal"]
 
 NO_SIZES = "group sizes are not identified at the released precision; the {name} attack needs N0 and N1"
+UNCERTIFIED = ("no decoder certified a reconstruction with {m} probe models for n={n}: the result is the decoder's "
+               "best guess (scored as such), not a proven recovery")
 SIZES_AMBIGUOUS = "the first block's answer fits no group size: answers are noisy or not exact ({detail})"
 DECODERS = {
     "fastest": decoders.decode_fastest, "l1": decoders.decode_l1, "box-count": decoders.decode_box_count,
@@ -148,6 +150,7 @@ class CompressedSensingReveal(Attack):
         if dec is None:
             raise AttackError(f"no decode succeeded with {H.shape[0]} probe models for n={n}")
         info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds, "probe_models": H.shape[0],
+                **({} if dec.certified else {"warning": UNCERTIFIED.format(m=H.shape[0], n=n)}),
                 "N0": n0, "N1": n1, "probe_max_deviation": max_deviation(H, self.view.base_scores),
                 "counting_bound": counting_bound(n, n0, p.b, decimals), **probe_accuracy(H, self.view)}
         return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=H.shape[0] + 2, info=info)

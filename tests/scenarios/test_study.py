@@ -46,6 +46,10 @@ def test_failing_cell_records_its_error_and_the_study_goes_on(ray_session, tmp_p
     assert "## Errors" in (tmp_path / "summary.md").read_text()
     again = run_study(study, tmp_path, workers=2, progress=False)  # failed rows are retried, ok rows kept
     assert again.ran == 1 and again.skipped == 1 and len(again.results) == 2
+    reseeded = run_study(study.with_overrides(["seed=7", "grid.attack.targets=[4]"]), tmp_path, workers=2,
+                         progress=False)  # another seed: new rows; the old ones move aside
+    assert reseeded.ran == 1 and reseeded.skipped == 0 and len(reseeded.results) == 1
+    assert len(pd.read_csv(tmp_path / "results-stale.csv")) == 2
 
 
 def _study_worker_pids() -> list[int]:

@@ -174,7 +174,7 @@ def test_bad_edits_are_refused_and_the_party_keeps_serving(identities, keyring, 
          "keep applies to a query of one model, this one has 2"),
         (lambda: _edit(dc, "base", np.array([40]), np.array([0.5]), "e2"), "edit indices must be integers in 0..39"),
         (lambda: _edit(dc, "base", np.array([1, 1]), np.array([0.5, 0.5]), "e3"), "without repeats"),
-        (lambda: _edit(dc, "base", np.array([1]), np.array([1.5]), "e4"), "predictions must lie in [0, 1]"),
+        (lambda: _edit(dc, "base", np.array([7]), np.array([1.5]), "e4"), "model 0 sets individual 7 to 1.5"),
         (lambda: _edit(dc, "base", np.array([1.0]), np.array([0.5]), "e5"), "edit indices and values must be arrays"),
     ]
     world.call("compliance", "receive", dc.seal("compliance", "metric-query", "raw", {
@@ -183,3 +183,17 @@ def test_bad_edits_are_refused_and_the_party_keeps_serving(identities, keyring, 
         reason, detail = _refusal(world, keyring, build())
         assert reason == wire.INVALID_QUERY and message in detail, detail
     _good(identities, keyring, world, audit_arrays, "after-edits")
+
+
+def test_a_refused_keep_query_keeps_nothing(identities, keyring):
+    """A model is kept only once its query is answered, as the transcript's readers assume."""
+    a = np.array([1] * 30 + [0] * 10, dtype=np.int8)
+    y = np.ones(40, dtype=np.int8)
+    world = local_compliance(identities, keyring, (a, y))
+    dc = identities["data-center"]
+    nobody_in_group0 = np.where(a == 0, 0.0, 1.0)[None, :]
+    refused = dc.seal("compliance", "metric-query", "raw",
+                      {"metric": "prp", "predictions": nobody_in_group0, "query_id": "base", "keep": True})
+    assert _refusal(world, keyring, refused)[0] == wire.INVALID_QUERY
+    reason, detail = _refusal(world, keyring, _edit(dc, "base", np.array([1]), np.array([0.5]), "e"))
+    assert reason == wire.INVALID_QUERY and "edit_of 'base' names no model" in detail
