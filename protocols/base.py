@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from .budget import Budget
 from .errors import ConfigError, QueryError
 from .metrics import METRICS, evaluate
 from .queries import apply_edits, require_fields, validate_edits, validate_metric, validate_predictions, validate_query_id
@@ -109,6 +110,10 @@ class Protocol(ABC):
         exact = evaluate(query.metric, query.predictions, audit.a, audit.y)
         values, notes = self.release(exact, query, audit, rng)
         return {"metric": query.metric, "query_id": query.query_id, "values": values, **notes}
+
+    def cost(self, query: MetricQuery) -> "Budget | None":
+        """Privacy cost of answering ``query`` (None: the protocol spends no budget, e.g. ``raw``)."""
+        return None
 
     @abstractmethod
     def release(
