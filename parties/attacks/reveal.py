@@ -113,6 +113,10 @@ class CompressedSensingParams(AttackParams):
     decoder: Literal["fastest", "l1", "box-count", "amp", "robust"] = "fastest"
     stop: Literal["certified", "cap"] = Field(
         default="certified", description="stop at the first certified decode, or always ask max_queries")
+    n0_prior: float | None = Field(
+        default=None, gt=0.0, lt=1.0,
+        description="assume N0 = round(share * n) from public statistics (e.g. a census) instead of querying the "
+                    "group sizes; needed when answers are noisy")
 
 
 @register_attack
@@ -125,7 +129,12 @@ class CompressedSensingReveal(Attack):
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
         n, p = self.view.n, self.params
-        n0, n1, decimals = yield from _sizes(self.view, self.rng)
+        if p.n0_prior is None:
+            n0, n1, decimals = yield from _sizes(self.view, self.rng)
+            size_queries = 2
+        else:  # an assumption about the population, not a query: no answer is spent on it
+            n0 = min(max(1, round(p.n0_prior * n)), n - 1)
+            n1, decimals, size_queries = n - n0, None, 0
         cap = p.max_queries or n
         decode = DECODERS[p.decoder]
         H = np.empty((0, n))
@@ -153,7 +162,7 @@ class CompressedSensingReveal(Attack):
                 **({} if dec.certified else {"warning": UNCERTIFIED.format(m=H.shape[0], n=n)}),
                 "N0": n0, "N1": n1, "probe_max_deviation": max_deviation(H, self.view.base_scores),
                 "counting_bound": counting_bound(n, n0, p.b, decimals), **probe_accuracy(H, self.view)}
-        return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=H.shape[0] + 2, info=info)
+        return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=H.shape[0] + size_queries, info=info)
 
 
 class PrecisionParams(AttackParams):

@@ -105,3 +105,10 @@ def test_counting_bound():
     assert bits_per_answer(0.1, 4) == pytest.approx(np.log2(4001))
     assert counting_bound(1000, 100, 0.1, 4) == int(np.ceil(log2_binomial(1000, 100) / np.log2(4001)))
     assert counting_bound(1000, 100, 0.1, None) < counting_bound(1000, 100, 0.1, 4)
+
+
+def test_compressed_sensing_with_a_public_share_spends_no_size_queries():
+    a, view = _world(0, 300, 30)
+    rec = _drive(_attack("compressed-sensing", view, 0, round_size=20, n0_prior=0.1), a)
+    np.testing.assert_array_equal(rec.a_hat, a)
+    assert rec.queries == rec.info["probe_models"]
