@@ -4,7 +4,7 @@ Importing :mod:`protocols` registers every built-in protocol, so
 ``get_protocol("raw")`` works after a plain ``import protocols``.
 """
 
-from . import raw  # noqa: F401  (registers the protocol)
+from . import laplace, raw, smooth_sensitivity  # noqa: F401  (register the protocols)
 from .base import PROTOCOLS, AuditSet, MetricQuery, Protocol, get_protocol, register_protocol
 
 __all__ = ["PROTOCOLS", "AuditSet", "MetricQuery", "Protocol", "get_protocol", "register_protocol"]

@@ -1,0 +1,205 @@
+"""The DP protocols add the noise their theorems state: goodness of fit, clamping, costs, refusals.
+
+Seeded, fixed significance level ALPHA. For each protocol the released noise
+(answer - exact metric) over 10,000 answers of a 2-model query (20,000 values) on
+a fixed audit set must pass a Kolmogorov-Smirnov test against the stated
+distribution and scale, and fail it when the scale is halved. The expected scales
+are written out from the theorems here, not taken from the code under test.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+from scipy import stats
+
+from protocols import AuditSet, MetricQuery, get_protocol
+from protocols.base import METRIC_NOT_ANSWERED
+from protocols.budget import ApproxDP, PureDP
+from protocols.errors import QueryError
+from protocols.metrics import METRICS, evaluate
+from protocols.privacy_audit import clopper_pearson
+from protocols.sensitivity import GLOBAL_METRICS
+
+ALPHA = 1e-4
+ANSWERS = 10_000
+M = 2
+N, N0, N1 = 40, 10, 30
+
+
+@pytest.fixture(scope="module")
+def audit() -> AuditSet:
+    rng = np.random.default_rng(20230612)
+    a = np.array([1] * N1 + [0] * N0, dtype=np.int8)
+    rng.shuffle(a)
+    y = (rng.random(N) < 0.5).astype(np.int8)
+    y[np.flatnonzero(a == 0)[:2]] = 1
+    y[np.flatnonzero(a == 1)[:2]] = 1
+    return AuditSet(a=a, y=y)
+
+
+@pytest.fixture(scope="module")
+def predictions() -> np.ndarray:
+    H = np.random.default_rng(5).random((M, N))
+    H.flags.writeable = False
+    return H
+
+
+def make(name: str, **params):
+    cls = get_protocol(name)
+    return cls(cls.Params(**params))
+
+
+def noise_of(protocol, metric: str, audit: AuditSet, H: np.ndarray, seed: int) -> np.ndarray:
+    query = MetricQuery(metric=metric, predictions=H, query_id="q")
+    exact = evaluate(metric, H, audit.a, audit.y)
+    rng = np.random.default_rng(seed)
+    return np.concatenate([protocol.answer(query, audit, rng)["values"] - exact for _ in range(ANSWERS)])
+
+
+def g(n: int) -> float:
+    return 0.5 + 1.0 / (n - 1)
+
+
+def smooth_sp(beta: float) -> float:
+    """Thm. 7/8's closed form for this audit set (N0 = 10 <= N1 = 30), m = M."""
+    return max(M / (N1 + 1) + M / N0, math.exp(-(N0 - 2) * beta) * (M / (N - 1) + M / 2))
+
+
+EPS = 0.8
+DELTA = 1e-6
+BETA_CAUCHY = EPS / (6 * M)
+BETA_LAPLACE = EPS / (4 * (M + math.log(2 / DELTA)))
+
+# (protocol, params, metric, scipy distribution, scale stated by the theorem)
+CASES = [
+    ("laplace", {"epsilon": EPS}, "sp", "laplace", M * g(N) / EPS),  # Thm. 5
+    ("laplace", {"epsilon": EPS}, "abs_sp", "laplace", M * N / (2 * (N - 1)) / EPS),  # Thm. 6, corrected
+    ("laplace", {"epsilon": EPS}, "cov", "laplace", M * (N - 1) / N**2 / EPS),
+    ("smooth-cauchy", {"epsilon": EPS}, "sp", "cauchy", 6 * smooth_sp(BETA_CAUCHY) / EPS),  # Thm. 7
+    ("smooth-cauchy", {"epsilon": EPS}, "abs_sp", "cauchy", 6 * N / (N + 1) * smooth_sp(BETA_CAUCHY) / EPS),
+    ("smooth-laplace", {"epsilon": EPS, "delta": DELTA}, "sp", "laplace", 2 * smooth_sp(BETA_LAPLACE) / EPS),  # Thm. 8
+    ("smooth-laplace", {"epsilon": EPS, "delta": DELTA}, "abs_sp", "laplace",
+     2 * N / (N + 1) * smooth_sp(BETA_LAPLACE) / EPS),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "metric", "dist", "scale"), CASES,
+                         ids=[f"{c[0]}-{c[2]}" for c in CASES])
+def test_noise_has_the_stated_distribution_and_scale(audit, predictions, name, params, metric, dist, scale):
+    noise = noise_of(make(name, **params), metric, audit, predictions, seed=zlib.crc32(f"{name}/{metric}".encode()))
+    assert noise.shape == (ANSWERS * M,)
+    assert stats.kstest(noise, dist, args=(0.0, scale)).pvalue > ALPHA
+    assert stats.kstest(noise, dist, args=(0.0, 0.5 * scale)).pvalue < ALPHA  # a halved scale is rejected
+
+
+def test_eo_noise_uses_the_slice_size(audit, predictions):
+    """Five positives: EO is SP on 5 individuals, so Thm. 5 applies with n = 5, not the audit size 40."""
+    y = np.zeros(N, dtype=np.int8)
+    y[np.flatnonzero(audit.a == 0)[:2]] = 1
+    y[np.flatnonzero(audit.a == 1)[:3]] = 1
+    few = AuditSet(a=audit.a, y=y)
+    n_pos = 5
+    noise = noise_of(make("laplace", epsilon=EPS), "eo", few, predictions, seed=11)
+    assert stats.kstest(noise, "laplace", args=(0.0, M * g(n_pos) / EPS)).pvalue > ALPHA
+    assert stats.kstest(noise, "laplace", args=(0.0, M * g(N) / EPS)).pvalue < ALPHA  # the printed n - 1
+
+
+@pytest.mark.parametrize(("name", "params"), [("laplace", {"epsilon": 0.05}), ("smooth-cauchy", {"epsilon": 0.5}),
+                                              ("smooth-laplace", {"epsilon": 0.05, "delta": DELTA})])
+@pytest.mark.parametrize("metric", ["sp", "abs_sp"])
+def test_clamp_keeps_answers_in_range_and_counts(audit, predictions, name, params, metric):
+    query = MetricQuery(metric=metric, predictions=predictions, query_id="q")
+    raw = make(name, **params, out_of_range="raw")
+    clamp = make(name, **params, out_of_range="clamp")
+    low, high = METRICS[metric].range
+    total = 0
+    for seed in range(200):
+        r = raw.answer(query, audit, np.random.default_rng(seed))
+        c = clamp.answer(query, audit, np.random.default_rng(seed))
+        outside = int(((r["values"] < low) | (r["values"] > high)).sum())
+        assert r["clamped"] == 0 and r["out_of_range"] == "raw"
+        assert c["clamped"] == outside and c["out_of_range"] == "clamp"
+        np.testing.assert_array_equal(c["values"], np.clip(r["values"], low, high))
+        assert ((c["values"] >= low) & (c["values"] <= high)).all()
+        total += outside
+    assert total > 0  # the noise is large enough that clamping happens
+
+
+def test_costs_are_typed_budgets(predictions):
+    query = MetricQuery(metric="sp", predictions=predictions, query_id="q")
+    for cost in (make("laplace", epsilon=0.3).cost(query), make("smooth-cauchy", epsilon=0.3).cost(query)):
+        assert type(cost) is PureDP and cost == PureDP(epsilon=0.3)
+    cost = make("smooth-laplace", epsilon=0.3, delta=1e-5).cost(query)
+    assert type(cost) is ApproxDP and cost == ApproxDP(epsilon=0.3, delta=1e-5)
+
+
+def test_answers_record_no_data_dependent_scale(audit, predictions):
+    query = MetricQuery(metric="sp", predictions=predictions, query_id="q")
+    rng = np.random.default_rng(0)
+    cauchy = make("smooth-cauchy", epsilon=1.0).answer(query, audit, rng)
+    assert set(cauchy) == {"metric", "query_id", "values", "epsilon", "noise", "out_of_range", "clamped"}
+    assert cauchy["noise"] == "cauchy" and cauchy["epsilon"] == 1.0
+    lap = make("smooth-laplace", epsilon=0.5, delta=DELTA).answer(query, audit, rng)
+    assert set(lap) == {"metric", "query_id", "values", "epsilon", "delta", "noise", "out_of_range", "clamped"}
+    assert lap["noise"] == "laplace" and lap["delta"] == DELTA
+    glob = make("laplace", epsilon=0.5).answer(query, audit, rng)  # public scale: recorded
+    assert glob["scale"] == pytest.approx(M * g(N) / 0.5) and glob["noise"] == "laplace"
+
+
+@pytest.mark.parametrize(("name", "params", "metric", "allowed"), [
+    ("smooth-cauchy", {"epsilon": 1.0}, "eo", "sp, abs_sp"),
+    ("smooth-laplace", {"epsilon": 0.5, "delta": DELTA}, "cov", "sp, abs_sp"),
+    ("laplace", {"epsilon": 1.0}, "prp", ", ".join(GLOBAL_METRICS)),
+])
+def test_unsupported_metrics_are_refused_naming_the_supported_ones(audit, predictions, name, params, metric,
+                                                                   allowed):
+    query = MetricQuery(metric=metric, predictions=predictions, query_id="q")
+    with pytest.raises(QueryError) as err:
+        make(name, **params).answer(query, audit, np.random.default_rng(0))
+    assert str(err.value) == METRIC_NOT_ANSWERED.format(name=name, allowed=allowed, metric=metric)
+
+
+@pytest.mark.parametrize(("name", "params"), [
+    ("laplace", {"epsilon": 0.0}), ("smooth-cauchy", {"epsilon": -1.0}), ("laplace", {"epsilon": 1.0, "x": 1}),
+    ("smooth-laplace", {"epsilon": 1.5, "delta": DELTA}),  # Thm. 8 is stated for epsilon in (0, 1)
+    ("smooth-laplace", {"epsilon": 0.5, "delta": 0.0}), ("smooth-laplace", {"epsilon": 0.5}),
+    ("laplace", {"epsilon": 1.0, "out_of_range": "truncate"}),
+])
+def test_bad_parameters_are_rejected(name, params):
+    with pytest.raises(ValidationError):
+        get_protocol(name).Params(**params)
+
+
+def test_thm6_scale_is_caught_on_the_worst_case_pair():
+    """|SP| with Laplace: Thm. 6's scale (m/2)/eps leaks more than eps; the corrected one does not.
+
+    n = 3, individual 0 joins the advantaged group; the soft probe h = (1, 1/2, 0)
+    has |SP| = 3/4 before and 0 after. For E = {answer > 3/4}, P[E | a] = 1/2 and
+    P[E | a'] = e^{-(3/4)/b}/2 with b the Laplace scale, so the privacy loss on E
+    is (3/4)/b: 1.5 eps at Thm. 6's b = 1/(2 eps), exactly eps at ours.
+    """
+    eps, runs = 1.0, 20_000
+    H = np.array([[1.0, 0.5, 0.0]])
+    a, a_prime = np.array([0, 0, 1], dtype=np.int8), np.array([1, 0, 1], dtype=np.int8)
+    y = np.ones(3, dtype=np.int8)
+    query = MetricQuery(metric="abs_sp", predictions=H, query_id="q")
+    ours = make("laplace", epsilon=eps)
+    rng = np.random.default_rng(6)
+
+    def lower_bound(sample_a: np.ndarray, sample_b: np.ndarray) -> float:
+        p_low, _ = clopper_pearson(int((sample_a > 0.75).sum()), runs, ALPHA / 2)
+        _, q_high = clopper_pearson(int((sample_b > 0.75).sum()), runs, ALPHA / 2)
+        return math.log(p_low / q_high)
+
+    def answers(attr):
+        return np.array([ours.answer(query, AuditSet(attr, y), rng)["values"][0] for _ in range(runs)])
+
+    assert lower_bound(answers(a), answers(a_prime)) <= eps
+    printed = 0.5 / eps  # Thm. 6: Lap(m/(2 eps))
+    exact_a, exact_b = evaluate("abs_sp", H, a)[0], evaluate("abs_sp", H, a_prime)[0]
+    assert lower_bound(exact_a + rng.laplace(0, printed, runs), exact_b + rng.laplace(0, printed, runs)) > eps
