@@ -4,19 +4,36 @@ It accepts ``metric-query`` messages only from registered queriers whose role
 may send them, validates the query (:class:`protocols.base.MetricQuery`),
 and releases whatever its protocol releases: never A itself, nothing
 per-individual beyond the protocol's answer.
+
+Privacy accounting. When the protocol puts a cost on a query
+(:meth:`protocols.base.Protocol.cost` is not None), the answer goes through the
+party's :class:`parties.ledger.Ledger`: the debit and the answer payload are
+committed to the ledger file *before* the answer is sealed and sent, and a
+query id already answered for the same querier is answered again from the
+ledger: same values, no fresh noise, no new debit (the querier's retry after a
+lost reply or after this party crashed). A query that does not fit the
+querier's budget gets a signed ``budget-exceeded`` refusal and the party keeps
+serving. The ledger file is the only state that must survive a restart: a
+party rebuilt with the same ``ledger_path`` carries on where the old one
+stopped. (Models kept for edit-form queries live in memory and are lost with
+the process; an edit of a lost model is refused as an unknown base.)
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from pathlib import Path
+from typing import Any, Iterable, Literal, Mapping
 
 import numpy as np
 
 from protocols.base import AuditSet, MetricQuery, Protocol
+from protocols.budget import Budget
 from protocols.errors import QueryError, WireError
+from protocols.queries import validate_query_id
 
+from .ledger import Ledger
 from .party import Party
-from .wire import NOT_REGISTERED, Envelope, Identity, Keyring
+from .wire import BUDGET_EXCEEDED, NOT_REGISTERED, Envelope, Identity, Keyring
 
 __all__ = ["Compliance"]
 
@@ -40,36 +57,111 @@ class Compliance(Party):
         Names allowed to query.
     rng : numpy.random.Generator
         Source of the protocol's noise.
+    ledger_path : str, optional
+        The ledger file (:class:`parties.ledger.Ledger`); reopened, not reset,
+        if it exists. Without it a protocol with costs is accounted in memory
+        (lost with this object).
+    budgets : mapping of querier name to Budget, optional
+        Each querier's cap, written into the ledger (replacing what the file
+        held for that querier). A costed query from a querier with no budget in
+        the ledger is refused. ``None``: no caps; every querier without a budget
+        in the file is given none (debits are still recorded).
+    composition : {"sequential", "advanced"}
+        How the ledger composes a querier's debits.
     """
 
     handlers = {"metric-query": "_on_metric_query"}
 
     def __init__(self, identity: Identity, keyring: Keyring, audit: AuditSet, protocol: Protocol,
-                 queriers: Iterable[str], rng: np.random.Generator) -> None:
+                 queriers: Iterable[str], rng: np.random.Generator, ledger_path: str | Path | None = None,
+                 budgets: Mapping[str, Budget] | None = None,
+                 composition: Literal["sequential", "advanced"] = "sequential") -> None:
         super().__init__(identity, keyring, protocol.name)
         self.audit = audit
         self.answer_protocol = protocol
         self.queriers = frozenset(queriers)
         self.rng = rng
         self.models_answered = 0
+        self.answers_replayed = 0
+        self.budget_refusals = 0
         self.kept: dict[str, dict[str, np.ndarray]] = {}  # querier -> query id -> kept model
+        self._composition = composition
+        self.ledger: Ledger | None = None
+        if ledger_path is not None or budgets is not None or type(protocol).cost is not Protocol.cost:
+            self.ledger = Ledger(ledger_path if ledger_path is not None else ":memory:", method=composition)
+            self._grant(budgets)
+
+    def _grant(self, budgets: Mapping[str, Budget] | None) -> None:
+        """Write ``budgets`` into the ledger; without them, every querier the file has no budget for is uncapped."""
+        if budgets is None:
+            for querier in sorted(self.queriers):
+                if not self.ledger.has_budget(querier):
+                    self.ledger.set_budget(querier, None)
+        else:
+            for querier, limit in budgets.items():
+                self.ledger.set_budget(querier, limit)
 
     def _on_metric_query(self, envelope: Envelope) -> Envelope:
         if envelope.sender not in self.queriers:
             raise WireError(NOT_REGISTERED, NOT_REGISTERED_MSG.format(
                 sender=envelope.sender, registered=", ".join(sorted(self.queriers)) or "none"))
         kept = self.kept.setdefault(envelope.sender, {})
+        if self.ledger is not None and "query_id" in envelope.payload:
+            # A query id answered before is answered from the ledger: same values, no new debit.
+            # (The payload digest, verified before dispatch, ties the retry to the same query.)
+            stored = self.ledger.recorded(envelope.sender, validate_query_id(envelope.payload["query_id"]),
+                                          request=envelope.digest)
+            if stored is not None:
+                self._keep_again(envelope, kept)
+                self.answers_replayed += 1
+                return self.seal(envelope.sender, "metric-answer", stored)
         query = MetricQuery.from_payload(envelope.payload, self.audit.n, kept)
         if envelope.payload.get("keep") and query.m != 1:
             raise QueryError(KEEP_ONE.format(m=query.m))
+        cost = self.answer_protocol.cost(query)
         payload = self.answer_protocol.answer(query, self.audit, self.rng)
+        if cost is not None:
+            # Durable before release: charge() returns after the debit and this answer are committed.
+            if self.ledger is None:  # a cost the class did not announce: account in memory rather than not at all
+                self.ledger = Ledger(":memory:", method=self._composition)
+                self._grant(None)
+            try:
+                payload = self.ledger.charge(envelope.sender, query.query_id, cost, payload, request=envelope.digest)
+            except WireError as exc:
+                if exc.reason == BUDGET_EXCEEDED:
+                    self.budget_refusals += 1
+                raise
         if envelope.payload.get("keep"):  # kept only once answered, as the transcript's readers assume
-            kept[query.query_id] = query.predictions[0]
-            while len(kept) > KEEP_LIMIT:
-                kept.pop(next(iter(kept)))
+            self._keep(kept, query.query_id, query.predictions[0])
         self.models_answered += query.m
         return self.seal(envelope.sender, "metric-answer", payload)
 
-    def stats(self) -> dict[str, int]:
-        """Counters a run reports (models answered, refusals sent)."""
-        return {"models_answered": self.models_answered, "refusals_sent": self.refusals_sent}
+    @staticmethod
+    def _keep(kept: dict[str, np.ndarray], query_id: str, model: np.ndarray) -> None:
+        kept[query_id] = model
+        while len(kept) > KEEP_LIMIT:
+            kept.pop(next(iter(kept)))
+
+    def _keep_again(self, envelope: Envelope, kept: dict[str, np.ndarray]) -> None:
+        """A retried ``keep`` query keeps its model again (it may have been lost with a restart), if it still parses."""
+        if not envelope.payload.get("keep") or envelope.payload["query_id"] in kept:
+            return
+        try:
+            query = MetricQuery.from_payload(envelope.payload, self.audit.n, kept)
+        except QueryError:  # an edit of a model lost with the restart: the stored answer still stands
+            return
+        if query.m == 1:
+            self._keep(kept, query.query_id, query.predictions[0])
+
+    def stats(self) -> dict[str, Any]:
+        """Counters a run reports: models answered, answers replayed from the ledger, refusals
+        (all, and for budget), and per querier the epsilon and delta spent (empty without a ledger)."""
+        spent = self.ledger.total() if self.ledger is not None else {}
+        return {"models_answered": self.models_answered, "answers_replayed": self.answers_replayed,
+                "refusals_sent": self.refusals_sent, "budget_refusals": self.budget_refusals,
+                "epsilon_spent": {q: b.epsilon for q, b in spent.items()},
+                "delta_spent": {q: b.delta for q, b in spent.items()}}
+
+    def ledger_summary(self) -> dict[str, Any] | None:
+        """:meth:`parties.ledger.Ledger.summary` of this party's ledger (None without one)."""
+        return self.ledger.summary() if self.ledger is not None else None

@@ -25,6 +25,7 @@ import numpy as np
 import protocols
 from parties.adversary import Adversary, exchanges_from
 from parties.attacks import AttackerView, Reconstruction, get_attack, leakage
+from protocols.errors import AttackError
 from parties.compliance import Compliance
 from parties.data_center import DataCenter, DataCenterData
 from parties.network import LocalDeployment, Network
@@ -44,6 +45,8 @@ COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER = "compliance", "data-center", "adv
 PARTY_SLOTS = (COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER)
 #: Keys of result.json that vary between runs of the same seed.
 VOLATILE = ("wall_s", "versions")
+#: The privacy ledger of a run whose protocol spends budget (SQLite; -wal and -shm are its side files).
+LEDGER_FILE = "ledger.sqlite"
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,7 @@ class _World:
     deployment: Any
     network: Network
     transcript: TranscriptWriter
+    ledger_path: Path | None = None
 
 
 def _build_world(scenario: Scenario, run_dir: Path, address: str | None, streams: list,
@@ -145,15 +149,29 @@ def _build_world(scenario: Scenario, run_dir: Path, address: str | None, streams
     deployment = _deployment(scenario, address, hosts)
     transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
     network = Network(deployment, transcript)
+    # A protocol that spends privacy budget is accounted in the run's ledger file, the data center's
+    # queries (and the adversary's, sent in its name) against the scenario's budget.
+    accounting: dict[str, Any] = {}
+    ledger_path = None
+    if spends_budget(protocol):
+        ledger_path = run_dir / LEDGER_FILE
+        budgets = {DATA_CENTER: scenario.budget.to_budget()} if scenario.budget is not None else None
+        accounting = {"ledger_path": str(ledger_path.resolve()), "budgets": budgets,
+                      "composition": scenario.composition}
     # Each party gets only what its role holds: A never reaches the data center.
     deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
-                   AuditSet(a=split.a_audit, y=split.y_audit), protocol, [DATA_CENTER], comp_rng)
+                   AuditSet(a=split.a_audit, y=split.y_audit), protocol, [DATA_CENTER], comp_rng, **accounting)
     deployment.add(DATA_CENTER, DataCenter, identities[DATA_CENTER], keyring,
                    DataCenterData(split.X_train, split.y_train, split.X_audit, split.y_audit),
                    scenario.model, COMPLIANCE, protocol.name, dc_rng)
     network.route(COMPLIANCE, COMPLIANCE)
     network.route(DATA_CENTER, DATA_CENTER)
-    return _World(scenario, split, protocol, identities, keyring, deployment, network, transcript)
+    return _World(scenario, split, protocol, identities, keyring, deployment, network, transcript, ledger_path)
+
+
+def spends_budget(protocol: protocols.Protocol) -> bool:
+    """Does ``protocol`` put a privacy cost on its answers (it overrides :meth:`Protocol.cost`)?"""
+    return type(protocol).cost is not protocols.Protocol.cost
 
 
 def _honest_use(world: _World) -> dict[str, Any]:
@@ -172,8 +190,19 @@ def _curious_attack(world: _World, rng: np.random.Generator) -> Reconstruction:
     world.deployment.add(ADVERSARY, Adversary, identity, world.keyring,
                          _build_attack(world.scenario.attack, view, rng), COMPLIANCE, world.protocol.name)
     world.network.route(DATA_CENTER, ADVERSARY)  # answers to the data center's name now reach the adversary
+    models_before = world.deployment.call(COMPLIANCE, "stats")["models_answered"]
     world.network.exchange(world.deployment.call(ADVERSARY, "start"))
-    return world.deployment.call(ADVERSARY, "outcome")
+    try:
+        return world.deployment.call(ADVERSARY, "outcome")
+    except AttackError:
+        # The budget did its job: the attack ran out of budget before it could conclude. The run
+        # still reports (nobody attacked, what was answered and spent) instead of failing.
+        stats = world.deployment.call(COMPLIANCE, "stats")
+        if world.ledger_path is None or not stats["budget_refusals"]:
+            raise
+        empty = np.empty(0, dtype=np.int64)
+        return Reconstruction(indices=empty, a_hat=empty.astype(np.int8), decided=empty.astype(bool),
+                              queries=stats["models_answered"] - models_before, info={"stopped": "budget-exceeded"})
 
 
 def _overhear(world: _World, slot: str, component: Component, seen: list, rng: np.random.Generator) -> Reconstruction:
@@ -219,7 +248,8 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     started = time.perf_counter()
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
     run_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("result.json", "report.md"):  # a failed run must not leave an older run's results behind
+    # A failed run must not leave an older run's results behind, nor may a rerun spend an older run's budget.
+    for stale in ("result.json", "report.md", LEDGER_FILE, LEDGER_FILE + "-wal", LEDGER_FILE + "-shm"):
         (run_dir / stale).unlink(missing_ok=True)
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(scenario.seed).spawn(5)]
     adv_rng, obs_rng = streams[3:]
@@ -239,6 +269,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
             observer_metrics = {"observer_leakage": _score(overheard, world.split.a_audit)["leakage"],
                                 "observer_revealed": int(overheard.indices.size)}
         compliance_stats = world.deployment.call(COMPLIANCE, "stats")
+        ledger_summary = world.deployment.call(COMPLIANCE, "ledger_summary") if world.ledger_path else None
     finally:
         world.transcript.close()
         world.deployment.shutdown()
@@ -249,9 +280,11 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         "messages": world.network.messages,
         "bytes": world.network.bytes,
         "refusals": compliance_stats["refusals_sent"],
+        "budget_refusals": compliance_stats["budget_refusals"],
         "avg_query_error": _query_error(world.transcript.path, split.a_audit, split.y_audit),
-        "epsilon_spent": None,
-        "delta_spent": None,
+        # What the data center's name spent (honest queries and the attack), None if the protocol spends nothing.
+        "epsilon_spent": compliance_stats["epsilon_spent"].get(DATA_CENTER) if world.ledger_path else None,
+        "delta_spent": compliance_stats["delta_spent"].get(DATA_CENTER) if world.ledger_path else None,
         **model_metrics,
         **observer_metrics,
         **{f"attack_{k}": v for k, v in reconstruction.info.items()},
@@ -270,6 +303,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         "sizes": {"n_train": int(split.X_train.shape[0]), "n_audit": int(split.X_audit.shape[0]),
                   "n_features": int(split.X_train.shape[1])},
         "metrics": metrics,
+        "ledger": None if ledger_summary is None else {"file": LEDGER_FILE, **ledger_summary},
         "spec": scenario.to_dict(),
         "versions": _versions(),
     })

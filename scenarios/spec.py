@@ -19,6 +19,23 @@ registers, so an unknown key is reported with the keys that plug-in accepts::
 
 ``--set key=value`` (or :meth:`Scenario.with_overrides`) changes any field by
 its dotted path, e.g. ``protocol.decimals=4`` or ``dataset.audit_size=500``.
+``epsilon`` is an alias of ``protocol.epsilon`` (the per-query epsilon of the DP
+protocols), so ``parley run adult-conceal --set epsilon=1`` works; it does not
+change ``budget``.
+
+Privacy budget: a protocol that spends budget (a DP protocol) is accounted in
+the run's ``ledger.sqlite``. An optional ``[budget]`` table caps what the
+querier (the data center, and the adversary speaking in its name) may spend
+over the whole run, composed as ``composition`` says::
+
+    composition = "sequential"     # or "advanced" (needs budget.delta >= 1e-6)
+    [budget]
+    epsilon = 2.0
+    delta = 0.0
+
+Without ``[budget]`` nothing is capped (debits are still recorded and reported
+as ``epsilon_spent`` / ``delta_spent``). Protocols that spend nothing (``raw``)
+ignore the budget.
 """
 
 from __future__ import annotations
@@ -36,9 +53,12 @@ from parties.learners import ModelSpec
 from protocols.errors import ConfigError
 from protocols.metrics import METRICS
 
+from parties.ledger import DEFAULT_SLACK
+from protocols.budget import Budget, budget
+
 from .datasets import DatasetParams
 
-__all__ = ["Component", "Scenario", "THREAT_MODELS", "parse_assignment", "load_toml"]
+__all__ = ["BudgetSpec", "Component", "Scenario", "THREAT_MODELS", "parse_assignment", "load_toml"]
 
 THREAT_MODELS = ("curious-data-center", "passive-observer")
 
@@ -55,6 +75,12 @@ BAD_DATASET = "dataset.name must be one of {known}, got {name!r}"
 BAD_AUDIT_METRIC = "audit_metrics: unknown metric {metric!r}; known: {known}"
 NOT_SETTABLE = "cannot set {dotted!r}: {part!r} is a value, not a table"
 OBSERVER_ACTIVE = "observer attack {name!r} must be passive (one of the attacks for passive-observer)"
+ADVANCED_NEEDS_DELTA = ("composition 'advanced' spends a slack delta'={slack:g}: budget.delta must be at least {slack:g}, "
+                        "got {delta!r}")
+EPSILON_TWICE = "epsilon is an alias of protocol.epsilon: give one of them, not both"
+EPSILON_ALIAS = " (epsilon is an alias of protocol.epsilon, which protocol {name!r} does not take)"
+#: Slack delta' of advanced composition in a run's ledger.
+COMPOSITION_SLACK = DEFAULT_SLACK
 
 _DATASET_CLASSES: dict[str, type[BaseModel]] = {
     typing.get_args(cls.model_fields["name"].annotation)[0]: cls
@@ -147,6 +173,18 @@ def _attack_params(name: str) -> type[BaseModel]:
     return get_attack(name).Params
 
 
+class BudgetSpec(BaseModel):
+    """The querier's privacy budget over a whole run: epsilon and delta (0 for pure DP)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="total epsilon the querier may spend")
+    delta: float = Field(default=0.0, ge=0.0, lt=1.0, description="total delta the querier may spend")
+
+    def to_budget(self) -> Budget:
+        return budget(self.epsilon, self.delta)
+
+
 class Scenario(BaseModel):
     """One run: data set, base model, protocol, threat model and attack.
 
@@ -167,6 +205,9 @@ class Scenario(BaseModel):
     observer: Component | None = Field(default=None, description="a passive observer also attacking the transcript")
     audit_metrics: tuple[str, ...] = Field(default=("sp",), description="honest queries about the base model")
     backend: Literal["ray", "local"] = Field(default="ray", description="parties as Ray actors, or in-process")
+    budget: BudgetSpec | None = Field(default=None, description="the querier's privacy budget over the run (no cap if absent)")
+    composition: Literal["sequential", "advanced"] = Field(
+        default="sequential", description="how the ledger composes the querier's per-query costs")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Scenario":
@@ -188,7 +229,9 @@ class Scenario(BaseModel):
         }
         if data.get("observer") is not None:
             parsed["observer"] = _component("observer", data["observer"], _attack_params, ATTACKS)
-        simple = {k: v for k, v in data.items() if k not in parsed and k != "observer"}
+        if data.get("budget") is not None:
+            parsed["budget"] = _validate(BudgetSpec, data["budget"], "budget")
+        simple = {k: v for k, v in data.items() if k not in parsed and k not in ("observer", "budget")}
         rest = _validate(_SimpleFields, simple, "")
         scenario = cls(**parsed, **rest.model_dump())
         scenario._check_threat_model()
@@ -204,6 +247,8 @@ class Scenario(BaseModel):
         for metric in self.audit_metrics:
             if metric not in METRICS:
                 raise ConfigError(BAD_AUDIT_METRIC.format(metric=metric, known=", ".join(METRICS)))
+        if self.composition == "advanced" and self.budget is not None and self.budget.delta < COMPOSITION_SLACK:
+            raise ConfigError(ADVANCED_NEEDS_DELTA.format(slack=COMPOSITION_SLACK, delta=self.budget.delta))
 
     @classmethod
     def from_toml(cls, path: str | Path) -> "Scenario":
@@ -226,6 +271,11 @@ class Scenario(BaseModel):
         }
         if self.observer is not None:
             out["observer"] = self.observer.to_dict()
+        # Written only when set, so the specs (and study cell ids) of runs without a budget stay as they were.
+        if self.budget is not None:
+            out["budget"] = self.budget.model_dump()
+        if self.composition != "sequential" or self.budget is not None:
+            out["composition"] = self.composition
         return out
 
     def with_values(self, values: Mapping[str, Any]) -> "Scenario":
@@ -233,7 +283,23 @@ class Scenario(BaseModel):
 
         Changing a plug-in's ``name`` (``attack.name``, ``protocol.name``, ...)
         starts its table afresh: the old plug-in's parameters do not carry over.
+        ``epsilon`` is an alias of ``protocol.epsilon``.
         """
+        values = dict(values)
+        aliased = "epsilon" in values
+        if aliased:
+            if "protocol.epsilon" in values:
+                raise ConfigError(EPSILON_TWICE)
+            values["protocol.epsilon"] = values.pop("epsilon")
+        try:
+            return self._with_values(values)
+        except ConfigError as exc:
+            if aliased and "'protocol.epsilon'" in str(exc):
+                name = values.get("protocol.name", self.protocol.name)
+                raise ConfigError(str(exc) + EPSILON_ALIAS.format(name=name)) from None
+            raise
+
+    def _with_values(self, values: Mapping[str, Any]) -> "Scenario":
         data = self.to_dict()
         for dotted, value in values.items():
             table, _, leaf = dotted.partition(".")
@@ -257,7 +323,7 @@ class Scenario(BaseModel):
         return self.with_values(dict(parse_assignment(text) for text in assignments))
 
 
-_SIMPLE = ("name", "description", "seed", "threat_model", "audit_metrics", "backend")
+_SIMPLE = ("name", "description", "seed", "threat_model", "audit_metrics", "backend", "composition")
 #: The scalar top-level fields, validated apart so messages name them plainly.
 _SimpleFields = create_model(
     "_SimpleFields", __config__=ConfigDict(extra="forbid"),

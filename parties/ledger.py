@@ -1,0 +1,369 @@
+"""Persistent privacy accountant: one SQLite file of budgets and debits, idempotent answers.
+
+The compliance party charges every costed answer here *before* the answer
+leaves: :meth:`Ledger.charge` checks the querier's budget and records the debit
+together with the answer payload in one transaction, and returns only after the
+commit reached the disk. A query id is an idempotency key: the same querier
+asking the same query again (a retry after a lost reply, or after the
+compliance process crashed and was restarted on the same file) gets the stored
+answer back, with the same noise and no second debit. Fresh noise on a retry
+would let a querier average the noise away for free.
+
+Durability
+----------
+* ``PRAGMA journal_mode=WAL``: readers never block the writer; the mode is
+  stored in the file, so every later connection uses it too.
+* ``PRAGMA synchronous=FULL``: in WAL mode each commit syncs the write-ahead log,
+  so a committed debit survives a process crash *and* an OS crash or power loss
+  (``NORMAL`` would survive only a process crash).
+* ``BEGIN IMMEDIATE`` around check-and-insert: the write lock is taken before
+  the spent total is read, so two ledgers (threads, processes, actors) on the
+  same file serialize their charges and can never both squeeze into the last
+  piece of a budget. Waiting writers retry for ``timeout`` seconds.
+
+Composition follows :func:`protocols.budget.compose` (``sequential`` or
+``advanced`` with slack delta'). Advanced composition always spends delta', so a
+ledger using it needs budgets with ``delta >= slack``; a pure-epsilon budget
+cannot pay for an (epsilon, delta) cost and such a charge is refused.
+
+Schema (``PRAGMA user_version`` = 1)::
+
+    budgets(querier TEXT PRIMARY KEY, epsilon REAL, delta REAL)   -- NULL, NULL: no cap (debits recorded)
+    debits(query_id TEXT PRIMARY KEY, querier TEXT NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL,
+           answer_json TEXT NOT NULL, created_ns INTEGER NOT NULL, request TEXT)
+    index debits_by_querier(querier, created_ns)
+
+``answer_json`` holds the answer payload in the transcript's JSON form
+(:func:`parties.wire.encode_payload`: arrays as dtype, shape and base64 bytes),
+so a stored answer decodes to the same values, bit for bit, and the same payload
+digest. ``request`` is the SHA-256 payload digest of the query that was
+answered: a retry must carry the same query.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Literal, Mapping
+
+from protocols.budget import Budget, budget, compose, within
+from protocols.errors import ConfigError, WireError
+
+from .wire import BUDGET_EXCEEDED, INVALID_QUERY, decode_payload, encode_payload
+
+__all__ = ["Ledger", "Debit", "DEFAULT_SLACK", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+#: Default slack delta' of advanced composition.
+DEFAULT_SLACK = 1e-6
+
+# Message templates (tests match on these).
+NO_BUDGET = "no budget for querier {querier!r}: it may not spend privacy budget here"
+OVER_BUDGET = ("querier {querier!r} would exceed its budget: limit (epsilon={limit.epsilon:.6g}, delta={limit.delta:.6g}), "
+               "spent (epsilon={spent.epsilon:.6g}, delta={spent.delta:.6g}) over {n} answers, "
+               "this query costs (epsilon={cost.epsilon:.6g}, delta={cost.delta:.6g}); "
+               "{method} composition would total (epsilon={total.epsilon:.6g}, delta={total.delta:.6g})")
+MIXED_COST = ("querier {querier!r} has a pure epsilon budget (epsilon={limit.epsilon:.6g}, delta=0), which cannot pay "
+              "for a total with delta={total.delta:.6g} ({why}); give the budget a delta")
+ID_TAKEN = "query id {query_id!r} is already taken by another querier; use a fresh id"
+ID_REUSED = ("query id {query_id!r} was already answered for a different query; a retry must resend the same "
+             "query, a new query needs a fresh id")
+BAD_METHOD = "composition must be 'sequential' or 'advanced', got {method!r}"
+BAD_SLACK = "slack (delta' of advanced composition) must be in (0, 1), got {slack!r}"
+ADVANCED_NEEDS_DELTA = ("advanced composition spends a slack delta'={slack:g}: the budget of {querier!r} needs "
+                        "delta >= {slack:g}, got {delta:g}")
+NOT_A_BUDGET = "{what} must be a protocols.budget.Budget, got {value!r}"
+BAD_ID = "{what} must be a non-empty string, got {value!r}"
+NEWER_SCHEMA = "{path}: ledger schema version {found} is newer than this parley understands ({known})"
+NOT_A_LEDGER = "{path}: not a parley ledger ({error})"
+CANNOT_OPEN = "{path}: cannot open the ledger ({error})"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS budgets (
+    querier TEXT PRIMARY KEY,
+    epsilon REAL CHECK (epsilon IS NULL OR epsilon >= 0),
+    delta   REAL CHECK (delta IS NULL OR (delta >= 0 AND delta < 1)),
+    CHECK ((epsilon IS NULL) = (delta IS NULL))
+);
+CREATE TABLE IF NOT EXISTS debits (
+    query_id    TEXT PRIMARY KEY,
+    querier     TEXT NOT NULL,
+    epsilon     REAL NOT NULL CHECK (epsilon >= 0),
+    delta       REAL NOT NULL CHECK (delta >= 0 AND delta < 1),
+    answer_json TEXT NOT NULL,
+    created_ns  INTEGER NOT NULL,
+    request     TEXT
+);
+CREATE INDEX IF NOT EXISTS debits_by_querier ON debits (querier, created_ns);
+"""
+
+
+@dataclass(frozen=True)
+class Debit:
+    """One recorded charge: who asked, under which query id, what it cost, what was answered."""
+
+    query_id: str
+    querier: str
+    cost: Budget
+    answer: dict[str, Any]
+    created_ns: int
+    request: str | None = None
+
+
+def _check_id(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(BAD_ID.format(what=what, value=value))
+    return value
+
+
+class Ledger:
+    """Budgets and debits of every querier, in one SQLite file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The ledger file (created with its folder if missing; reopening restores
+        every budget and debit). ``":memory:"`` keeps a ledger that dies with
+        the object (no durability; for parties built without a file).
+    method : {"sequential", "advanced"}
+        How a querier's debits compose (:func:`protocols.budget.compose`).
+    slack : float
+        delta' of advanced composition.
+    timeout : float
+        Seconds a charge waits for another writer on the same file.
+    """
+
+    def __init__(self, path: str | Path, method: Literal["sequential", "advanced"] = "sequential",
+                 slack: float = DEFAULT_SLACK, timeout: float = 30.0) -> None:
+        if method not in ("sequential", "advanced"):
+            raise ConfigError(BAD_METHOD.format(method=method))
+        if not (isinstance(slack, (int, float)) and 0.0 < slack < 1.0):
+            raise ConfigError(BAD_SLACK.format(slack=slack))
+        self.method = method
+        self.slack = float(slack)
+        self.path = path if str(path) == ":memory:" else Path(path)
+        if isinstance(self.path, Path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit mode (isolation_level=None): every transaction below is explicit.
+        # One connection per Ledger, guarded by a lock, usable from any thread (Ray may call from several).
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False)
+        try:
+            self.journal_mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            self._conn.execute("PRAGMA synchronous=FULL")
+            with self._transaction():
+                version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+                if version > SCHEMA_VERSION:
+                    raise ConfigError(NEWER_SCHEMA.format(path=self.path, found=version, known=SCHEMA_VERSION))
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.OperationalError as exc:  # locked for longer than timeout, unwritable folder, ...
+            self._conn.close()
+            raise ConfigError(CANNOT_OPEN.format(path=self.path, error=exc)) from None
+        except sqlite3.DatabaseError as exc:  # "file is not a database"
+            self._conn.close()
+            raise ConfigError(NOT_A_LEDGER.format(path=self.path, error=exc)) from None
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # ------------------------------------------------------------------ plumbing
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; COMMIT on success (durable when it returns), ROLLBACK on error."""
+        with self._lock:
+            # IMMEDIATE takes the write lock before anything is read, so a
+            # check-then-insert never interleaves with another writer's.
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            try:
+                # With synchronous=FULL, COMMIT returns once the WAL is synced to disk.
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:  # e.g. disk full: nothing was recorded, leave no open transaction
+                    self._conn.execute("ROLLBACK")
+                raise
+
+    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    def close(self) -> None:
+        """Close the file (every committed debit is already on disk)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r}, method={self.method!r})"
+
+    # ------------------------------------------------------------------ budgets
+    def set_budget(self, querier: str, limit: Budget | None) -> None:
+        """Give ``querier`` the budget ``limit`` (replacing any earlier one); ``None``: record without a cap.
+
+        Idempotent: setting the same budget again changes nothing, and a budget
+        set once stays in the file for every later opening.
+        """
+        _check_id(querier, "querier")
+        if limit is not None:
+            if not isinstance(limit, Budget):
+                raise ConfigError(NOT_A_BUDGET.format(what="budget", value=limit))
+            if self.method == "advanced" and limit.delta < self.slack:
+                raise ConfigError(ADVANCED_NEEDS_DELTA.format(slack=self.slack, querier=querier, delta=limit.delta))
+        eps, delta = (None, None) if limit is None else (float(limit.epsilon), float(limit.delta))
+        with self._transaction() as conn:
+            conn.execute("INSERT INTO budgets (querier, epsilon, delta) VALUES (?, ?, ?) "
+                         "ON CONFLICT (querier) DO UPDATE SET epsilon = excluded.epsilon, delta = excluded.delta",
+                         (querier, eps, delta))
+
+    def has_budget(self, querier: str) -> bool:
+        """Whether ``querier`` has a budget row (a cap, or ``None`` for no cap)."""
+        return bool(self._read("SELECT 1 FROM budgets WHERE querier = ?", (querier,)))
+
+    def budget_of(self, querier: str) -> Budget | None:
+        """The cap of ``querier`` (``None`` if uncapped); a querier never given one raises budget-exceeded."""
+        rows = self._read("SELECT epsilon, delta FROM budgets WHERE querier = ?", (querier,))
+        if not rows:
+            raise WireError(BUDGET_EXCEEDED, NO_BUDGET.format(querier=querier))
+        eps, delta = rows[0]
+        return None if eps is None else budget(eps, delta)
+
+    # ------------------------------------------------------------------ spending
+    def _costs(self, conn: sqlite3.Connection | None, querier: str) -> list[Budget]:
+        sql, args = "SELECT epsilon, delta FROM debits WHERE querier = ? ORDER BY rowid", (querier,)
+        rows = conn.execute(sql, args).fetchall() if conn is not None else self._read(sql, args)
+        return [budget(eps, delta) for eps, delta in rows]
+
+    def _compose(self, costs: list[Budget]) -> Budget:
+        return compose(costs, method=self.method, slack=self.slack)
+
+    def spent(self, querier: str) -> Budget:
+        """What ``querier`` has spent: its debits composed with the ledger's method."""
+        return self._compose(self._costs(None, querier))
+
+    def total(self) -> dict[str, Budget]:
+        """Spent budget of every querier with a budget row or a debit."""
+        names = [r[0] for r in self._read("SELECT querier FROM budgets UNION SELECT querier FROM debits ORDER BY 1")]
+        return {name: self.spent(name) for name in names}
+
+    def charge(self, querier: str, query_id: str, cost: Budget, answer: Mapping[str, Any],
+               *, request: str | None = None) -> dict[str, Any]:
+        """Debit ``cost`` to ``querier`` and store ``answer`` under ``query_id``, or refuse.
+
+        In one ``BEGIN IMMEDIATE`` transaction: if ``query_id`` is already
+        recorded for this querier (and the same ``request``), nothing is
+        debited and the stored answer is returned; otherwise the querier's
+        budget is checked with ``within(compose(spent + [cost]), limit)`` and
+        the debit is inserted together with the answer. Returns after the
+        commit is on disk, with the answer now on record (release exactly that).
+
+        Raises
+        ------
+        WireError
+            ``budget-exceeded`` (no budget for this querier, or the cost does
+            not fit: the detail names querier, limit, spent and cost), or
+            ``invalid-query`` (the id belongs to another querier or query).
+        """
+        _check_id(querier, "querier")
+        _check_id(query_id, "query_id")
+        if not isinstance(cost, Budget):
+            raise ConfigError(NOT_A_BUDGET.format(what="cost", value=cost))
+        encoded = json.dumps(encode_payload(dict(answer)), separators=(",", ":"))
+        with self._transaction() as conn:
+            stored = self._recorded(conn, querier, query_id, request)
+            if stored is not None:
+                return stored
+            rows = conn.execute("SELECT epsilon, delta FROM budgets WHERE querier = ?", (querier,)).fetchall()
+            if not rows:
+                raise WireError(BUDGET_EXCEEDED, NO_BUDGET.format(querier=querier))
+            if rows[0][0] is not None:
+                limit = budget(*rows[0])
+                costs = self._costs(conn, querier)
+                total = self._compose(costs + [cost])
+                if limit.pure and not total.pure:
+                    why = "the cost has a delta" if not cost.pure else f"{self.method} composition adds a slack delta'"
+                    raise WireError(BUDGET_EXCEEDED, MIXED_COST.format(querier=querier, limit=limit, total=total, why=why))
+                if not within(total, limit):
+                    raise WireError(BUDGET_EXCEEDED, OVER_BUDGET.format(
+                        querier=querier, limit=limit, spent=self._compose(costs), n=len(costs), cost=cost,
+                        method=self.method, total=total))
+            conn.execute("INSERT INTO debits (query_id, querier, epsilon, delta, answer_json, created_ns, request) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (query_id, querier, float(cost.epsilon), float(cost.delta), encoded, time.time_ns(), request))
+        return decode_payload(json.loads(encoded))
+
+    # ------------------------------------------------------------------ answers on record
+    def _recorded(self, conn: sqlite3.Connection, querier: str, query_id: str, request: str | None
+                  ) -> dict[str, Any] | None:
+        rows = conn.execute("SELECT querier, answer_json, request FROM debits WHERE query_id = ?", (query_id,)).fetchall()
+        if not rows:
+            return None
+        owner, answer_json, stored_request = rows[0]
+        if owner != querier:
+            raise WireError(INVALID_QUERY, ID_TAKEN.format(query_id=query_id))
+        if request is not None and stored_request is not None and request != stored_request:
+            raise WireError(INVALID_QUERY, ID_REUSED.format(query_id=query_id))
+        return decode_payload(json.loads(answer_json))
+
+    def recorded(self, querier: str, query_id: str, request: str | None = None) -> dict[str, Any] | None:
+        """The stored answer of ``querier``'s query ``query_id`` (None if never charged).
+
+        Raises :class:`WireError` (``invalid-query``) if the id was charged to
+        another querier or, when both digests are known, for another request.
+        """
+        with self._lock:
+            return self._recorded(self._conn, querier, query_id, request)
+
+    def answer_for(self, query_id: str) -> dict[str, Any] | None:
+        """The stored answer payload of ``query_id`` (arrays decoded), or None."""
+        rows = self._read("SELECT answer_json FROM debits WHERE query_id = ?", (query_id,))
+        return decode_payload(json.loads(rows[0][0])) if rows else None
+
+    def debit(self, query_id: str) -> Debit | None:
+        """The full record of ``query_id``, or None."""
+        rows = self._read("SELECT query_id, querier, epsilon, delta, answer_json, created_ns, request "
+                          "FROM debits WHERE query_id = ?", (query_id,))
+        if not rows:
+            return None
+        qid, querier, eps, delta, answer_json, created, request = rows[0]
+        return Debit(qid, querier, budget(eps, delta), decode_payload(json.loads(answer_json)), created, request)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every debit in the order charged: query id, querier, epsilon, delta, metric, time (no answer values)."""
+        rows = self._read("SELECT query_id, querier, epsilon, delta, answer_json, created_ns FROM debits ORDER BY rowid")
+        out = []
+        for qid, querier, eps, delta, answer_json, created in rows:
+            metric = json.loads(answer_json).get("metric")
+            out.append({"query_id": qid, "querier": querier, "epsilon": eps, "delta": delta, "metric": metric,
+                        "created_ns": created})
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """Per-querier limit, spent and number of debits, for ``result.json`` (no answers, no timestamps)."""
+        limits = {q: (None if e is None else {"epsilon": e, "delta": d})
+                  for q, e, d in self._read("SELECT querier, epsilon, delta FROM budgets")}
+        counts = dict(self._read("SELECT querier, COUNT(*) FROM debits GROUP BY querier"))
+        queriers = {}
+        for name, spent in self.total().items():
+            queriers[name] = {"limit": limits.get(name), "spent": {"epsilon": spent.epsilon, "delta": spent.delta},
+                              "debits": int(counts.get(name, 0))}
+        out: dict[str, Any] = {"composition": self.method, "queriers": queriers}
+        if self.method == "advanced":
+            out["slack"] = self.slack
+        return out
