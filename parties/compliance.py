@@ -153,6 +153,11 @@ class Compliance(Party):
         if query.m == 1:
             self._keep(kept, query.query_id, query.predictions[0])
 
+    def close(self) -> None:
+        """Close the ledger (its write-ahead log is folded into ledger.sqlite); idempotent."""
+        if self.ledger is not None:
+            self.ledger.close()
+
     def stats(self) -> dict[str, Any]:
         """Counters a run reports: models answered, answers replayed from the ledger, refusals
         (all, and for budget), and per querier the epsilon and delta spent (empty without a ledger)."""

@@ -12,6 +12,7 @@ package versions aside).
 from __future__ import annotations
 
 import json
+import math
 import platform
 import tempfile
 import time
@@ -270,6 +271,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
                                 "observer_revealed": int(overheard.indices.size)}
         compliance_stats = world.deployment.call(COMPLIANCE, "stats")
         ledger_summary = world.deployment.call(COMPLIANCE, "ledger_summary") if world.ledger_path else None
+        world.deployment.call(COMPLIANCE, "close")
     finally:
         world.transcript.close()
         world.deployment.shutdown()
@@ -290,6 +292,10 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         **{f"attack_{k}": v for k, v in reconstruction.info.items()},
         "wall_s": round(time.perf_counter() - started, 3),
     }
+    if metrics["epsilon_spent"] is not None:
+        # epsilon-DP caps the odds of guessing any one a_j right at e^eps: success <= e^eps / (1 + e^eps)
+        eps = metrics["epsilon_spent"]
+        metrics["leakage_bound"] = 100.0 / (1.0 + math.exp(-eps)) if eps < 700 else 100.0
     record = _clean({
         "scenario": scenario.name,
         "description": scenario.description,
