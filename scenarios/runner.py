@@ -111,13 +111,17 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _query_error(path: Path, a: np.ndarray, y: np.ndarray) -> float | None:
-    """Mean |released - exact| over every answered model (the referee recomputes the exact values)."""
-    total, count = 0.0, 0
-    for e in exchanges_from(iter_transcript(path, verify=False)):
-        total += float(np.abs(e.values - evaluate(e.metric, e.predictions, a, y)).sum())
-        count += e.values.size
-    return total / count if count else None
+def _query_errors(path: Path, a: np.ndarray, y: np.ndarray) -> dict[str, float | None]:
+    """Mean and median |released - exact| over every answered model (the referee recomputes the exact values).
+
+    Both are reported: Cauchy noise has no finite mean, so its mean error is ruled by the tails.
+    """
+    errors = [np.abs(e.values - evaluate(e.metric, e.predictions, a, y))
+              for e in exchanges_from(iter_transcript(path, verify=False))]
+    if not errors:
+        return {"avg_query_error": None, "median_query_error": None}
+    flat = np.concatenate(errors)
+    return {"avg_query_error": float(flat.mean()), "median_query_error": float(np.median(flat))}
 
 
 @dataclass
@@ -283,7 +287,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         "bytes": world.network.bytes,
         "refusals": compliance_stats["refusals_sent"],
         "budget_refusals": compliance_stats["budget_refusals"],
-        "avg_query_error": _query_error(world.transcript.path, split.a_audit, split.y_audit),
+        **_query_errors(world.transcript.path, split.a_audit, split.y_audit),
         # What the data center's name spent (honest queries and the attack), None if the protocol spends nothing.
         "epsilon_spent": compliance_stats["epsilon_spent"].get(DATA_CENTER) if world.ledger_path else None,
         "delta_spent": compliance_stats["delta_spent"].get(DATA_CENTER) if world.ledger_path else None,
