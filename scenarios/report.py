@@ -8,8 +8,9 @@ from typing import Any
 __all__ = ["format_table", "write_report", "HEADLINE"]
 
 #: Metrics shown first, in this order, when present.
-HEADLINE = ("leakage", "exact_recovery", "attacked", "correct", "queries", "messages", "bytes",
-            "avg_query_error", "base_accuracy", "base_sp", "observer_leakage", "wall_s")
+HEADLINE = ("leakage", "leakage_bound", "exact_recovery", "attacked", "correct", "queries", "messages", "bytes",
+            "avg_query_error", "median_query_error", "epsilon_spent", "delta_spent", "budget_refusals",
+            "base_accuracy", "base_sp", "observer_leakage", "wall_s")
 
 
 def _fmt(value: Any) -> str:
@@ -59,7 +60,8 @@ def write_report(record: dict[str, Any], run_dir: Path) -> Path:
         *(f"| {k} | {_fmt(v)} |" for k, v in m.items()),
         "",
         "Files: `result.json` (every number above), `transcript.jsonl` (every signed message; check it with "
-        "`parley verify transcript.jsonl`).",
+        "`parley verify transcript.jsonl`)" + (", `ledger.sqlite` (every debit of privacy budget)." if
+                                                 m.get("epsilon_spent") is not None else "."),
         "",
     ]
     path = run_dir / "report.md"

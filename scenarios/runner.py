@@ -45,7 +45,7 @@ COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER = "compliance", "data-center", "adv
 #: Every slot a run may fill with a party.
 PARTY_SLOTS = (COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER)
 #: Keys of result.json that vary between runs of the same seed.
-VOLATILE = ("wall_s", "versions")
+VOLATILE = ("wall_s", "versions", "attack_decode_s")
 #: The privacy ledger of a run whose protocol spends budget (SQLite; -wal and -shm are its side files).
 LEDGER_FILE = "ledger.sqlite"
 
@@ -297,9 +297,11 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         "wall_s": round(time.perf_counter() - started, 3),
     }
     if metrics["epsilon_spent"] is not None:
-        # epsilon-DP caps the odds of guessing any one a_j right at e^eps: success <= e^eps / (1 + e^eps)
-        eps = metrics["epsilon_spent"]
-        metrics["leakage_bound"] = 100.0 / (1.0 + math.exp(-eps)) if eps < 700 else 100.0
+        # (eps, delta)-DP caps an attacker's chance of guessing any one a_j without other knowledge:
+        # success <= (e^eps + delta) / (1 + e^eps); it bounds the expectation, not one run's leakage.
+        eps, delta = metrics["epsilon_spent"], metrics["delta_spent"] or 0.0
+        metrics["leakage_bound"] = min(100.0, 100.0 * (1.0 + delta * math.exp(-eps)) / (1.0 + math.exp(-eps))) \
+            if eps < 700 else 100.0
     record = _clean({
         "scenario": scenario.name,
         "description": scenario.description,
