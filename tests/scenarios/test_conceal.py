@@ -7,7 +7,6 @@ import sqlite3
 
 import pytest
 
-from scenarios.catalog import scenario_path
 from scenarios.cli import main
 
 pytestmark = pytest.mark.ray
