@@ -323,6 +323,13 @@ def decode_linear(H: Any, sp: Any, n0: int | None = None, n1: int | None = None,
 # --------------------------------------------------------------------------- Theorem 2 / Alg. 2
 
 
+def _lp_setup(H: Any, sp: Any, n0: int, n1: int, tol: float | None, time_limit: float | None):
+    """What every LP decoder starts from: checked inputs, tolerance, HiGHS options, y = eta / c and c."""
+    H, sp, n0, n1 = _validate(H, sp, n0, n1)
+    y, c = _eta(H, sp, n0, n1)
+    return H, sp, n0, n1, _tol(sp, tol), _highs_options(time_limit), y, c
+
+
 def decode_l1(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None, *, time_limit: float | None = None
               ) -> Decoded:
     """Alg. 2 (Theorem 2): basis pursuit min ||s||_1 s.t. H s = eta, detect a_j = 0 iff s_j > c/2.
@@ -354,11 +361,8 @@ def decode_l1(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None, *, ti
         (see the module docstring).
     """
     start = time.perf_counter()
-    H, sp, n0, n1 = _validate(H, sp, n0, n1)
-    tol = _tol(sp, tol)
-    options = _highs_options(time_limit)
+    H, sp, n0, n1, tol, options, y, c = _lp_setup(H, sp, n0, n1, tol, time_limit)
     m, n = H.shape
-    y, _ = _eta(H, sp, n0, n1)
     # z = u - w, u, w >= 0:  min 1^T u + 1^T w  s.t.  H u - H w = y.  At an
     # optimum u_j w_j = 0, so sum(u + w) = ||z||_1.
     res = linprog(np.ones(2 * n), A_eq=np.hstack([H, -H]), b_eq=y, bounds=(0, None), method="highs",
@@ -405,11 +409,8 @@ def decode_box_count(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None
         it does not rule out a second binary fit elsewhere in the polytope.
     """
     start = time.perf_counter()
-    H, sp, n0, n1 = _validate(H, sp, n0, n1)
-    tol = _tol(sp, tol)
-    options = _highs_options(time_limit)
+    H, sp, n0, n1, tol, options, y, c = _lp_setup(H, sp, n0, n1, tol, time_limit)
     m, n = H.shape
-    y, _ = _eta(H, sp, n0, n1)
     A_eq = np.vstack([H, np.ones((1, n))])
     b_eq = np.append(y, float(n0))
     res = linprog(np.zeros(n), A_eq=A_eq, b_eq=b_eq, bounds=(0.0, 1.0), method="highs", options=options)
@@ -599,11 +600,8 @@ def decode_robust(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None, *
         ``info["l1_misfit"]`` is the optimal ||H v - SP||_1 in SP units.
     """
     start = time.perf_counter()
-    H, sp, n0, n1 = _validate(H, sp, n0, n1)
-    tol = _tol(sp, tol)
-    options = _highs_options(time_limit)
+    H, sp, n0, n1, tol, options, y, c = _lp_setup(H, sp, n0, n1, tol, time_limit)
     m, n = H.shape
-    y, c = _eta(H, sp, n0, n1)
     # variables [z (n), t (m)]:  H z - t <= y  and  -H z - t <= -y
     Hs, eye = sparse.csr_matrix(H), sparse.identity(m, format="csr")
     A_ub = sparse.bmat([[Hs, -eye], [-Hs, -eye]], format="csc")

@@ -50,6 +50,7 @@ from pydantic import Field
 from protocols.errors import AttackError
 
 from .base import Answer, Attack, AttackerView, Probe, Reconstruction, ask, probe_accuracy, register_attack
+from .probes import flip_one
 from .partition import INCONSISTENT, label_partition, reveal_partition
 from .targeted import TargetedParams, choose_targets, decide_from_steps
 
@@ -100,9 +101,7 @@ def _signed_slice_flip(attack: Attack, metric: str, label: int) -> Generator[Pro
     sel = idx[inside]
     if sel.size == 0:
         return Reconstruction(indices=idx, a_hat=a_hat, decided=decided, queries=0, info=info)
-    flipped = np.repeat(base[None, :], sel.size, axis=0)
-    flipped[np.arange(sel.size), sel] = 1.0 - base[sel]
-    H = np.vstack([base[None, :], flipped])
+    H = np.vstack([base[None, :], flip_one(base, sel)])
     answers, decimals = yield from ask(metric, H, attack.params.batch,
                                               f"base model, then flipped at one target with y={label}")
     # the sliced gap is SP over the slice: flipping 0 -> 1 adds +1/N_1^(s) or -1/N_0^(s)
@@ -269,9 +268,7 @@ class PRPFlip(Attack):
         y, base = _labelled_view(self)
         n = self.view.n
         idx = choose_targets(self.params.targets, n, self.rng)
-        flipped = np.repeat(base[None, :], idx.size, axis=0)
-        flipped[np.arange(idx.size), idx] = 1.0 - base[idx]
-        H = np.vstack([base[None, :], flipped])
+        H = np.vstack([base[None, :], flip_one(base, idx)])
         answers, decimals = yield from ask("prp", H, self.params.batch, "base model, then flipped at one target")
         delta = 1.0 - 2.0 * base[idx]
         evidence = (answers[1:] - answers[0]) * delta * (2.0 * y[idx] - 1.0)

@@ -65,6 +65,7 @@ from pydantic import Field
 from protocols.errors import AttackError, ConfigError
 
 from .base import Answer, Attack, Probe, Reconstruction, ask, register_attack
+from .probes import flip_one
 from .targeted import TARGETS_RANGE, TargetedParams, choose_targets
 
 __all__ = [
@@ -171,9 +172,7 @@ def reveal_partition(metric: str, base: np.ndarray, targets: np.ndarray, slice_s
     state = {"decimals": None}
 
     def probe_rows(kind: str, js: list[int]) -> np.ndarray:
-        H = np.repeat(base[None, :], len(js), axis=0)
-        rows = np.arange(len(js))
-        H[rows, js] = 1.0 - base[js]
+        H = flip_one(base, np.asarray(js))
         if kind == PAIR:
             H[:, ref] = 1.0 - base[ref]
         return H

@@ -24,6 +24,7 @@ from protocols.errors import AttackError, ConfigError
 
 from .base import Answer, Attack, AttackParams, Probe, Reconstruction, ask, probe_accuracy, register_attack
 from .group_sizes import sizes_from_unit_steps
+from .probes import flip_one
 
 __all__ = ["SingleQuery", "DoubleQuery", "decide_from_steps"]
 
@@ -111,8 +112,7 @@ class DoubleQuery(Attack):
         n = self.view.n
         idx = choose_targets(self.params.targets, n, self.rng)
         base = self.view.base_predictions.astype(np.float64)
-        flipped = np.repeat(base[None, :], idx.size, axis=0)
-        flipped[np.arange(idx.size), idx] = 1.0 - base[idx]
+        flipped = flip_one(base, idx)
         H = np.vstack([base[None, :], flipped])
         first = yield Probe("sp", base[None, :], "base model", keep=True, name="base")
         rest, decimals = yield from ask("sp", flipped, self.params.batch, "base model flipped at one target",
