@@ -35,12 +35,17 @@ from .ledger import Ledger
 from .party import Party
 from .wire import BUDGET_EXCEEDED, NOT_REGISTERED, Envelope, Identity, Keyring
 
-__all__ = ["Compliance"]
+__all__ = ["Compliance", "has_costs"]
 
 NOT_REGISTERED_MSG = "{sender!r} is not a registered querier of this compliance party (registered: {registered})"
 KEEP_ONE = "keep applies to a query of one model, this one has {m}"
 #: Models kept per querier for later edits; the oldest is dropped beyond this.
 KEEP_LIMIT = 8
+
+
+def has_costs(protocol: Protocol) -> bool:
+    """Does ``protocol`` put a privacy cost on some answer (it overrides a cost method)?"""
+    return type(protocol).cost is not Protocol.cost or type(protocol).request_cost is not Protocol.request_cost
 
 
 class Compliance(Party):
@@ -68,26 +73,32 @@ class Compliance(Party):
         in the file is given none (debits are still recorded).
     composition : {"sequential", "advanced"}
         How the ledger composes a querier's debits.
+    train : AuditSet, optional
+        A and y of the training set, where the scenario gives them to this party
+        (protocols that answer about the data center's training set).
     """
-
-    handlers = {"metric-query": "_on_metric_query"}
 
     def __init__(self, identity: Identity, keyring: Keyring, audit: AuditSet, protocol: Protocol,
                  queriers: Iterable[str], rng: np.random.Generator, ledger_path: str | Path | None = None,
                  budgets: Mapping[str, Budget] | None = None,
-                 composition: Literal["sequential", "advanced"] = "sequential") -> None:
+                 composition: Literal["sequential", "advanced"] = "sequential",
+                 train: AuditSet | None = None) -> None:
         super().__init__(identity, keyring, protocol.name)
         self.audit = audit
+        #: Every set whose A this party holds, by name (what :meth:`Protocol.respond` sees).
+        self.holdings: dict[str, AuditSet] = {"audit": audit} if train is None else {"audit": audit, "train": train}
+        self.handlers = {"metric-query": "_on_metric_query", **{kind: "_on_request" for kind in protocol.requests}}
         self.answer_protocol = protocol
         self.queriers = frozenset(queriers)
         self.rng = rng
         self.models_answered = 0
+        self.requests_answered = 0
         self.answers_replayed = 0
         self.budget_refusals = 0
         self.kept: dict[str, dict[str, np.ndarray]] = {}  # querier -> query id -> kept model
         self._composition = composition
         self.ledger: Ledger | None = None
-        if ledger_path is not None or budgets is not None or type(protocol).cost is not Protocol.cost:
+        if ledger_path is not None or budgets is not None or has_costs(protocol):
             self.ledger = Ledger(ledger_path if ledger_path is not None else ":memory:", method=composition)
             self._grant(budgets)
 
@@ -102,9 +113,7 @@ class Compliance(Party):
                 self.ledger.set_budget(querier, limit)
 
     def _on_metric_query(self, envelope: Envelope) -> Envelope:
-        if envelope.sender not in self.queriers:
-            raise WireError(NOT_REGISTERED, NOT_REGISTERED_MSG.format(
-                sender=envelope.sender, registered=", ".join(sorted(self.queriers)) or "none"))
+        self._check_querier(envelope)
         kept = self.kept.setdefault(envelope.sender, {})
         if self.ledger is not None and "query_id" in envelope.payload:
             # A query id answered before is answered from the ledger: same values, no new debit.
@@ -121,20 +130,45 @@ class Compliance(Party):
         cost = self.answer_protocol.cost(query)
         payload = self.answer_protocol.answer(query, self.audit, self.rng)
         if cost is not None:
-            # Durable before release: charge() returns after the debit and this answer are committed.
-            if self.ledger is None:  # a cost the class did not announce: account in memory rather than not at all
-                self.ledger = Ledger(":memory:", method=self._composition)
-                self._grant(None)
-            try:
-                payload = self.ledger.charge(envelope.sender, query.query_id, cost, payload, request=envelope.digest)
-            except WireError as exc:
-                if exc.reason == BUDGET_EXCEEDED:
-                    self.budget_refusals += 1
-                raise
+            payload = self._charge(envelope, query.query_id, cost, payload)
         if envelope.payload.get("keep"):  # kept only once answered, as the transcript's readers assume
             self._keep(kept, query.query_id, query.predictions[0])
         self.models_answered += query.m
         return self.seal(envelope.sender, "metric-answer", payload)
+
+    def _on_request(self, envelope: Envelope) -> Envelope:
+        """A request of the protocol's own exchange: accounted and replayed by query id like a metric query."""
+        self._check_querier(envelope)
+        query_id = validate_query_id(envelope.payload.get("query_id"))
+        if self.ledger is not None:
+            stored = self.ledger.recorded(envelope.sender, query_id, request=envelope.digest)
+            if stored is not None:
+                self.answers_replayed += 1
+                return self.seal(envelope.sender, self.answer_protocol.requests[envelope.kind], stored)
+        cost = self.answer_protocol.request_cost(envelope.kind, envelope.payload, self.holdings)
+        payload = {"query_id": query_id,
+                   **self.answer_protocol.respond(envelope.kind, envelope.payload, self.holdings, self.rng)}
+        if cost is not None:
+            payload = self._charge(envelope, query_id, cost, payload)
+        self.requests_answered += 1
+        return self.seal(envelope.sender, self.answer_protocol.requests[envelope.kind], payload)
+
+    def _check_querier(self, envelope: Envelope) -> None:
+        if envelope.sender not in self.queriers:
+            raise WireError(NOT_REGISTERED, NOT_REGISTERED_MSG.format(
+                sender=envelope.sender, registered=", ".join(sorted(self.queriers)) or "none"))
+
+    def _charge(self, envelope: Envelope, query_id: str, cost: Budget, payload: dict[str, Any]) -> dict[str, Any]:
+        """Durable before release: returns after the debit and ``payload`` are committed (or refuses)."""
+        if self.ledger is None:  # a cost the class did not announce: account in memory rather than not at all
+            self.ledger = Ledger(":memory:", method=self._composition)
+            self._grant(None)
+        try:
+            return self.ledger.charge(envelope.sender, query_id, cost, payload, request=envelope.digest)
+        except WireError as exc:
+            if exc.reason == BUDGET_EXCEEDED:
+                self.budget_refusals += 1
+            raise
 
     @staticmethod
     def _keep(kept: dict[str, np.ndarray], query_id: str, model: np.ndarray) -> None:
@@ -162,7 +196,8 @@ class Compliance(Party):
         """Counters a run reports: models answered, answers replayed from the ledger, refusals
         (all, and for budget), and per querier the epsilon and delta spent (empty without a ledger)."""
         spent = self.ledger.total() if self.ledger is not None else {}
-        return {"models_answered": self.models_answered, "answers_replayed": self.answers_replayed,
+        return {"models_answered": self.models_answered, "requests_answered": self.requests_answered,
+                "answers_replayed": self.answers_replayed,
                 "refusals_sent": self.refusals_sent, "budget_refusals": self.budget_refusals,
                 "epsilon_spent": {q: b.epsilon for q, b in spent.items()},
                 "delta_spent": {q: b.delta for q, b in spent.items()}}

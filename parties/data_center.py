@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -39,7 +39,8 @@ class DataCenterData:
 class DataCenter(Party):
     """Model developers: train a base model, query its fairness, read answers."""
 
-    handlers = {"metric-answer": "_on_answer", REFUSAL: "_on_refusal"}
+    handlers = {"metric-answer": "_on_answer", REFUSAL: "_on_refusal",
+                **{kind: "_on_reply" for kind in ("attribute-release", "accept-set", "fairness-certificate")}}
 
     def __init__(self, identity: Identity, keyring: Keyring, data: DataCenterData, model: ModelSpec,
                  compliance: str, protocol: str, rng: np.random.Generator) -> None:
@@ -51,6 +52,7 @@ class DataCenter(Party):
         self.model: Any = None
         self.answers: dict[str, dict[str, Any]] = {}
         self.refusals: list[dict[str, Any]] = []
+        self.replies: list[tuple[str, dict[str, Any]]] = []
 
     def train(self) -> dict[str, float]:
         """Fit the base model on the training set; return its accuracies."""
@@ -82,6 +84,29 @@ class DataCenter(Party):
     def answers_received(self) -> list[dict[str, Any]]:
         """Payloads of the answers to this data center's honest queries, in arrival order."""
         return list(self.answers.values())
+
+    def request(self, kind: str, payload: dict[str, Any]) -> Envelope:
+        """A request of the protocol's own exchange (``release-request``, ...) to the compliance party.
+
+        A ``query_id`` is added if ``payload`` has none; it makes a retry idempotent.
+        """
+        return self.seal(self.compliance, kind, {"query_id": uuid.uuid4().hex, **payload})
+
+    def _on_reply(self, envelope: Envelope) -> None:
+        self.replies.append((envelope.kind, dict(envelope.payload)))
+
+    def replies_received(self) -> list[tuple[str, dict[str, Any]]]:
+        """(kind, payload) of every reply to :meth:`request`, in arrival order."""
+        return list(self.replies)
+
+    def compute(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Post-processing at the data center: ``function(data, replies, *args, **kwargs)``.
+
+        The function sees what this party holds (:class:`DataCenterData`, the
+        replies received), nothing else; with Ray it runs inside the actor, so
+        the training set never leaves it.
+        """
+        return function(self.data, self.replies_received(), *args, **kwargs)
 
     def _on_refusal(self, envelope: Envelope) -> None:
         self.refusals.append(dict(envelope.payload))

@@ -36,9 +36,12 @@ log = logging.getLogger(__name__)
 REFUSAL = "refusal"
 
 #: Which kinds of message each role may send (the default access policy).
+#: Requests go from a querier (the data center, or the adversary in its name) to the compliance
+#: party; replies come back. A protocol serves some of these (``Protocol.requests``); every party
+#: refuses a kind it has no handler for.
 ROLE_SENDS: Mapping[str, frozenset[str]] = {
-    "data-center": frozenset({"metric-query", REFUSAL}),
-    "compliance": frozenset({"metric-answer", REFUSAL}),
+    "data-center": frozenset({"metric-query", "release-request", "hypothesis-query", "certificate-request", REFUSAL}),
+    "compliance": frozenset({"metric-answer", "attribute-release", "accept-set", "fairness-certificate", REFUSAL}),
     "observer": frozenset(),
 }
 

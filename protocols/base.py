@@ -8,7 +8,7 @@ a protocol is one module with a ``@register_protocol`` class.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
@@ -20,13 +20,14 @@ from .errors import ConfigError, QueryError
 from .metrics import METRICS, evaluate
 from .queries import apply_edits, require_fields, validate_edits, validate_metric, validate_predictions, validate_query_id
 
-__all__ = ["PROTOCOLS", "AuditSet", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol", "register_protocol"]
+__all__ = ["PROTOCOLS", "AuditSet", "Holdings", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol", "register_protocol"]
 
 UNKNOWN_PROTOCOL = "unknown protocol {name!r}; known protocols: {known}"
 METRIC_NOT_ANSWERED = "protocol {name!r} answers only {allowed}; got {metric!r}"
 
 QUERY_FIELDS = ("metric", "predictions", "query_id")
 EDIT_FIELDS = ("metric", "query_id", "edit_of", "indices", "values")
+NO_REQUESTS = "protocol {name!r} serves no {kind!r} requests"
 UNKNOWN_BASE = "edit_of {base!r} names no model this querier asked to keep (kept: {kept})"
 
 
@@ -46,6 +47,10 @@ class AuditSet:
     @property
     def n(self) -> int:
         return int(self.a.shape[0])
+
+
+#: What the compliance party holds, by set name: ``"audit"`` always, ``"train"`` where the scenario gives it.
+Holdings = Mapping[str, AuditSet]
 
 
 @dataclass(frozen=True)
@@ -86,15 +91,26 @@ class MetricQuery:
 
 
 class Protocol(ABC):
-    """Answers metric queries about the audit set.
+    """What the compliance party releases, and for which requests.
 
-    Subclasses set ``name``, ``Params`` and implement :meth:`release`.
+    A metric protocol (``flow = "metric-query"``) sets ``name``, ``Params`` and
+    implements :meth:`release`. A protocol with its own exchange (a release of
+    A, an accept set, a certificate) sets ``flow`` to the name of the scenario
+    flow that drives it, lists its request kinds and their reply kinds in
+    ``requests``, and implements :meth:`respond` and :meth:`request_cost`; the
+    compliance party verifies, accounts and signs around them.
     """
 
     name: ClassVar[str]
     Params: ClassVar[type[ProtocolParams]] = ProtocolParams
     #: Metrics this protocol will answer (all of them unless a subclass narrows it).
     metrics: ClassVar[tuple[str, ...]] = tuple(METRICS)
+    #: The scenario flow that drives this protocol's exchange (see ``scenarios.flows``).
+    flow: ClassVar[str] = "metric-query"
+    #: Request kind -> reply kind, for the requests beyond ``metric-query`` this protocol serves.
+    requests: ClassVar[Mapping[str, str]] = {}
+    #: The sets whose A the compliance party needs: ``"audit"``, and ``"train"`` for protocols about the training set.
+    holds: ClassVar[tuple[str, ...]] = ("audit",)
 
     def __init__(self, params: ProtocolParams | None = None) -> None:
         self.params = params if params is not None else self.Params()
@@ -115,11 +131,20 @@ class Protocol(ABC):
         """Privacy cost of answering ``query`` (None: the protocol spends no budget, e.g. ``raw``)."""
         return None
 
-    @abstractmethod
     def release(
         self, exact: np.ndarray, query: MetricQuery, audit: AuditSet, rng: np.random.Generator
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Turn exact metric values into released values plus notes recorded in the answer."""
+        raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed="no metric", metric=query.metric))
+
+    def request_cost(self, kind: str, payload: Mapping[str, Any], holdings: Holdings) -> "Budget | None":
+        """Privacy cost of answering a ``kind`` request (None: free). Raise QueryError to refuse it."""
+        return None
+
+    def respond(self, kind: str, payload: Mapping[str, Any], holdings: Holdings,
+                rng: np.random.Generator) -> dict[str, Any]:
+        """The reply payload to a ``kind`` request (one of :attr:`requests`); QueryError for bad input."""
+        raise QueryError(NO_REQUESTS.format(name=self.name, kind=kind))
 
 
 PROTOCOLS: dict[str, type[Protocol]] = {}

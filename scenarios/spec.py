@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationErr
 
 import protocols
 from parties.attacks import ATTACKS, PASSIVE, get_attack
-from parties.learners import ModelSpec
+from parties.learners import LEARNERS, ModelSpec, get_learner
 from protocols.errors import ConfigError
 from protocols.metrics import METRICS
 
@@ -60,7 +60,7 @@ from .datasets import DatasetParams
 
 __all__ = ["BudgetSpec", "Component", "Scenario", "THREAT_MODELS", "parse_assignment", "load_toml"]
 
-THREAT_MODELS = ("curious-data-center", "passive-observer")
+THREAT_MODELS = ("curious-data-center", "passive-observer", "black-box-auxiliary")
 
 UNKNOWN_KEY = "unknown key {key!r}; allowed keys: {allowed}"
 MISSING_KEY = "missing key {key!r}"
@@ -74,6 +74,9 @@ WRONG_THREAT = "attack {name!r} works under {supported}, but the scenario's thre
 BAD_DATASET = "dataset.name must be one of {known}, got {name!r}"
 BAD_AUDIT_METRIC = "audit_metrics: unknown metric {metric!r}; known: {known}"
 NOT_SETTABLE = "cannot set {dotted!r}: {part!r} is a value, not a table"
+WRONG_FLOW = ("{what} {name!r} reads {flows} exchanges, but protocol {protocol!r} runs a {flow!r} exchange "
+              "(attacks for it: {fitting})")
+LEARNER_FLOW = "learner {name!r} runs in {flows} exchanges, but protocol {protocol!r} runs a {flow!r} exchange"
 OBSERVER_ACTIVE = "observer attack {name!r} must be passive (one of the attacks for passive-observer)"
 ADVANCED_NEEDS_DELTA = ("composition 'advanced' spends a slack delta'={slack:g}: budget.delta must be at least {slack:g}, "
                         "got {delta!r}")
@@ -173,6 +176,10 @@ def _attack_params(name: str) -> type[BaseModel]:
     return get_attack(name).Params
 
 
+def _learner_params(name: str) -> type[BaseModel]:
+    return get_learner(name).Params
+
+
 class BudgetSpec(BaseModel):
     """The querier's privacy budget over a whole run: epsilon and delta (0 for pure DP)."""
 
@@ -197,12 +204,13 @@ class Scenario(BaseModel):
     name: str = "custom"
     description: str = ""
     seed: int = Field(default=0, ge=0, description="root of every random stream of the run")
-    threat_model: Literal["curious-data-center", "passive-observer"] = "curious-data-center"
+    threat_model: Literal["curious-data-center", "passive-observer", "black-box-auxiliary"] = "curious-data-center"
     dataset: SerializeAsAny[BaseModel]
     model: ModelSpec = Field(default_factory=ModelSpec)
     protocol: Component
     attack: Component
     observer: Component | None = Field(default=None, description="a passive observer also attacking the transcript")
+    learner: Component | None = Field(default=None, description="the data center's learning method, where the flow has one")
     audit_metrics: tuple[str, ...] = Field(default=("sp",), description="honest queries about the base model")
     backend: Literal["ray", "local"] = Field(default="ray", description="parties as Ray actors, or in-process")
     budget: BudgetSpec | None = Field(default=None, description="the querier's privacy budget over the run (no cap if absent)")
@@ -231,7 +239,9 @@ class Scenario(BaseModel):
             parsed["observer"] = _component("observer", data["observer"], _attack_params, ATTACKS)
         if data.get("budget") is not None:
             parsed["budget"] = _validate(BudgetSpec, data["budget"], "budget")
-        simple = {k: v for k, v in data.items() if k not in parsed and k not in ("observer", "budget")}
+        if data.get("learner") is not None:
+            parsed["learner"] = _component("learner", data["learner"], _learner_params, LEARNERS)
+        simple = {k: v for k, v in data.items() if k not in parsed and k not in ("observer", "budget", "learner")}
         rest = _validate(_SimpleFields, simple, "")
         scenario = cls(**parsed, **rest.model_dump())
         scenario._check_threat_model()
@@ -244,6 +254,16 @@ class Scenario(BaseModel):
                                                   threat=self.threat_model))
         if self.observer is not None and get_attack(self.observer.name).threat_models != PASSIVE:
             raise ConfigError(OBSERVER_ACTIVE.format(name=self.observer.name))
+        flow = protocols.get_protocol(self.protocol.name).flow
+        for what, component in (("attack", self.attack), ("observer", self.observer)):
+            if component is not None and flow not in get_attack(component.name).flows:
+                fitting = ", ".join(sorted(n for n, cls in ATTACKS.items() if flow in cls.flows)) or "none"
+                raise ConfigError(WRONG_FLOW.format(what=what, name=component.name,
+                                                    flows=" or ".join(get_attack(component.name).flows),
+                                                    protocol=self.protocol.name, flow=flow, fitting=fitting))
+        if self.learner is not None and flow not in get_learner(self.learner.name).flows:
+            raise ConfigError(LEARNER_FLOW.format(name=self.learner.name, flows=" or ".join(
+                get_learner(self.learner.name).flows) or "no", protocol=self.protocol.name, flow=flow))
         for metric in self.audit_metrics:
             if metric not in METRICS:
                 raise ConfigError(BAD_AUDIT_METRIC.format(metric=metric, known=", ".join(METRICS)))
@@ -271,6 +291,8 @@ class Scenario(BaseModel):
         }
         if self.observer is not None:
             out["observer"] = self.observer.to_dict()
+        if self.learner is not None:
+            out["learner"] = self.learner.to_dict()
         # Written only when set, so the specs (and study cell ids) of runs without a budget stay as they were.
         if self.budget is not None:
             out["budget"] = self.budget.model_dump()

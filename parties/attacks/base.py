@@ -142,6 +142,8 @@ class Attack(ABC):
     name: ClassVar[str]
     Params: ClassVar[type[AttackParams]] = AttackParams
     threat_models: ClassVar[tuple[str, ...]] = ACTIVE
+    #: The scenario flows (``Protocol.flow``) whose exchanges this attack reads.
+    flows: ClassVar[tuple[str, ...]] = ("metric-query",)
     summary: ClassVar[str] = ""
 
     def __init__(self, params: AttackParams | None, view: AttackerView, rng: np.random.Generator) -> None:

@@ -1,5 +1,6 @@
-"""Data-center learning methods: the base model now; fair learners as they arrive."""
+"""Data-center learning methods: the base model, and fair learners registered by name."""
 
 from .base_model import ModelSpec, build_estimator
+from .registry import LEARNERS, Learner, LearnerParams, get_learner, register_learner
 
-__all__ = ["ModelSpec", "build_estimator"]
+__all__ = ["LEARNERS", "Learner", "LearnerParams", "ModelSpec", "build_estimator", "get_learner", "register_learner"]

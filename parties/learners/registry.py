@@ -1,0 +1,55 @@
+"""The learner plug-in registry: data-center learning methods a scenario names in its ``[learner]`` table.
+
+A learner is a class with a ``name``, a pydantic ``Params`` model and whatever
+fit/predict methods its flow calls; the registry only lets scenario specs
+validate ``[learner]`` tables and list the known names, as for protocols and
+attacks.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from protocols.errors import ConfigError
+
+__all__ = ["LEARNERS", "Learner", "LearnerParams", "get_learner", "register_learner"]
+
+UNKNOWN_LEARNER = "unknown learner {name!r}; known learners: {known}"
+
+
+class LearnerParams(BaseModel):
+    """Base of every learner's parameters (frozen, unknown keys rejected)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Learner:
+    """Base of every learner: subclasses set ``name``, ``Params`` and the flows they serve."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[LearnerParams]] = LearnerParams
+    #: The scenario flows (``Protocol.flow``) this learner can run in.
+    flows: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = ""
+
+    def __init__(self, params: LearnerParams | None = None) -> None:
+        self.params = params if params is not None else self.Params()
+
+
+LEARNERS: dict[str, type[Learner]] = {}
+
+
+def register_learner(cls: type[Learner]) -> type[Learner]:
+    """Class decorator adding a learner to :data:`LEARNERS` under ``cls.name``."""
+    LEARNERS[cls.name] = cls
+    return cls
+
+
+def get_learner(name: str) -> type[Learner]:
+    """The learner class registered as ``name``; the error lists the known names."""
+    try:
+        return LEARNERS[name]
+    except KeyError:
+        raise ConfigError(UNKNOWN_LEARNER.format(name=name, known=", ".join(sorted(LEARNERS)) or "none")) from None

@@ -1,0 +1,42 @@
+"""Scenario flows: how a run's parties exchange messages under one kind of protocol.
+
+A protocol names its flow (:attr:`protocols.base.Protocol.flow`); the runner
+builds the world (:func:`scenarios.world.build_world`), calls the flow, and
+adds what every run reports (messages, bytes, budget spent, timings). A flow
+is a function ``flow(world) -> metrics``: it drives the honest exchange and the
+attack through the network, scores what the adversary concluded against the
+truth the referee holds, and returns the metrics for ``result.json``. Adding
+a kind of protocol = one module here with a ``@register_flow`` function.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from protocols.errors import ConfigError
+
+__all__ = ["FLOWS", "Flow", "get_flow", "register_flow"]
+
+UNKNOWN_FLOW = "no scenario flow {name!r} (a bug in the protocol that names it); known flows: {known}"
+
+Flow = Callable[[Any], dict[str, Any]]
+FLOWS: dict[str, Flow] = {}
+
+
+def register_flow(name: str) -> Callable[[Flow], Flow]:
+    """Decorator adding a flow under ``name`` (the protocol's ``flow``)."""
+    def add(flow: Flow) -> Flow:
+        FLOWS[name] = flow
+        return flow
+    return add
+
+
+def get_flow(name: str) -> Flow:
+    """The flow registered as ``name``; the error lists the known flows."""
+    try:
+        return FLOWS[name]
+    except KeyError:
+        raise ConfigError(UNKNOWN_FLOW.format(name=name, known=", ".join(sorted(FLOWS)))) from None
+
+
+from . import metric_query  # noqa: E402,F401  (registers the flows)

@@ -1,0 +1,125 @@
+"""The metric-query flow: honest fairness queries, then the adversary's probes, then observers.
+
+The data center trains its base model and asks how fair it is; in the curious
+data-center threat model it then defects and the adversary queries in its name
+until its attack concludes; a passive observer (the threat model's adversary,
+or an extra ``observer``) attacks the transcript afterwards. The referee
+scores every reconstruction against A of the audit set.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parties.adversary import Adversary, exchanges_from
+from parties.attacks import AttackerView, Reconstruction, get_attack, leakage
+from parties.transcript import iter_transcript, read_transcript
+from protocols.errors import AttackError
+from protocols.metrics import evaluate
+
+from ..spec import Component
+from ..world import ADVERSARY, COMPLIANCE, DATA_CENTER, OBSERVER, World
+from . import register_flow
+
+__all__ = ["metric_query_flow", "score"]
+
+
+def _build_attack(component: Component, view: AttackerView, rng: np.random.Generator):
+    return get_attack(component.name)(component.params, view, rng)
+
+
+def _honest_use(world: World) -> dict[str, Any]:
+    """The data center trains and asks how fair its base model is."""
+    metrics = world.deployment.call(DATA_CENTER, "train")
+    for metric in world.scenario.audit_metrics:
+        world.network.exchange(world.deployment.call(DATA_CENTER, "audit_query", metric))
+    for answer in world.deployment.call(DATA_CENTER, "answers_received"):
+        metrics[f"base_{answer['metric']}"] = float(answer["values"][0])
+    return metrics
+
+
+def _curious_attack(world: World) -> Reconstruction:
+    """The data center defects: the adversary queries in its name until the attack ends."""
+    view, identity = world.deployment.call(DATA_CENTER, "defect")
+    world.deployment.add(ADVERSARY, Adversary, identity, world.keyring,
+                         _build_attack(world.scenario.attack, view, world.rngs["adversary"]), COMPLIANCE,
+                         world.protocol.name)
+    world.network.route(DATA_CENTER, ADVERSARY)  # answers to the data center's name now reach the adversary
+    models_before = world.deployment.call(COMPLIANCE, "stats")["models_answered"]
+    world.network.exchange(world.deployment.call(ADVERSARY, "start"))
+    try:
+        return world.deployment.call(ADVERSARY, "outcome")
+    except AttackError:
+        # The budget did its job: the attack ran out of budget before it could conclude. The run
+        # still reports (nobody attacked, what was answered and spent) instead of failing.
+        stats = world.deployment.call(COMPLIANCE, "stats")
+        if world.ledger_path is None or not stats["budget_refusals"]:
+            raise
+        empty = np.empty(0, dtype=np.int64)
+        return Reconstruction(indices=empty, a_hat=empty.astype(np.int8), decided=empty.astype(bool),
+                              queries=stats["models_answered"] - models_before, info={"stopped": "budget-exceeded"})
+
+
+def _overhear(world: World, slot: str, component: Component, seen: list, rng: np.random.Generator) -> Reconstruction:
+    """A passive attack on the transcript; the observer knows only n (from the queries' shape)."""
+    wire_view = AttackerView(n=int(world.split.a_audit.shape[0]))
+    world.deployment.add(slot, Adversary, world.identities[OBSERVER], world.keyring,
+                         _build_attack(component, wire_view, rng), COMPLIANCE, world.protocol.name)
+    return world.deployment.call(slot, "observe", seen)
+
+
+def score(reconstruction: Reconstruction, a: np.ndarray) -> dict[str, Any]:
+    """The referee's verdict: leakage (Def. 5.1) and counts, against the truth no party handed over."""
+    truth = a[reconstruction.indices]
+    decided = reconstruction.decided
+    correct = decided & (reconstruction.a_hat == truth)
+    return {
+        "leakage": leakage(truth, reconstruction.a_hat, reconstruction.partition_only, decided),
+        "exact_recovery": bool(reconstruction.indices.size > 0 and correct.all()),
+        "attacked": int(reconstruction.indices.size),
+        "correct": int(correct.sum()),
+        "undecided": int((~decided).sum()),
+        "queries": int(reconstruction.queries),
+    }
+
+
+def _query_errors(path: Path, a: np.ndarray, y: np.ndarray) -> dict[str, float | None]:
+    """Mean and median |released - exact| over every answered model (the referee recomputes the exact values).
+
+    Both are reported: Cauchy noise has no finite mean, so its mean error is ruled by the tails.
+    """
+    errors = [np.abs(e.values - evaluate(e.metric, e.predictions, a, y))
+              for e in exchanges_from(iter_transcript(path, verify=False))]
+    if not errors:
+        return {"avg_query_error": None, "median_query_error": None}
+    flat = np.concatenate(errors)
+    return {"avg_query_error": float(flat.mean()), "median_query_error": float(np.median(flat))}
+
+
+@register_flow("metric-query")
+def metric_query_flow(world: World) -> dict[str, Any]:
+    """Honest queries, the curious data center's attack or the observers', scored; the transcript is closed."""
+    scenario, a = world.scenario, world.split.a_audit
+    model_metrics = _honest_use(world)
+    if scenario.threat_model == "curious-data-center":
+        reconstruction = _curious_attack(world)
+    world.transcript.close()
+    overhearing = scenario.threat_model == "passive-observer" or scenario.observer is not None
+    seen = read_transcript(world.transcript.path, verify=False) if overhearing else []
+    if scenario.threat_model == "passive-observer":
+        reconstruction = _overhear(world, ADVERSARY, scenario.attack, seen, world.rngs["adversary"])
+    observer_metrics: dict[str, Any] = {}
+    if scenario.observer is not None:
+        overheard = _overhear(world, OBSERVER, scenario.observer, seen, world.rngs["observer"])
+        observer_metrics = {"observer_leakage": score(overheard, a)["leakage"],
+                            "observer_revealed": int(overheard.indices.size)}
+    return {
+        **score(reconstruction, a),
+        **_query_errors(world.transcript.path, a, world.split.y_audit),
+        **model_metrics,
+        **observer_metrics,
+        **{f"attack_{k}": v for k, v in reconstruction.info.items()},
+    }

@@ -1,0 +1,104 @@
+"""The parties of one run, wired together: what every scenario flow starts from.
+
+:func:`build_world` loads the data set, gives each party only what its role
+holds (the data center X and y, the compliance party A and y of the audit set,
+and of the training set where the protocol answers about it), opens the
+transcript and the network, and, for a protocol that spends privacy budget,
+the run's ledger. A flow (:mod:`scenarios.flows`) then drives the exchange.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import protocols
+from parties.compliance import Compliance, has_costs
+from parties.data_center import DataCenter, DataCenterData
+from parties.network import LocalDeployment, Network
+from parties.transcript import TranscriptWriter
+from parties.wire import Identity, Keyring
+from protocols.base import AuditSet
+
+from .datasets import Table, load_split
+from .spec import Scenario
+
+__all__ = ["ADVERSARY", "COMPLIANCE", "DATA_CENTER", "LEDGER_FILE", "OBSERVER", "PARTY_SLOTS", "World", "build_world"]
+
+COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER = "compliance", "data-center", "adversary", "observer"
+#: Every slot a run may fill with a party.
+PARTY_SLOTS = (COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER)
+#: The privacy ledger of a run whose protocol spends budget (SQLite; -wal and -shm are its side files).
+LEDGER_FILE = "ledger.sqlite"
+
+
+@dataclass
+class World:
+    """The parties of one run, their network and the data behind them (the referee's view).
+
+    ``rngs`` holds the streams a flow may use: ``"adversary"``, ``"observer"`` and ``"flow"``
+    (anything else the flow draws, e.g. a learner's seed), each independent of the parties' own.
+    """
+
+    scenario: Scenario
+    split: Any
+    protocol: protocols.Protocol
+    identities: dict[str, Identity]
+    keyring: Keyring
+    deployment: Any
+    network: Network
+    transcript: TranscriptWriter
+    rngs: dict[str, np.random.Generator]
+    ledger_path: Path | None = None
+
+
+def _deployment(scenario: Scenario, address: str | None, hosts: dict | None) -> Any:
+    if scenario.backend == "local":
+        return LocalDeployment()
+    from parties.actors import RayDeployment, ensure_ray
+
+    ensure_ray(address)
+    return RayDeployment(hosts)
+
+
+def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: Table | None,
+                hosts: dict | None) -> World:
+    """Spawn the run's random streams, load the data and start the compliance party and the data center."""
+    data_rng, dc_rng, comp_rng, adv_rng, obs_rng, flow_rng = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(scenario.seed).spawn(6))
+    split = load_split(scenario.dataset, data_rng, table)
+    protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
+    identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance"),
+                  DATA_CENTER: Identity.generate(DATA_CENTER, "data-center")}
+    if scenario.threat_model == "passive-observer" or scenario.observer is not None:
+        identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
+    keyring = Keyring()
+    for identity in identities.values():
+        keyring.add(identity.key_entry())
+    deployment = _deployment(scenario, address, hosts)
+    transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
+    network = Network(deployment, transcript)
+    # A protocol that spends privacy budget is accounted in the run's ledger file, the data center's
+    # queries (and the adversary's, sent in its name) against the scenario's budget.
+    accounting: dict[str, Any] = {}
+    ledger_path = None
+    if has_costs(protocol):
+        ledger_path = run_dir / LEDGER_FILE
+        budgets = {DATA_CENTER: scenario.budget.to_budget()} if scenario.budget is not None else None
+        accounting = {"ledger_path": str(ledger_path.resolve()), "budgets": budgets,
+                      "composition": scenario.composition}
+    if "train" in protocol.holds:
+        accounting["train"] = AuditSet(a=split.a_train, y=split.y_train)
+    # Each party gets only what its role holds: A never reaches the data center.
+    deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
+                   AuditSet(a=split.a_audit, y=split.y_audit), protocol, [DATA_CENTER], comp_rng, **accounting)
+    deployment.add(DATA_CENTER, DataCenter, identities[DATA_CENTER], keyring,
+                   DataCenterData(split.X_train, split.y_train, split.X_audit, split.y_audit),
+                   scenario.model, COMPLIANCE, protocol.name, dc_rng)
+    network.route(COMPLIANCE, COMPLIANCE)
+    network.route(DATA_CENTER, DATA_CENTER)
+    rngs = {"adversary": adv_rng, "observer": obs_rng, "flow": flow_rng}
+    return World(scenario, split, protocol, identities, keyring, deployment, network, transcript, rngs, ledger_path)
