@@ -64,6 +64,8 @@ class TableSpec(BaseModel):
     rows: str
     columns: str | None = None
     value: str
+    where: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="only the rows whose fields equal these values (e.g. one decoder)")
 
 
 class PlotSpec(BaseModel):
@@ -78,6 +80,8 @@ class PlotSpec(BaseModel):
     facet: str | None = None
     title: str = ""
     logx: bool = False
+    where: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="only the rows whose fields equal these values")
 
 
 class Outputs(BaseModel):
@@ -259,9 +263,9 @@ class Study(BaseModel):
     def _output_columns(self) -> list[tuple[str, str]]:
         cols = []
         for t in self.outputs.tables:
-            cols += [("table", c) for c in (t.rows, t.columns, t.value) if c]
+            cols += [("table", c) for c in (t.rows, t.columns, t.value, *t.where) if c]
         for p in self.outputs.plots:
-            cols += [(f"plot {p.file}", c) for c in (p.x, p.y, p.colour, p.facet) if c]
+            cols += [(f"plot {p.file}", c) for c in (p.x, p.y, p.colour, p.facet, *p.where) if c]
         return cols
 
 

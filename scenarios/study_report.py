@@ -52,9 +52,20 @@ def _natural(values: pd.Series) -> list:
         return sorted(distinct, key=str)
 
 
-def pivot(frame: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
-    """mean ± std of ``spec.value`` by ``spec.rows`` (and ``spec.columns``)."""
+def _selected(frame: pd.DataFrame, where: dict) -> pd.DataFrame:
+    """The ok rows whose fields equal ``where``'s values (numbers compared as numbers, the rest as text)."""
     ok = frame[frame["status"] == "ok"]
+    for key, value in where.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            ok = ok[pd.to_numeric(ok[key], errors="coerce") == value]
+        else:
+            ok = ok[ok[key].astype(str).str.lower() == str(value).lower()]
+    return ok
+
+
+def pivot(frame: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
+    """mean ± std of ``spec.value`` by ``spec.rows`` (and ``spec.columns``), over the rows ``spec.where`` selects."""
+    ok = _selected(frame, spec.where)
     keys = [spec.rows] + ([spec.columns] if spec.columns else [])
     cells = ok.groupby(keys, sort=True, dropna=False)[spec.value].apply(_mean_std)
     return cells.unstack(spec.columns) if spec.columns else cells.to_frame(spec.value)
@@ -70,7 +81,7 @@ def _markdown(frame: pd.DataFrame, index: bool = False) -> str:
 
 def plot(frame: pd.DataFrame, spec: PlotSpec, out: Path) -> Path:
     """Draw ``spec`` from the ok rows into ``out/spec.file``."""
-    ok = frame[frame["status"] == "ok"].copy()
+    ok = _selected(frame, spec.where).copy()
     ok[spec.y] = pd.to_numeric(ok[spec.y], errors="coerce")
     facets = _natural(ok[spec.facet]) if spec.facet else [None]
     fig, axes = plt.subplots(1, len(facets), figsize=(5 * len(facets), 4), squeeze=False, sharey=True)

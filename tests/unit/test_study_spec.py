@@ -62,7 +62,10 @@ def test_fixed_values_survive_a_grid_change_of_plugin_name():
     ({"repeats": 0}, "repeats: Input should be greater than or equal to 1"),
     ({"colour": "red"}, "unknown key 'colour'; allowed keys: description, grid, max_attempts, name, outputs,"),
     ({"outputs": {"tables": [{"rows": "attack.targets", "value": "leakage", "colour": "c"}]}},
-     "unknown key 'outputs.tables.0.colour'; allowed keys: columns, rows, title, value"),
+     "unknown key 'outputs.tables.0.colour'; allowed keys: columns, rows, title, value, where"),
+    ({"outputs": {"metrics": ["leakage"],
+                  "tables": [{"rows": "attack.targets", "value": "leakage", "where": {"attack.decoder": "l1"}}]}},
+     "outputs table names 'attack.decoder', which is neither a grid axis"),
     ({"outputs": {"metrics": ["leakage"], "plots": [{"file": "a.png", "x": "attack.targets", "y": "queries"}]}},
      "outputs plot a.png names 'queries', which is neither a grid axis"),
     ({"outputs": {"plots": [{"file": "../a.png", "x": "a", "y": "b"}]}}, "outputs.plots.0.file"),
@@ -121,3 +124,19 @@ def test_linked_axes_vary_fields_together():
     assert len(study.cells()) == 2 * 2 * 2
     with pytest.raises(ConfigError, match="links 2 fields: each value must be a list of 2 values"):
         _study(grid={"dataset.audit_size,attack.targets": [[100, 3], [150]]})
+
+
+def test_where_selects_the_rows_of_a_table_and_a_plot(tmp_path):
+    study = _study(outputs={"metrics": ["leakage"],
+                            "tables": [{"rows": "attack.targets", "value": "leakage", "where": {"protocol.decimals": 6}}],
+                            "plots": [{"file": "w.png", "x": "attack.targets", "y": "leakage",
+                                       "where": {"protocol.decimals": 2}}]})
+    frame = _frame(study)
+    frame["leakage"] = frame["leakage"] + frame["protocol.decimals"]  # tell the two halves apart
+    save_results(frame, tmp_path / "results.csv")
+    again = load_results(tmp_path / "results.csv")
+    table = pivot(again, study.outputs.tables[0])
+    # decimals = 6 only: targets 3 -> (59, 69) and mean 64, never the decimals = 2 rows (55, 65)
+    assert list(table.index) == [3, 5, 7] and table.loc[3, "leakage"] == "64 ± 7.1"
+    write_outputs(study, again, tmp_path)
+    assert (tmp_path / "w.png").stat().st_size > 5000
