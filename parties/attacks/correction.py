@@ -164,9 +164,7 @@ def _milp_status(result) -> str:
         return OPTIMAL
     if result.status == 2:
         return INFEASIBLE
-    if result.status == 1 and result.x is not None:
-        return TIME_LIMIT
-    return INFEASIBLE if result.x is None else TIME_LIMIT
+    return TIME_LIMIT  # a limit was reached: the best solution found, or none (the guess is kept)
 
 
 def _options(time_limit: float | None) -> dict:

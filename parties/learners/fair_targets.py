@@ -18,6 +18,7 @@ draws from its randomized classifier with the given seed.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -76,7 +77,9 @@ class ExponentiatedGradientTarget(Learner):
         p = self.params
         self.model_ = ExponentiatedGradient(_tree(p.max_depth, seed), _constraint(p.metric, p.tolerance),
                                             eps=p.eps, max_iter=p.max_iter)
-        self.model_.fit(X, y, sensitive_features=a)
+        with warnings.catch_warnings():  # fairlearn's own pandas deprecation notices, not ours to act on
+            warnings.filterwarnings("ignore", message="Setting a value on a Series via .at")
+            self.model_.fit(X, y, sensitive_features=a)
         return self
 
     def predict(self, X: np.ndarray, a: np.ndarray | None = None, seed: int = 0) -> np.ndarray:
