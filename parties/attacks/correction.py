@@ -60,7 +60,7 @@ from protocols.group_gaps import GAP_METRICS, metric_slices, slice_gap, unfairne
 
 __all__ = [
     "CORRECTION_METRICS", "SOLVERS", "Correction", "FairnessConstraint", "INFEASIBLE", "OPTIMAL",
-    "correct", "metric_slices", "slice_gap", "solve_efficient", "solve_enumeration", "solve_general", "unfairness",
+    "correct", "metric_slices", "slice_gap", "solve_efficient", "solve_enumeration", "solve_general", "solve_released_sp", "unfairness",
 ]
 
 #: Metrics the corrector can use, and the label values of their slices (Sec. III-D).
@@ -70,6 +70,8 @@ OPTIMAL, INFEASIBLE, TIME_LIMIT = "optimal", "infeasible", "time-limit"
 SOLVERS = ("auto", "enumeration", "highs")
 BAD_SOLVER = "correction solver must be one of {known}; got {solver!r}"
 ENUMERATION_BINARY = "the enumeration solver handles binary A only; got {groups} groups (use solver 'highs')"
+BAD_RELEASE = "released value and slack must be finite, slack >= 0; got value={value!r}, slack={slack!r}"
+BAD_N1 = "n1 must lie in 1..n-1 (both groups non-empty); got n1={n1} for n={n}"
 BAD_METRIC = "correction metric must be one of {known}; got {metric!r}"
 NEEDS_LABELS = "metric {metric!r} works on label slices: pass y"
 BAD_SHAPES = "a0, confidence, yhat (and y) must be 1-d arrays of one length; got shapes {shapes}"
@@ -433,6 +435,58 @@ def solve_enumeration(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, 
                 moves[f"slice{s}:yhat{p}:{source[1]}->{1 - source[1]}"] = abs(net)
     if not feasible:
         return Correction(a0.copy(), float("nan"), INFEASIBLE, 0, time.perf_counter() - start)
+    changed = a != a0
+    return Correction(a, float(w[changed].sum()), OPTIMAL, int(changed.sum()), time.perf_counter() - start, moves)
+
+
+def solve_released_sp(a0: np.ndarray, confidence: np.ndarray, h: np.ndarray, value: float, slack: float,
+                      n1: int) -> Correction:
+    """Correct a binary guess to a *released* signed SP value with known group sizes, exactly.
+
+    For the Attribute-Reveal setting (query-leakage paper): the compliance party
+    released ``SP = mean(h | a=1) - mean(h | a=0)`` of a model ``h`` on the audit
+    set, possibly with noise, and the attacker knows ``N_1`` (group sizes, from
+    answers or public statistics). The between-group difference is not linear in
+    the counts in general, but with ``N_1 = n1`` fixed it is linear in ``P_1``::
+
+        SP = P_1 / n1 - (P - P_1) / n0   in  [value - slack, value + slack]
+
+    so ``P_1`` lies in an integer interval. With the net moves ``u`` (among
+    ``h = 1``) and ``v`` (among ``h = 0``) of :func:`solve_enumeration`,
+    ``P_1 = n_11 + u`` and ``N_1 = n_1 + u + v = n1`` fix ``v`` for every ``u``;
+    enumerating ``u`` over the interval is exact. ``slack`` is what the attacker
+    allows for the release's noise (0 for exact answers).
+    """
+    start = time.perf_counter()
+    a0, w, h = _check(a0, confidence, h, None, 2)
+    n = a0.size
+    if not (np.isfinite(value) and np.isfinite(slack) and slack >= 0):
+        raise AttackError(BAD_RELEASE.format(value=value, slack=slack))
+    if not 1 <= n1 <= n - 1:
+        raise AttackError(BAD_N1.format(n1=n1, n=n))
+    n0, P = n - n1, int(h.sum())
+    cell = {(p, g): np.flatnonzero((h == p) & (a0 == g)) for p in (0, 1) for g in (0, 1)}
+    cell = {k: idx[np.argsort(w[idx], kind="stable")] for k, idx in cell.items()}
+    n11, n_1 = cell[(1, 1)].size, cell[(1, 1)].size + cell[(0, 1)].size
+    # P_1 (1/n1 + 1/n0) = SP + P / n0, so P_1 = (SP + P / n0) n1 n0 / n over the released interval.
+    scale = n1 * n0 / n
+    p_lo = int(np.ceil((value - slack - SLACK + P / n0) * scale - 1e-9))
+    p_hi = int(np.floor((value + slack + SLACK + P / n0) * scale + 1e-9))
+    u = np.arange(max(p_lo, 0) - n11, min(p_hi, P) - n11 + 1)
+    u = u[(u >= -n11) & (u <= cell[(1, 0)].size)]
+    v = n1 - n_1 - u
+    ok = (v >= -cell[(0, 1)].size) & (v <= cell[(0, 0)].size)
+    if not ok.any():
+        return Correction(a0.copy(), float("nan"), INFEASIBLE, 0, time.perf_counter() - start)
+    u, v = u[ok], v[ok]
+    cost = _net_cost(w[cell[(1, 0)]], w[cell[(1, 1)]], u) + _net_cost(w[cell[(0, 0)]], w[cell[(0, 1)]], v)
+    best = int(np.argmin(cost))
+    a, moves = a0.copy(), {}
+    for p, net in ((1, int(u[best])), (0, int(v[best]))):
+        source = (p, 0) if net > 0 else (p, 1)
+        a[cell[source][:abs(net)]] = 1 - source[1]
+        if net:
+            moves[f"h{p}:{source[1]}->{1 - source[1]}"] = abs(net)
     changed = a != a0
     return Correction(a, float(w[changed].sum()), OPTIMAL, int(changed.sum()), time.perf_counter() - start, moves)
 

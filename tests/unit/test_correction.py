@@ -7,7 +7,7 @@ import pytest
 
 from parties.attacks.correction import (
     BAD_CONFIDENCE, BAD_GROUPS, BAD_METRIC, BAD_SHAPES, BAD_SOLVER, ENUMERATION_BINARY, INFEASIBLE, NEEDS_LABELS,
-    OPTIMAL, FairnessConstraint, correct, solve_efficient, solve_enumeration, solve_general,
+    OPTIMAL, BAD_N1, FairnessConstraint, correct, solve_efficient, solve_enumeration, solve_general, solve_released_sp,
 )
 from protocols.errors import AttackError, QueryError
 from protocols.group_gaps import BAD_GAP_METRIC, metric_slices, slice_gap, unfairness
@@ -148,3 +148,31 @@ def test_unknown_gap_metric_is_a_query_error():
     with pytest.raises(QueryError, match="metric must be one of"):
         unfairness("prp", np.ones(2), np.ones(2))
     assert BAD_GAP_METRIC.startswith("metric must be one of")
+
+
+def test_released_sp_correction_matches_brute_force():
+    """Signed SP released for a model, N_1 known: the enumeration finds the brute-force optimum."""
+    import itertools
+
+    rng = np.random.default_rng(8)
+    feasible = 0
+    for _ in range(60):
+        n = int(rng.integers(3, 9))
+        a0, w, h = rng.integers(0, 2, n), rng.random(n), rng.integers(0, 2, n)
+        n1, value, slack = int(rng.integers(1, n)), float(rng.uniform(-0.6, 0.6)), float(rng.choice([0.0, 0.1, 0.3]))
+        best = np.inf
+        for bits in itertools.product((0, 1), repeat=n):
+            a = np.array(bits)
+            if a.sum() == n1 and abs(h[a == 1].mean() - h[a == 0].mean() - value) <= slack + 1e-9:
+                best = min(best, w[a != a0].sum())
+        fixed = solve_released_sp(a0, w, h, value, slack, n1)
+        if np.isinf(best):
+            assert fixed.status == INFEASIBLE and np.array_equal(fixed.a, a0)
+        else:
+            feasible += 1
+            assert fixed.status == OPTIMAL and fixed.objective == pytest.approx(best, abs=1e-12)
+            assert fixed.a.sum() == n1
+    assert feasible >= 15
+    with pytest.raises(AttackError) as info:
+        solve_released_sp(np.zeros(4), np.ones(4), np.ones(4), 0.0, 0.1, 4)
+    assert str(info.value) == BAD_N1.format(n1=4, n=4)
