@@ -37,8 +37,17 @@ Two models solve it (both with HiGHS through :func:`scipy.optimize.milp`):
   a linear solver: an optimum fills the cheapest ``z_j`` first. Only the move
   counts are integers, so HiGHS branches on a handful of variables.
 
+* :func:`solve_enumeration` -- the same efficient model for binary A, solved
+  exactly without a MILP by enumerating the net moves (O(n log n)); the default of
+  :func:`correct`, because HiGHS's branch and bound on the efficient MILP is slow
+  at tight tolerances and was measured to report infeasible where a solution
+  exists (tolerance 0, 15,000 rows).
+* :func:`solve_released_sp` -- the combination with the query-leakage attacks:
+  a guess corrected to a released signed SP value of a model with known group
+  sizes.
+
 Theorem 1 (both models share the optimal objective and solutions) is checked
-by the tests on small instances.
+by the tests on small instances, as is the enumeration against HiGHS.
 
 The cost of moving an example does not depend on its destination group (it is
 the confidence in the guess being abandoned), as in objective (1); with ``K > 2``
@@ -49,7 +58,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -132,7 +141,7 @@ def _check(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, y: np.ndarr
     return a0, arrays[1], (arrays[2] >= 0.5).astype(np.int64)
 
 
-def _fairness_rows(count_of: "callable", size: int, n_slice: int, positives: int, groups: int, eps: float):
+def _fairness_rows(count_of: Callable[[int], tuple], size: int, n_slice: int, positives: int, groups: int, eps: float):
     """Constraint rows ``(r - eps) N_g <= P_g <= (r + eps) N_g`` and ``N_g >= 1`` for one slice.
 
     ``count_of(g)`` returns sparse (columns, coefficients) of ``N_g`` and of
