@@ -78,7 +78,7 @@ class ExponentiatedGradientTarget(Learner):
         self.model_ = ExponentiatedGradient(_tree(p.max_depth, seed), _constraint(p.metric, p.tolerance),
                                             eps=p.eps, max_iter=p.max_iter)
         with warnings.catch_warnings():  # fairlearn's own pandas deprecation notices, not ours to act on
-            warnings.filterwarnings("ignore", message="Setting a value on a Series via .at")
+            warnings.filterwarnings("ignore", module=r"fairlearn\..*")
             self.model_.fit(X, y, sensitive_features=a)
         return self
 
