@@ -146,6 +146,8 @@ class Decoded:
     decoder: str
     seconds: float
     info: dict[str, Any] = field(default_factory=dict)
+    #: The LP's fractional point (share of "disadvantaged" per individual) before rounding, where there is one.
+    z: np.ndarray | None = None
 
 
 # --------------------------------------------------------------------------- validation and shared pieces
@@ -231,7 +233,7 @@ def _finish(name: str, H: np.ndarray, sp: np.ndarray, z: np.ndarray | None, deci
     info = {"tol": tol, "count_matches": count_ok, **info}
     certified = bool(z is not None and residual <= tol and count_ok and decided.all() and unique)
     return Decoded(a_hat=a_hat, decided=decided, certified=certified, residual=residual, decoder=name,
-                   seconds=time.perf_counter() - start, info=info)
+                   seconds=time.perf_counter() - start, info=info, z=z)
 
 
 def _lp_info(res: Any) -> dict[str, Any]:

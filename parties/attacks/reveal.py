@@ -156,6 +156,7 @@ class CompressedSensingReveal(Attack):
                 continue
             if dec.certified:
                 break
+        self.decoded = dec  # kept for attacks that post-process the decode (reconstruction correction)
         if dec is None:
             raise AttackError(f"no decode succeeded with {H.shape[0]} probe models for n={n}")
         info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds, "probe_models": H.shape[0],

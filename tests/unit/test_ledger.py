@@ -343,8 +343,8 @@ def test_compliance_charges_answers_retries_from_the_ledger_and_refuses_over_bud
     again = check_reply(_ask(world, identities, keyring, "q2"), keyring, DC, "metric-answer")
     assert again.payload["values"].tobytes() == Ledger(path).answer_for("q2")["values"].tobytes()
     stats = world.call("compliance", "stats")
-    assert stats == {"models_answered": 2 + 3, "requests_answered": 0, "answers_replayed": 2, "refusals_sent": 1, "budget_refusals": 1,
-                     "epsilon_spent": {DC: 1.0}, "delta_spent": {DC: 0.0}}
+    assert stats == {"models_answered": 2 + 3, "requests_answered": 0, "answers_replayed": 2, "refusals_sent": 1,
+                     "budget_refusals": 1, "epsilon_spent": {DC: 1.0}, "delta_spent": {DC: 0.0}}
 
 
 def test_a_new_compliance_on_the_same_file_carries_on(identities, keyring, audit_arrays, tmp_path):

@@ -1,0 +1,112 @@
+"""The fairness-certificate flow: a fair model is certified, and a black-box attacker exploits the certificate.
+
+Who holds what (threat model ``black-box-auxiliary``, Ferry et al. Sec. III-A, IV-A):
+
+* the **model owner** trains the scenario's fair learner (``[learner]``, e.g.
+  fairlearn's ExponentiatedGradient) on the training set *with* its A, as any
+  fair learner must. The referee plays it: it hands A of the training set to the
+  learner only, and the learner is discarded after predicting;
+* the **data center** deploys the model and asks the **compliance party**, which
+  holds A of the training set (``holds = ("audit", "train")``), for a signed
+  ``fairness-certificate`` of the model's predictions on that set;
+* the certificate is **published**: the adversary reads it from the transcript,
+  every signature verified. It also holds the training set's features and labels,
+  the model's predictions on it (black-box queries) and an **attack set**
+  (features, labels, A, and the model's predictions): the data set's audit rows,
+  drawn disjoint from the training rows from the same distribution
+  (``dataset.audit_size`` sets its size).
+
+The referee scores the baseline guess and the corrected one against A of the
+training set, which no party handed to the adversary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from parties.attacks import AttackerView, get_attack, leakage
+from parties.attacks.reconstruction_correction import BlackBoxKnowledge
+from parties.learners import get_learner
+from parties.transcript import read_transcript
+from protocols.errors import ConfigError
+from protocols.group_gaps import unfairness
+
+from ..world import COMPLIANCE, DATA_CENTER, World
+from . import register_flow
+
+__all__ = ["fairness_certificate_flow", "published_certificate", "NO_LEARNER", "NOT_BLACK_BOX"]
+
+NO_LEARNER = "the fairness-certificate flow needs a [learner] table naming the fair target (e.g. exponentiated-gradient)"
+NOT_BLACK_BOX = "the fairness-certificate flow runs under threat_model 'black-box-auxiliary', not {threat!r}"
+
+
+def published_certificate(world: World) -> dict[str, Any] | None:
+    """The last certificate the compliance party signed, read from the verified transcript (None if refused)."""
+    certificate = None
+    for envelope in read_transcript(world.transcript.path, verify=True):
+        if envelope.kind == "fairness-certificate" and envelope.sender == COMPLIANCE:
+            certificate = dict(envelope.payload)
+    return certificate
+
+
+def _train_target(world: World) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The model owner fits the fair learner with A; predictions on the training and attack sets."""
+    scenario, split = world.scenario, world.split
+    learner = get_learner(scenario.learner.name)(scenario.learner.params)
+    seed = int(world.rngs["flow"].integers(2**31 - 1))
+    learner.fit(split.X_train, split.y_train, split.a_train, seed)
+    yhat_train = learner.predict(split.X_train, split.a_train, seed)
+    yhat_attack = learner.predict(split.X_audit, split.a_audit, seed + 1)
+    metrics = {"target_train_accuracy": float((yhat_train == split.y_train).mean()),
+               "target_attack_accuracy": float((yhat_attack == split.y_audit).mean())}
+    for metric in ("sp", "pe", "eo", "eodds"):
+        metrics[f"target_train_{metric}"] = unfairness(metric, yhat_train, split.a_train, split.y_train)
+    return yhat_train, yhat_attack, metrics
+
+
+@register_flow("fairness-certificate")
+def fairness_certificate_flow(world: World) -> dict[str, Any]:
+    """Train the fair target, certify it over the wire, run the attack, score baseline and corrected."""
+    scenario, split = world.scenario, world.split
+    if scenario.learner is None:
+        raise ConfigError(NO_LEARNER)
+    if scenario.threat_model != "black-box-auxiliary":
+        raise ConfigError(NOT_BLACK_BOX.format(threat=scenario.threat_model))
+    yhat_train, yhat_attack, target_metrics = _train_target(world)
+    request = world.deployment.call(DATA_CENTER, "request", "certificate-request",
+                                    {"predictions": yhat_train.astype(np.float64)[None, :]})
+    world.network.exchange(request)
+    world.transcript.close()
+    certificate = published_certificate(world)
+    attack = get_attack(scenario.attack.name)(scenario.attack.params, AttackerView(n=int(split.y_train.size)),
+                                              world.rngs["adversary"])
+    outcome = attack.reconstruct(BlackBoxKnowledge(
+        X_train=split.X_train, y_train=split.y_train, yhat_train=yhat_train, X_attack=split.X_audit,
+        y_attack=split.y_audit, a_attack=split.a_audit, yhat_attack=yhat_attack, certificate=certificate))
+    truth = split.a_train
+    constraint = outcome.constraint
+    return {
+        "leakage": leakage(truth, outcome.corrected),
+        "baseline_leakage": leakage(truth, outcome.baseline),
+        "baseline_accuracy": float((outcome.baseline == truth).mean()),
+        "corrected_accuracy": float((outcome.corrected == truth).mean()),
+        "improvement": float((outcome.corrected == truth).mean() - (outcome.baseline == truth).mean()),
+        "solver_status": outcome.status,
+        "solve_s": outcome.solve_s,
+        "changed": outcome.changed,
+        "changed_correctly": int(((outcome.corrected != outcome.baseline) & (outcome.corrected == truth)).sum()),
+        "exponent": outcome.exponent,
+        "certified": certificate is not None,
+        "certificate_value": None if certificate is None else certificate.get("value", certificate.get("tolerance")),
+        "constraint_metric": None if constraint is None else constraint.metric,
+        "constraint_tolerance": None if constraint is None else constraint.tolerance,
+        "attacked": int(truth.size),
+        "correct": int((outcome.corrected == truth).sum()),
+        "undecided": 0,
+        "queries": 1,  # the one certificate request
+        "attack_set": int(split.y_audit.size),
+        **target_metrics,
+        **{f"attack_{k}": v for k, v in outcome.info.items() if k != "moves"},
+    }

@@ -1,0 +1,52 @@
+"""End to end: adult-correction (reduced sizes) in-process, and a refused certificate on German credit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parties.transcript import read_transcript, verify_transcript
+from scenarios.catalog import scenario_path
+from scenarios.runner import run
+from scenarios.spec import Scenario
+
+
+@pytest.fixture(scope="module")
+def small_adult(tmp_path_factory):
+    scenario = Scenario.from_toml(scenario_path("adult-correction")).with_values(
+        {"backend": "local", "dataset.audit_size": 3000, "dataset.train_size": 6000,
+         "attack.n_estimators": 50})
+    return run(scenario, out=tmp_path_factory.mktemp("adult-correction"))
+
+
+def test_certified_correction_is_scored_against_the_training_set(small_adult):
+    record = json.loads((small_adult.run_dir / "result.json").read_text())
+    m = record["metrics"]
+    assert m["solver_status"] == "optimal" and m["certified"] is True
+    assert m["attacked"] == 6000 and m["attack_set"] == 3000
+    assert m["constraint_metric"] == "sp" and m["constraint_tolerance"] == m["certificate_value"]
+    # The certificate states the target's training unfairness, computed by the compliance party.
+    assert m["certificate_value"] == pytest.approx(m["target_train_sp"])
+    assert 0.5 < m["baseline_accuracy"] < 1.0 and m["corrected_accuracy"] > m["baseline_accuracy"]
+    assert m["correct"] == round(m["corrected_accuracy"] * 6000)
+    assert m["messages"] == 2 and m["refusals"] == 0
+
+
+def test_the_certificate_travels_signed(small_adult):
+    verify_transcript(small_adult.transcript_path)
+    kinds = [(e.sender, e.kind) for e in read_transcript(small_adult.transcript_path)]
+    assert kinds == [("data-center", "certificate-request"), ("compliance", "fairness-certificate")]
+
+
+def test_a_refused_certificate_leaves_the_baseline(tmp_path):
+    scenario = Scenario.from_dict({
+        "name": "german-refused", "threat_model": "black-box-auxiliary", "backend": "local", "audit_metrics": [],
+        "dataset": {"name": "german", "protected": "sex", "audit_size": 300},
+        "protocol": {"name": "fairness-certificate", "metric": "sp", "release": "tolerance", "tolerance": 0.0},
+        "learner": {"name": "threshold-optimizer", "metric": "eo"},
+        "attack": {"name": "reconstruction-correction", "n_estimators": 20},
+    })
+    m = run(scenario, out=tmp_path).metrics
+    assert m["certified"] is False and m["solver_status"] == "no-certificate" and m["refusals"] == 1
+    assert m["corrected_accuracy"] == m["baseline_accuracy"] and m["changed"] == 0
