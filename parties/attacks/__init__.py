@@ -2,6 +2,7 @@
 
 from . import differencing, reveal, targeted  # noqa: F401  (registration)
 from . import label_slices, partition  # noqa: F401  (registration: |SP| partition, EO/PE/EOdds/PRP)
+from . import threshold_inversion  # noqa: F401  (registration: accept sets of cov-threshold)
 from .base import (
     ACTIVE,
     ATTACKS,

@@ -40,3 +40,4 @@ def get_flow(name: str) -> Flow:
 
 
 from . import metric_query  # noqa: E402,F401  (registers the flows)
+from . import cov_threshold  # noqa: E402,F401
