@@ -31,8 +31,8 @@ Decoders (all with one slack per answer, so noisy or soft answers stay feasible)
 What the adversary knows: the predictions it sent (curious data center) or saw
 on the wire (observer), rho and the policy (both in every reply), which indices
 came back, n, and N1 where ``know_counts``. It does not know the noise draws.
-A curious data center may add ``probes`` hypotheses of its own: i.i.d. N(0, 1)
-vectors over the training set (what DFKRR's kernel hypotheses look like to the
+A curious data center may add ``probes`` hypotheses of its own: i.i.d. Gaussian
+vectors over the training set, scaled to rho so that about half are accepted (what DFKRR's kernel hypotheses look like to the
 third party; the protocol cannot tell a probe from a hypothesis).
 
 Information limit: linear hypotheses ``h_t(x) = w_t . x`` give ``q_t`` in the
@@ -58,7 +58,7 @@ from protocols.errors import AttackError
 
 from .base import ACTIVE, PASSIVE, Attack, AttackParams, Reconstruction, register_attack
 
-__all__ = ["AcceptAnswer", "ThresholdInversion", "centred_rows", "decode_lp", "decode_milp", "spectral_start",
+__all__ = ["AcceptAnswer", "ThresholdInversion", "answer_blocks", "centred_rows", "decode_lp", "decode_milp", "spectral_start",
            "violations", "NO_ANSWERS"]
 
 NO_ANSWERS = "threshold-inversion needs at least one answered hypothesis query; none was seen"
@@ -74,6 +74,12 @@ class AcceptAnswer:
     predictions: np.ndarray
     accepted: np.ndarray
     rho: float
+
+
+def answer_blocks(answers: Sequence[AcceptAnswer]) -> list[np.ndarray]:
+    """Row indices of each answer within :func:`centred_rows`' stacked matrix."""
+    bounds = np.cumsum([0] + [a.predictions.shape[0] for a in answers])
+    return [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 def centred_rows(answers: Sequence[AcceptAnswer]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -98,6 +104,8 @@ def centred_rows(answers: Sequence[AcceptAnswer]) -> tuple[np.ndarray, np.ndarra
 def spectral_start(Q: np.ndarray, accepted: np.ndarray) -> np.ndarray:
     """Top eigenvector of mean_rej q q^T - mean_acc q q^T, on centred vectors (a guess of s - mean s)."""
     n = Q.shape[1]
+    # Unit rows: every hypothesis counts once, whatever the scale of its predictions.
+    Q = Q / np.maximum(np.linalg.norm(Q, axis=1, keepdims=True), 1e-300)
     Qa, Qr = Q[accepted], Q[~accepted]
     wa = 1.0 / max(len(Qa), 1)
     wr = 1.0 / max(len(Qr), 1)
@@ -163,12 +171,35 @@ def _orient(v: np.ndarray, Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray,
     return best[1]
 
 
-def decode_lp(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | None, rounds: int = 8,
-              time_limit: float = 60.0) -> tuple[np.ndarray, dict[str, Any]]:
-    """LP relaxation with reject sides from a spectral start, rounded; the best of a few rounds."""
-    m, n = Q.shape
+def decode_lp(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | None, rounds: int = 4,
+              time_limit: float = 60.0, blocks: Sequence[np.ndarray] | None = None
+              ) -> tuple[np.ndarray, dict[str, Any]]:
+    """LP relaxation with reject sides from a spectral start, rounded; the best of a few rounds, both signs."""
     basis = row_space(Q)
-    v = _orient(spectral_start(Q, accepted), Q, accepted, rho, n1)
+    best_s, info = None, {"violations": np.inf}
+    # Starts: the spectral vector of each answer alone, largest first (a low-rank answer, such as
+    # linear hypotheses, would pull a joint start into its subspace), then of all rows; both signs,
+    # since the start's sign decides every reject's side. Stop at the first that fits every answer.
+    starts = []
+    if blocks is not None and len(blocks) > 1:
+        starts += [spectral_start(Q[b], accepted[b]) for b in sorted(blocks, key=len, reverse=True)]
+    starts.append(spectral_start(Q, accepted))
+    for v0 in starts:
+        oriented = _orient(v0, Q, accepted, rho, n1)
+        for v in (oriented, -oriented):
+            s, found = _lp_rounds(Q, accepted, rho, n1, rounds, time_limit, basis, v)
+            if found["violations"] < info["violations"]:
+                best_s, info = s, found
+            if info["violations"] == 0:
+                return best_s, info
+    return best_s, info
+
+
+
+def _lp_rounds(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | None, rounds: int,
+               time_limit: float, basis: np.ndarray | None, v: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+    """LP relaxations with the reject sides of ``v``, re-read from each solution; the best rounding."""
+    m, n = Q.shape
     x0 = (v - v.min()) / (np.ptp(v) or 1.0)
     best_s = _round(x0, n1, v)
     best = violations(Q, accepted, rho, best_s)
@@ -208,13 +239,14 @@ def decode_lp(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | No
 
 
 def decode_milp(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | None,
-                time_limit: float = 60.0) -> tuple[np.ndarray, dict[str, Any]]:
+                time_limit: float = 60.0, blocks: Sequence[np.ndarray] | None = None
+                ) -> tuple[np.ndarray, dict[str, Any]]:
     """The integer program: s binary, a side per reject (big-M), minimum total slack (HiGHS)."""
     m, n = Q.shape
     acc, rej = np.flatnonzero(accepted), np.flatnonzero(~accepted)
     r = len(rej)
     # HiGHS takes no starting point: the LP decoder's answer stands if the search ends with a worse incumbent.
-    fallback, fallback_info = decode_lp(Q, accepted, rho, n1, time_limit=time_limit)
+    fallback, fallback_info = decode_lp(Q, accepted, rho, n1, time_limit=time_limit, blocks=blocks)
     big = np.abs(Q).sum(axis=1) + rho  # |q.s| <= sum |q| for s in [0, 1]^n
     v = _orient(spectral_start(Q, accepted), Q, accepted, rho, n1)
     # Variables: s (n), z (r: 1 = the reject lies below -rho), e (m slacks).
@@ -263,7 +295,7 @@ class ThresholdInversionParams(AttackParams):
                         description="extra N(0, 1) hypotheses a curious data center sends (0 = honest ones only)")
     know_counts: bool = Field(default=True, description="the adversary knows N1 (public statistics)")
     time_limit: float = Field(default=60.0, gt=0.0, description="seconds per solver call")
-    rounds: int = Field(default=8, ge=0, le=50, description="side re-estimations of the LP decoder")
+    rounds: int = Field(default=4, ge=0, le=50, description="side re-estimations of the LP decoder")
 
 
 @register_attack
@@ -276,11 +308,19 @@ class ThresholdInversion(Attack):
     flows: ClassVar[tuple[str, ...]] = ("cov-threshold",)
     summary: ClassVar[str] = "accept/reject answers as linear constraints on s, solved by MILP or LP + rounding"
 
-    def probes(self, n: int) -> np.ndarray | None:
-        """The extra hypotheses' predictions (probes, n) a curious data center sends, or None."""
+    def probes(self, n: int, rho: float, n1: int | None) -> np.ndarray | None:
+        """The extra hypotheses' predictions (probes, n) a curious data center sends, or None.
+
+        Scaled so that about half are accepted: for ``N(0, a^2)`` entries, cov_t is
+        ``N(0, a^2 n sbar (1 - sbar) / n^2)`` and ``P(|Z| <= 0.674) = 1/2``, so
+        ``a = (rho / 0.674) n / sqrt(n sbar (1 - sbar))``, with ``sbar = N1 / n`` (1/2
+        without the counts). An accept set near half of the probes carries the most bits.
+        """
         if self.params.probes == 0:
             return None
-        return self.rng.normal(0.0, 1.0, size=(self.params.probes, n))
+        share = n1 / n if (n1 is not None and self.params.know_counts and 0 < n1 < n) else 0.5
+        scale = (rho / 0.674) * n / np.sqrt(n * share * (1.0 - share))
+        return self.rng.normal(0.0, scale, size=(self.params.probes, n))
 
     def reconstruct(self, answers: Sequence[AcceptAnswer], n1: int | None) -> Reconstruction:
         """Decode every answer seen; ``n1`` is used only if ``know_counts``."""
@@ -292,9 +332,10 @@ class ThresholdInversion(Attack):
         if decoder == "auto":
             decoder = "milp" if n <= self.params.milp_max_n else "lp"
         if decoder == "milp":
-            s, info = decode_milp(Q, accepted, rho, n1, self.params.time_limit)
+            s, info = decode_milp(Q, accepted, rho, n1, self.params.time_limit, answer_blocks(answers))
         else:
-            s, info = decode_lp(Q, accepted, rho, n1, self.params.rounds, self.params.time_limit)
+            s, info = decode_lp(Q, accepted, rho, n1, self.params.rounds, self.params.time_limit,
+                                answer_blocks(answers))
         # Predictions confined to a subspace (linear hypotheses) determine s - mean(s) only through
         # its projection, which s and 1 - s share up to sign: the answers then give a partition only.
         low_rank = row_space(Q) is not None

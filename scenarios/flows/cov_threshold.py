@@ -154,7 +154,8 @@ def cov_threshold_flow(world: World) -> dict[str, Any]:
     n1 = int(split.a_train.sum())  # used only if the attack's know_counts (public statistics)
     if scenario.threat_model == "curious-data-center":
         sent = {query_id: predictions}
-        probes = attack.probes(int(split.a_train.size))
+        rho = float(world.deployment.call(DATA_CENTER, "replies_received")[-1][1]["rho"])  # stated in every reply
+        probes = attack.probes(int(split.a_train.size), rho, n1)
         if probes is not None:
             sent[_exchange(world, {"predictions": probes})] = probes
         answers = _answers_at_dc(world, sent)
