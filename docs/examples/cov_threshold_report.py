@@ -60,7 +60,7 @@ def table2(root: Path) -> str:
 
 def rho_table(root: Path) -> str:
     frame = _ok(root / "compas-cov-rho")
-    lines = ["| ρ | k of 1,000 | DFGR SP | DFGR error | DFRR SP | DFRR error |", "|---|---|---|---|---|---|"]
+    lines = ["| ρ | k of 500 | DFGR SP | DFGR error | DFRR SP | DFRR error |", "|---|---|---|---|---|---|"]
     for rho, group in frame.groupby("protocol.rho"):
         g = {n: x for n, x in group.groupby("learner.name")}
         lines.append(f"| {rho:g} | {group['accepted'].mean():.0f} | "
@@ -82,7 +82,7 @@ def rho_figure(root: Path, out: Path) -> None:
         ax.set_xlabel("ρ")
         ax.set_title(title)
         ax.legend()
-    fig.suptitle("COMPAS (race), 1,000 random linear hypotheses: error and SP against ρ (cf. Fig. 2a)")
+    fig.suptitle("COMPAS (race), 500 random linear hypotheses: error and SP against ρ (cf. Fig. 2a)")
     fig.tight_layout()
     fig.savefig(out / "cov-threshold-rho.png", dpi=120)
 
@@ -93,7 +93,7 @@ def frontier_figure(root: Path, out: Path) -> None:
     rho = _ok(root / "compas-cov-rho")
     for name, group in rho.groupby("learner.name"):
         m = group.groupby("protocol.rho")[["classifier_error", "statistical_parity"]].mean()
-        ax.plot(m["classifier_error"], m["statistical_parity"], marker="o", label=f"{name.upper()} (ρ sweep, m = 1,000)")
+        ax.plot(m["classifier_error"], m["statistical_parity"], marker="o", label=f"{name.upper()} (ρ sweep, m = 500)")
     frr = _ok(root / "compas-frr-lambda")
     m = frr.groupby("learner.lam")[["classifier_error", "statistical_parity"]].mean()
     ax.plot(m["classifier_error"], m["statistical_parity"], marker="s", label="FRR with s (λ sweep)")
