@@ -4,6 +4,7 @@ from . import differencing, reveal, targeted  # noqa: F401  (registration)
 from . import label_slices, partition  # noqa: F401  (registration: |SP| partition, EO/PE/EOdds/PRP)
 from . import reconstruction_correction  # noqa: F401  (registration: fairness-certificate flow)
 from . import corrected_reveal  # noqa: F401  (registration: correction on top of compressed sensing)
+from . import threshold_inversion  # noqa: F401  (registration: accept sets of cov-threshold)
 from .base import (
     ACTIVE,
     ATTACKS,

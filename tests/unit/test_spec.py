@@ -7,6 +7,7 @@ import pytest
 from protocols.errors import ConfigError
 from scenarios.catalog import DEFAULT_SCENARIO, resolve_scenario, scenario_names, scenario_path
 from scenarios.spec import Scenario, parse_assignment
+from protocols import PROTOCOLS
 
 BASE = {"dataset": {"name": "synthetic", "audit_size": 100, "minority": 20}, "attack": {"name": "single-query"}}
 
@@ -32,7 +33,7 @@ def test_default_scenario_is_the_double_query():
         ({"protocol": {"name": "raw", "digits": 3}}, "unknown key 'protocol.digits'; allowed keys: decimals"),
         ({"attack": {"name": "single-query", "target": 3}}, "unknown key 'attack.target'; allowed keys: batch, targets"),
         ({"model": {"estimator": "x.Y", "C": 1}}, "unknown key 'model.C'; allowed keys: estimator, params, threshold"),
-        ({"protocol": {"name": "smoke-signals"}}, "unknown protocol 'smoke-signals'; known protocols: fairness-certificate, laplace, raw, smooth-cauchy, smooth-laplace"),
+        ({"protocol": {"name": "smoke-signals"}}, "unknown protocol 'smoke-signals'; known protocols: " + ", ".join(sorted(PROTOCOLS))),
         ({"attack": {"name": "guess"}}, "unknown attack 'guess'; known attacks: abs-sp-partition, compressed-sensing,"),
         ({"attack": {"targets": 3}}, "attack needs a 'name'"),
         ({"dataset": {"name": "mnist"}}, "dataset.name must be one of adult, german, compas, synthetic, csv"),

@@ -1,0 +1,169 @@
+"""The cov-threshold flow: Alg. 1 of the distributed-fair-learning paper, then the threshold-inversion attack.
+
+1. The data center draws m random hypotheses of its learner's family from a
+   seed the flow gives it, and sends their predictions on its training set in
+   one signed ``hypothesis-query`` (Alg. 1 steps 1-3).
+2. The compliance party, which holds s of the training set, replies with the
+   ``accept-set`` (step 4, :mod:`protocols.covariance_threshold`).
+3. The data center rebuilds the hypotheses from the same seed and learns in the
+   span of the accepted ones (step 5; :meth:`DataCenter.compute`, so X and y
+   never leave it). A baseline that needs s (FRR, ExponentiatedGradient) is
+   fitted by the referee instead: no party holds X, y and s together.
+4. The referee scores the model on the audit set (the 25 % test split) with the
+   five Table II metrics, and the attack on the same answers: a curious data
+   center (which may send ``probes`` extra hypotheses in its own name) or a
+   passive observer reading the transcript. Leakage is scored on s of the
+   training set, the set the answers are about.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from parties.attacks import get_attack
+from parties.attacks.base import AttackerView
+from parties.attacks.threshold_inversion import AcceptAnswer
+from parties.learners import get_learner
+from parties.learners import hypotheses as hyp
+from parties.learners.evaluation import classification_metrics
+from parties.learners.fair_span import DFRR
+from parties.transcript import read_transcript
+from protocols.errors import ParleyError
+from protocols.metrics import covariance
+
+from ..spec import Component
+from ..world import DATA_CENTER, World
+from . import register_flow
+from .metric_query import score
+
+__all__ = ["cov_threshold_flow", "draw_predictions", "fit_in_span"]
+
+NO_ACCEPT_SET = "the compliance party sent no accept-set for the hypothesis query ({refusals})"
+REQUEST, REPLY = "hypothesis-query", "accept-set"
+
+
+def _learner(name: str, params: dict[str, Any]):
+    cls = get_learner(name)
+    return cls(cls.Params(**params))
+
+
+def draw_predictions(data, replies, name: str, params: dict[str, Any], seed: int) -> np.ndarray:
+    """(At the data center) the (m, n_train) predictions of the learner's m random hypotheses."""
+    learner = _learner(name, params)
+    W = hyp.draw(learner.family, data.X_train, learner.params.hypotheses, learner.params.sigma, seed)
+    return hyp.predictions(learner.family, data.X_train, W, getattr(learner.params, "gamma", None))
+
+
+def _accepted(replies, query_id: str) -> np.ndarray:
+    for kind, payload in replies:
+        if kind == REPLY and payload.get("query_id") == query_id:
+            return np.asarray(payload["accepted"], dtype=np.int64)
+    raise ParleyError(NO_ACCEPT_SET.format(refusals="see the transcript"))
+
+
+def fit_in_span(data, replies, name: str, params: dict[str, Any], seed: int, query_id: str) -> dict[str, Any]:
+    """(At the data center) rebuild the hypotheses, learn in the accepted span, predict (Alg. 1 step 5)."""
+    learner = _learner(name, params)
+    W = hyp.draw(learner.family, data.X_train, learner.params.hypotheses, learner.params.sigma, seed)
+    accepted = _accepted(replies, query_id)
+    learner.fit(data.X_train, data.y_train, W[:, accepted])
+    return {"audit": learner.predict(data.X_audit), "train": learner.predict(data.X_train),
+            "train_scores": np.asarray(learner.decision_function(data.X_train), dtype=np.float64)}
+
+
+def _referee_fit(world: World, name: str, params: dict[str, Any], seed: int) -> dict[str, Any]:
+    """A baseline that trains with s (the paper's non-distributed counterparts), fitted by the referee."""
+    split = world.split
+    learner = _learner(name, params)
+    if hasattr(learner, "random_state"):
+        learner.random_state = seed % (2**31 - 1)
+    learner.fit(split.X_train, split.y_train, split.a_train)
+    return {"audit": learner.predict(split.X_audit), "train": learner.predict(split.X_train),
+            "train_scores": np.asarray(learner.decision_function(split.X_train), dtype=np.float64)}
+
+
+def _exchange(world: World, payload: dict[str, Any]) -> str:
+    """Send one hypothesis-query in the data center's name; the query id of its accept-set."""
+    envelope = world.deployment.call(DATA_CENTER, "request", REQUEST, payload)
+    world.network.exchange(envelope)
+    query_id = envelope.payload["query_id"]
+    if not any(kind == REPLY and p.get("query_id") == query_id
+               for kind, p in world.deployment.call(DATA_CENTER, "replies_received")):
+        raise ParleyError(NO_ACCEPT_SET.format(refusals="see the transcript"))
+    return query_id
+
+
+def _answers_on_wire(world: World) -> list[AcceptAnswer]:
+    """What a passive observer reconstructs from the transcript: each query's predictions and its accept set."""
+    sent, answers = {}, []
+    for envelope in read_transcript(world.transcript.path, verify=False):
+        if envelope.kind == REQUEST:
+            sent[envelope.payload["query_id"]] = envelope.payload["predictions"]
+        elif envelope.kind == REPLY and envelope.payload["query_id"] in sent:
+            answers.append(AcceptAnswer(np.asarray(sent[envelope.payload["query_id"]]),
+                                        np.asarray(envelope.payload["accepted"]), float(envelope.payload["rho"])))
+    return answers
+
+
+def _answers_at_dc(world: World, predictions: dict[str, np.ndarray]) -> list[AcceptAnswer]:
+    out = []
+    for kind, payload in world.deployment.call(DATA_CENTER, "replies_received"):
+        if kind == REPLY and payload["query_id"] in predictions:
+            out.append(AcceptAnswer(predictions[payload["query_id"]], np.asarray(payload["accepted"]),
+                                    float(payload["rho"])))
+    return out
+
+
+@register_flow("cov-threshold")
+def cov_threshold_flow(world: World) -> dict[str, Any]:
+    """Alg. 1 end to end, the learner's Table II metrics, and the threshold-inversion attack on the answers."""
+    scenario, split = world.scenario, world.split
+    component = scenario.learner or Component(name=DFRR.name, params=DFRR.Params())
+    name, params = component.name, component.params.model_dump()
+    learner_cls = get_learner(name)
+    seed = int(world.rngs["flow"].integers(2**63 - 1))
+
+    # Alg. 1 steps 1-4: the data center's hypotheses, the third party's accept set.
+    predictions = world.deployment.call(DATA_CENTER, "compute", draw_predictions, name, params, seed)
+    query_id = _exchange(world, {"predictions": predictions})
+    accepted = _accepted(world.deployment.call(DATA_CENTER, "replies_received"), query_id)
+
+    # Step 5, or the referee's baseline with s.
+    if learner_cls.needs_attribute:
+        out = _referee_fit(world, name, params, seed)
+    else:
+        out = world.deployment.call(DATA_CENTER, "compute", fit_in_span, name, params, seed, query_id)
+    model = classification_metrics(out["audit"], split.y_audit, split.a_audit)
+    metrics: dict[str, Any] = {
+        **model,
+        "train_error": float((out["train"] != split.y_train).mean()),
+        # rho-fairness of the learned f on the training set (Lemma 3 bounds it by sqrt(k) ||alpha|| rho).
+        "model_cov": float(covariance(out["train_scores"], split.a_train)),
+        "hypotheses": int(predictions.shape[0]),
+        "accepted": int(accepted.size),
+        "accepted_share": float(accepted.size / predictions.shape[0]),
+        "learner": name,
+        "learner_access": "attribute" if learner_cls.needs_attribute else "accept-set",
+    }
+
+    # The attack on the same answers (and, for a curious data center, on its own probes).
+    attack = get_attack(scenario.attack.name)(scenario.attack.params, AttackerView(n=int(split.a_train.size)),
+                                              world.rngs["adversary"])
+    n1 = int(split.a_train.sum())  # used only if the attack's know_counts (public statistics)
+    if scenario.threat_model == "curious-data-center":
+        sent = {query_id: predictions}
+        rho = float(world.deployment.call(DATA_CENTER, "replies_received")[-1][1]["rho"])  # stated in every reply
+        probes = attack.probes(int(split.a_train.size), rho, n1)
+        if probes is not None:
+            sent[_exchange(world, {"predictions": probes})] = probes
+        answers = _answers_at_dc(world, sent)
+        world.transcript.close()
+    else:
+        world.transcript.close()
+        answers = _answers_on_wire(world)
+    reconstruction = attack.reconstruct(answers, n1)
+    metrics.update(score(reconstruction, split.a_train))
+    metrics.update({f"attack_{k}": v for k, v in reconstruction.info.items()})
+    return metrics
