@@ -31,9 +31,9 @@ from protocols.budget import Budget
 from protocols.errors import QueryError, WireError
 from protocols.queries import validate_query_id
 
-from .ledger import Ledger
+from .ledger import ID_REUSED, Ledger
 from .party import Party
-from .wire import BUDGET_EXCEEDED, NOT_REGISTERED, Envelope, Identity, Keyring
+from .wire import BUDGET_EXCEEDED, INVALID_QUERY, NOT_REGISTERED, Envelope, Identity, Keyring
 
 __all__ = ["Compliance", "has_costs"]
 
@@ -96,6 +96,7 @@ class Compliance(Party):
         self.answers_replayed = 0
         self.budget_refusals = 0
         self.kept: dict[str, dict[str, np.ndarray]] = {}  # querier -> query id -> kept model
+        self._free_replies: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}  # replies no ledger holds
         self._composition = composition
         self.ledger: Ledger | None = None
         if ledger_path is not None or budgets is not None or has_costs(protocol):
@@ -140,18 +141,34 @@ class Compliance(Party):
         """A request of the protocol's own exchange: accounted and replayed by query id like a metric query."""
         self._check_querier(envelope)
         query_id = validate_query_id(envelope.payload.get("query_id"))
-        if self.ledger is not None:
-            stored = self.ledger.recorded(envelope.sender, query_id, request=envelope.digest)
-            if stored is not None:
-                self.answers_replayed += 1
-                return self.seal(envelope.sender, self.answer_protocol.requests[envelope.kind], stored)
+        stored = self._answered_before(envelope, query_id)
+        if stored is not None:
+            self.answers_replayed += 1
+            return self.seal(envelope.sender, self.answer_protocol.requests[envelope.kind], stored)
         cost = self.answer_protocol.request_cost(envelope.kind, envelope.payload, self.holdings)
         payload = {"query_id": query_id,
                    **self.answer_protocol.respond(envelope.kind, envelope.payload, self.holdings, self.rng)}
         if cost is not None:
             payload = self._charge(envelope, query_id, cost, payload)
+        elif self.ledger is None:
+            # A free reply may still be random (noise, a soft policy's coins): a retry gets the same one.
+            self._free_replies[(envelope.sender, query_id)] = (envelope.digest, payload)
         self.requests_answered += 1
         return self.seal(envelope.sender, self.answer_protocol.requests[envelope.kind], payload)
+
+    def _answered_before(self, envelope: Envelope, query_id: str) -> dict[str, Any] | None:
+        """The reply already given to this querier's ``query_id`` (ledger, else memory), or None.
+
+        Raises WireError (``invalid-query``) when the id was answered for a different request.
+        """
+        if self.ledger is not None:
+            return self.ledger.recorded(envelope.sender, query_id, request=envelope.digest)
+        stored = self._free_replies.get((envelope.sender, query_id))
+        if stored is None:
+            return None
+        if stored[0] != envelope.digest:
+            raise WireError(INVALID_QUERY, ID_REUSED.format(query_id=query_id))
+        return stored[1]
 
     def _check_querier(self, envelope: Envelope) -> None:
         if envelope.sender not in self.queriers:

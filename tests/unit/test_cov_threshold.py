@@ -80,3 +80,28 @@ def test_noise_blurs_the_threshold_by_its_gaussian_cdf():
     p = stats.norm.cdf(0.0) - stats.norm.cdf(-0.2 / 0.05)
     assert stats.binomtest(k, 4000, p).pvalue > 1e-3
     assert accept(cov, CovarianceThresholdParams(rho=0.1), np.random.default_rng(4)).size == 4000  # hard: |0.1| <= 0.1
+
+
+def test_a_retried_request_gets_the_same_random_reply_and_a_reused_id_is_refused(identities, keyring):
+    """No ledger here (the protocol is free), yet a retry must not draw fresh noise or fresh coins."""
+    from parties.compliance import Compliance
+    from parties.party import REFUSAL
+    from parties.wire import INVALID_QUERY
+
+    holdings, _ = _holdings(n=60, seed=3)
+    params = CovarianceThreshold.Params(rho=0.02, policy="soft", noise=0.05)
+    comp = Compliance(identities["compliance"], keyring, holdings["audit"], CovarianceThreshold(params),
+                      ["data-center"], np.random.default_rng(1), train=holdings["train"])
+    P = (np.random.default_rng(4).random((200, 60)) < 0.5).astype(np.float64)
+    dc = identities["data-center"]
+    ask = lambda payload: comp.receive(dc.seal("compliance", "hypothesis-query", "cov-threshold", payload))  # noqa: E731
+    first = ask({"query_id": "q1", "predictions": P})
+    retry = ask({"query_id": "q1", "predictions": P})
+    fresh = ask({"query_id": "q2", "predictions": P})
+    assert first.kind == retry.kind == "accept-set"
+    assert np.array_equal(first.payload["accepted"], retry.payload["accepted"])
+    # the same hypotheses under a new id are a new draw: soft coins and noise differ (200 hypotheses)
+    assert not np.array_equal(first.payload["accepted"], fresh.payload["accepted"])
+    reused = ask({"query_id": "q1", "predictions": P[:100]})
+    assert reused.kind == REFUSAL and reused.payload["reason"] == INVALID_QUERY
+    assert comp.stats()["answers_replayed"] == 1 and comp.stats()["requests_answered"] == 2
