@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from .budget import Budget
-from .errors import ConfigError, QueryError
+from .errors import ParleyError, ConfigError, QueryError
 from .metrics import METRICS, evaluate
 from .queries import apply_edits, require_fields, validate_edits, validate_metric, validate_predictions, validate_query_id
 
@@ -152,6 +152,8 @@ PROTOCOLS: dict[str, type[Protocol]] = {}
 
 def register_protocol(cls: type[Protocol]) -> type[Protocol]:
     """Class decorator adding a protocol to :data:`PROTOCOLS` under ``cls.name``."""
+    if PROTOCOLS.get(cls.name, cls) is not cls:  # two plug-ins under one name: the later would hide the first
+        raise ParleyError(f"two protocols are registered as {cls.name!r} (a bug in parley, please report it)")
     PROTOCOLS[cls.name] = cls
     return cls
 

@@ -25,7 +25,7 @@ PAPER = {
     "dfkrr": ("DFKRR", (.0034, .1147, .2152, .0017, .0078)),
     "dfgr": ("DFGR", (.0374, .1852, .2617, .0104, .0385)),
     "dfpca": ("DFPCA", (.0081, .2019, .2279, .0167, .0690)),
-    "exponentiated-gradient": ("—", None),
+    "expgrad-dp": ("—", None),
 }
 METRICS = ("statistical_parity", "normed_disparate", "classifier_error", "error_parity", "error_disparate")
 ORDER = list(PAPER)
@@ -43,13 +43,13 @@ def table2(root: Path) -> str:
     for name in ORDER:
         label, paper = PAPER[name]
         rhos = sorted(frame["protocol.rho"].unique(), reverse=True)
-        if name in ("frr", "exponentiated-gradient"):
+        if name in ("frr", "expgrad-dp"):
             rhos = rhos[:1]  # fitted with s: the accept set does not enter
         for rho in rhos:
             cell = frame[(frame["learner.name"] == name) & (frame["protocol.rho"] == rho)]
             cells = [f"{cell[m].mean():.4f} ± {cell[m].std():.4f}" if m in ("statistical_parity", "classifier_error")
                      else f"{cell[m].mean():.4f}" for m in METRICS]
-            rho_text = "—" if name in ("frr", "exponentiated-gradient") else f"{rho:g}"
+            rho_text = "—" if name in ("frr", "expgrad-dp") else f"{rho:g}"
             k = "—" if rho_text == "—" else f"{cell['accepted'].mean():.0f}"
             lines.append(f"| {name} (n={len(cell)}) | {rho_text} | {k} | " + " | ".join(cells)
                          + f" | {cell['leakage'].mean():.1f} |")
@@ -98,7 +98,7 @@ def frontier_figure(root: Path, out: Path) -> None:
     m = frr.groupby("learner.lam")[["classifier_error", "statistical_parity"]].mean()
     ax.plot(m["classifier_error"], m["statistical_parity"], marker="s", label="FRR with s (λ sweep)")
     table = _ok(root / "compas-table2")
-    eg = table[table["learner.name"] == "exponentiated-gradient"]
+    eg = table[table["learner.name"] == "expgrad-dp"]
     ax.plot(eg["classifier_error"].mean(), eg["statistical_parity"].mean(), marker="*", markersize=12,
             linestyle="none", label="ExponentiatedGradient with s")
     ax.set_xlabel("classifier error (test)")

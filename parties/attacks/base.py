@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Generator, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from protocols.errors import AttackError, ConfigError
+from protocols.errors import ParleyError, AttackError, ConfigError
 
 __all__ = [
     "ATTACKS", "ACTIVE", "PASSIVE", "Answer", "Attack", "AttackParams", "AttackerView", "Exchange", "Probe",
@@ -165,6 +165,8 @@ ATTACKS: dict[str, type[Attack]] = {}
 
 def register_attack(cls: type[Attack]) -> type[Attack]:
     """Class decorator adding an attack to :data:`ATTACKS` under ``cls.name``."""
+    if ATTACKS.get(cls.name, cls) is not cls:  # two plug-ins under one name: the later would hide the first
+        raise ParleyError(f"two attacks are registered as {cls.name!r} (a bug in parley, please report it)")
     ATTACKS[cls.name] = cls
     return cls
 

@@ -79,7 +79,7 @@ class EGParams(HypothesisParams):
 class ExponentiatedGradientBaseline(AttributeLearner):
     """fairlearn ``ExponentiatedGradient(LogisticRegression, DemographicParity)`` with s."""
 
-    name: ClassVar[str] = "exponentiated-gradient"
+    name: ClassVar[str] = "expgrad-dp"
     Params: ClassVar[type[LearnerParams]] = EGParams
     summary: ClassVar[str] = "baseline with s: fairlearn ExponentiatedGradient, demographic parity"
 

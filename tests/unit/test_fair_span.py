@@ -89,7 +89,7 @@ def test_frr_penalty_drives_the_mean_difference_to_zero(data):
 
 def test_exponentiated_gradient_baseline_lowers_statistical_parity(data):
     X, y, s = data
-    fair = _learner("exponentiated-gradient", difference_bound=0.01).fit(X, y, s)
+    fair = _learner("expgrad-dp", difference_bound=0.01).fit(X, y, s)
     plain = LogisticRegression().fit(X, y).predict(X)
     assert (classification_metrics(fair.predict(X), y, s)["statistical_parity"]
             < classification_metrics(plain, y, s)["statistical_parity"])
