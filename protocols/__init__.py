@@ -5,6 +5,7 @@ Importing :mod:`protocols` registers every built-in protocol, so
 """
 
 from . import laplace, raw, smooth_sensitivity  # noqa: F401  (register the protocols)
+from . import randomized_response  # noqa: F401  (registers rr-release)
 from .base import PROTOCOLS, AuditSet, MetricQuery, Protocol, get_protocol, register_protocol
 
 __all__ = ["PROTOCOLS", "AuditSet", "MetricQuery", "Protocol", "get_protocol", "register_protocol"]

@@ -2,6 +2,7 @@
 
 from . import differencing, reveal, targeted  # noqa: F401  (registration)
 from . import label_slices, partition  # noqa: F401  (registration: |SP| partition, EO/PE/EOdds/PRP)
+from . import rr_inference  # noqa: F401  (registration: Bayes inference from a randomized-response release)
 from .base import (
     ACTIVE,
     ATTACKS,

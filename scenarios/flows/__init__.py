@@ -40,3 +40,4 @@ def get_flow(name: str) -> Flow:
 
 
 from . import metric_query  # noqa: E402,F401  (registers the flows)
+from . import rr_release  # noqa: E402,F401  (registers the rr-release flow)
