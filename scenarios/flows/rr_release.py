@@ -129,6 +129,9 @@ def rr_release_flow(world: World) -> dict[str, Any]:
         metrics[f"audit_{notion}_true"] = fairness_of(base, split.y_audit, split.a_audit, notion)
         truth = group_rates(notion, base, split.y_audit, split.a_audit, 700.0, int(split.a_audit.max()) + 1).naive
         metrics[f"audit_{notion}_signed_true"] = float(truth[-1, -1] - truth[-1, 0])
+        for label in ("debiased", "naive"):  # the referee's verdict on each estimator
+            metrics[f"audit_{notion}_error_{label}"] = (metrics[f"audit_{notion}_signed_{label}"]
+                                                        - metrics[f"audit_{notion}_signed_true"])
     if scenario.learner is not None:
         learner = get_learner(scenario.learner.name)
         seed = int(world.rngs["flow"].integers(2**31 - 1))
