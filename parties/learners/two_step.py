@@ -35,6 +35,7 @@ not one sampled decision.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -78,7 +79,9 @@ def fit_step1(X: np.ndarray, y: np.ndarray, z: np.ndarray, params: TwoStepParams
     constraint = EqualizedOdds() if params.constraint == "equalized_odds" else DemographicParity()
     model = ExponentiatedGradient(LogisticRegression(C=params.C, max_iter=1000), constraints=constraint,
                                   eps=1.0 / params.bound, max_iter=params.max_iter, eta0=params.eta0)
-    model.fit(X, y, sensitive_features=z)
+    with warnings.catch_warnings():  # pandas deprecation notices raised inside fairlearn, not about our input
+        warnings.filterwarnings("ignore", module=r"fairlearn\.")
+        model.fit(X, y, sensitive_features=z)
     return model
 
 
