@@ -122,7 +122,8 @@ class Protocol(ABC):
         ``values`` (float64, shape (m,)) and whatever the protocol records.
         """
         if query.metric not in self.metrics:
-            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics), metric=query.metric))
+            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics) or "no metric",
+                                                          metric=query.metric))
         exact = evaluate(query.metric, query.predictions, audit.a, audit.y)
         values, notes = self.release(exact, query, audit, rng)
         return {"metric": query.metric, "query_id": query.query_id, "values": values, **notes}

@@ -64,10 +64,10 @@ class TwoStepParams(LearnerParams):
     constraint: Constraint = Field("equalized_odds", description="fairness notion of both steps")
     max_iter: int = Field(50, ge=1, le=10_000, description="T, rounds of exponentiated gradient")
     bound: float = Field(100.0, gt=0.0, allow_inf_nan=False, description="B, the l1 bound on the multipliers")
-    eta0: float = Field(2.0, gt=0.0, allow_inf_nan=False, description="eta, the learning rate of exponentiated gradient")
+    eta0: float = Field(2.0, gt=0.0, allow_inf_nan=False, description="eta, exponentiated gradient step")
     alpha: float = Field(0.0, ge=0.0, le=1.0, description="alpha~, the slack of the LP (13) constraints")
     split: float = Field(0.5, gt=0.0, lt=1.0, description="share of the training set in S1 (the rest is S2)")
-    step1_on_all: bool = Field(True, description="also fit step 1 on the whole training set (Figure 1's step-1 predictor)")
+    step1_on_all: bool = Field(True, description="also fit step 1 on all of S (Figure 1)")
     C: float = Field(1.0, gt=0.0, allow_inf_nan=False, description="inverse regularisation of the logistic regressions")
 
 

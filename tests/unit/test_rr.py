@@ -107,6 +107,10 @@ def test_compliance_releases_once_per_set_charges_the_ledger_and_keeps_serving(i
     assert "released 1 time(s) already" in second.payload["detail"]
     other = party.receive(_request(identities, "train", "r3"))          # still serving
     assert other.kind == "attribute-release"
+    metric = identities["data-center"].seal("compliance", "metric-query", "rr-release",
+                                            {"metric": "sp", "predictions": np.zeros((1, 50)), "query_id": "m"})
+    refused = party.receive(metric)                                      # no metric answers under this protocol
+    assert refused.kind == "refusal" and "answers only no metric" in refused.payload["detail"]
     stats = party.stats()
     assert stats["epsilon_spent"]["data-center"] == pytest.approx(1.6)  # two releases, no charge for replay/refusal
     assert stats["answers_replayed"] == 1
