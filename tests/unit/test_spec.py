@@ -32,7 +32,7 @@ def test_default_scenario_is_the_double_query():
         ({"protocol": {"name": "raw", "digits": 3}}, "unknown key 'protocol.digits'; allowed keys: decimals"),
         ({"attack": {"name": "single-query", "target": 3}}, "unknown key 'attack.target'; allowed keys: batch, targets"),
         ({"model": {"estimator": "x.Y", "C": 1}}, "unknown key 'model.C'; allowed keys: estimator, params, threshold"),
-        ({"protocol": {"name": "smoke-signals"}}, "unknown protocol 'smoke-signals'; known protocols: laplace, raw, smooth-cauchy, smooth-laplace"),
+        ({"protocol": {"name": "smoke-signals"}}, "unknown protocol 'smoke-signals'; known protocols: laplace, raw, rr-release, smooth-cauchy, smooth-laplace"),
         ({"attack": {"name": "guess"}}, "unknown attack 'guess'; known attacks: abs-sp-partition, compressed-sensing,"),
         ({"attack": {"targets": 3}}, "attack needs a 'name'"),
         ({"dataset": {"name": "mnist"}}, "dataset.name must be one of adult, german, compas, synthetic, csv"),
