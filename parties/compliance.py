@@ -145,6 +145,7 @@ class Compliance(Party):
         if stored is not None:
             self.answers_replayed += 1
             return self.seal(envelope.sender, self.answer_protocol.requests[envelope.kind], stored)
+        self.answer_protocol.admit(envelope.kind, envelope.payload, self._released())
         cost = self.answer_protocol.request_cost(envelope.kind, envelope.payload, self.holdings)
         payload = {"query_id": query_id,
                    **self.answer_protocol.respond(envelope.kind, envelope.payload, self.holdings, self.rng)}
@@ -169,6 +170,11 @@ class Compliance(Party):
         if stored[0] != envelope.digest:
             raise WireError(INVALID_QUERY, ID_REUSED.format(query_id=query_id))
         return stored[1]
+    def _released(self) -> list[dict[str, Any]]:
+        """Reply payloads on record in the ledger, oldest first (what :meth:`Protocol.admit` judges by)."""
+        if self.ledger is None:
+            return []
+        return [self.ledger.answer_for(entry["query_id"]) for entry in self.ledger.entries()]
 
     def _check_querier(self, envelope: Envelope) -> None:
         if envelope.sender not in self.queriers:

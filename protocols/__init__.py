@@ -7,6 +7,7 @@ Importing :mod:`protocols` registers every built-in protocol, so
 from . import laplace, raw, smooth_sensitivity  # noqa: F401  (register the protocols)
 from . import fairness_certificate  # noqa: F401
 from . import covariance_threshold  # noqa: F401  (rho-fair hypothesis selection)
+from . import randomized_response  # noqa: F401  (registers rr-release)
 from .base import PROTOCOLS, AuditSet, MetricQuery, Protocol, get_protocol, register_protocol
 
 __all__ = ["PROTOCOLS", "AuditSet", "MetricQuery", "Protocol", "get_protocol", "register_protocol"]

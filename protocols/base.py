@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -122,7 +122,8 @@ class Protocol(ABC):
         ``values`` (float64, shape (m,)) and whatever the protocol records.
         """
         if query.metric not in self.metrics:
-            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics), metric=query.metric))
+            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics) or "no metric",
+                                                          metric=query.metric))
         exact = evaluate(query.metric, query.predictions, audit.a, audit.y)
         values, notes = self.release(exact, query, audit, rng)
         return {"metric": query.metric, "query_id": query.query_id, "values": values, **notes}
@@ -140,6 +141,13 @@ class Protocol(ABC):
     def request_cost(self, kind: str, payload: Mapping[str, Any], holdings: Holdings) -> "Budget | None":
         """Privacy cost of answering a ``kind`` request (None: free). Raise QueryError to refuse it."""
         return None
+
+    def admit(self, kind: str, payload: Mapping[str, Any], released: Sequence[Mapping[str, Any]]) -> None:
+        """Refuse (QueryError) a ``kind`` request given the replies already on record; default: admit.
+
+        ``released`` are the reply payloads in the compliance party's ledger (durable across
+        restarts), e.g. for a protocol that releases each set a limited number of times.
+        """
 
     def respond(self, kind: str, payload: Mapping[str, Any], holdings: Holdings,
                 rng: np.random.Generator) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from . import label_slices, partition  # noqa: F401  (registration: |SP| partiti
 from . import reconstruction_correction  # noqa: F401  (registration: fairness-certificate flow)
 from . import corrected_reveal  # noqa: F401  (registration: correction on top of compressed sensing)
 from . import threshold_inversion  # noqa: F401  (registration: accept sets of cov-threshold)
+from . import rr_inference  # noqa: F401  (registration: Bayes inference from a randomized-response release)
 from .base import (
     ACTIVE,
     ATTACKS,

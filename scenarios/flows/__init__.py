@@ -42,3 +42,4 @@ def get_flow(name: str) -> Flow:
 from . import metric_query  # noqa: E402,F401  (registers the flows)
 from . import fairness_certificate  # noqa: E402,F401  (the fairness-certificate flow)
 from . import cov_threshold  # noqa: E402,F401
+from . import rr_release  # noqa: E402,F401  (registers the rr-release flow)

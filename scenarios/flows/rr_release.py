@@ -1,0 +1,160 @@
+"""The rr-release flow: randomized-response releases, auditing and fair learning on them, and the adversary.
+
+Mozannar, Ohannessian & Srebro, ICML 2020 (the private-demographics paper).
+
+1. The data center trains its base model and asks the compliance party for a
+   release of the audit set's A (``release-request`` -> ``attribute-release``),
+   and, when the scenario names a ``[learner]``, of the training set's A too.
+   Each release is eps-LDP and charged to the data center in the ledger.
+2. Auditing (Sec. 4): at the data center, the debiased and the naive
+   estimates of its base model's discrimination under every notion of Def. 1,
+   from the audit set's release; the referee puts the true value beside them.
+3. Learning (Sec. 5): the learner runs inside the data center
+   (:meth:`parties.data_center.DataCenter.compute`); the referee scores the
+   step-1 and the two-step predictors on the audit set against the true A.
+4. The adversary (``rr-bayes``) reads the release (the larger set released: the
+   training set when there is one) as the curious data center, or from the
+   transcript as a passive observer; with ``auxiliary`` rows it also holds X
+   and A of that many individuals of the *other* set and a model of A from X.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from parties.attacks import AttackerView, get_attack, leakage
+from parties.learners import get_learner
+from parties.learners.two_step import release_of, two_step_at_data_center
+from parties.transcript import read_transcript
+from protocols.errors import InternalError
+from protocols.randomized_response import ATTRIBUTE_RELEASE, RELEASE_REQUEST
+from protocols.rr_estimators import FAIRNESS_NOTIONS, discrimination, group_rates
+
+from ..world import ADVERSARY, DATA_CENTER, World
+from . import register_flow
+
+__all__ = ["rr_release_flow", "fairness_of"]
+
+
+def _audit_base_model(data: Any, replies: list, predictions: np.ndarray) -> dict[str, float]:
+    """The data center's audit of its own base model (debiased and naive gaps for every notion)."""
+    release = release_of(replies, "audit")
+    z, eps, k = np.asarray(release["z"]), float(release["epsilon"]), int(release["groups"])
+    out: dict[str, float] = {}
+    for notion in FAIRNESS_NOTIONS:
+        rates = group_rates(notion, predictions, data.y_audit, z, eps, k)
+        out[f"audit_{notion}_debiased"] = rates.debiased_gap
+        out[f"audit_{notion}_naive"] = rates.naive_gap
+        # Signed gaps (last group minus group 0, last condition row): the max |gap| above is biased upwards
+        # by noise whatever the estimator; the signed gaps show the estimators' own bias.
+        for label, table in (("debiased", rates.debiased), ("naive", rates.naive)):
+            out[f"audit_{notion}_signed_{label}"] = float(table[-1, -1] - table[-1, 0])
+    return out
+
+
+def fairness_of(predictions: np.ndarray, y: np.ndarray, a: np.ndarray, notion: str) -> float:
+    """The referee's truth: disc (max group gap) of ``notion`` with the true A (eps -> infinity, no noise)."""
+    groups = int(max(a.max(), 1)) + 1
+    return discrimination(group_rates(notion, predictions, y, a, 700.0, groups).naive)
+
+
+def _accuracy(soft: np.ndarray, y: np.ndarray) -> float:
+    """Expected accuracy of a randomized predictor with P(Y-hat = 1 | x) = ``soft``."""
+    return float(np.mean(np.where(y == 1, soft, 1.0 - soft)))
+
+
+def _release(world: World, name: str) -> None:
+    world.network.exchange(world.deployment.call(DATA_CENTER, "request", RELEASE_REQUEST, {"set": name}))
+
+
+def _released_on_wire(world: World) -> dict[str, dict[str, Any]]:
+    """What a passive observer reads: the attribute-release payloads in the transcript, by set."""
+    return {env.payload["set"]: env.payload for env in read_transcript(world.transcript.path, verify=False)
+            if env.kind == ATTRIBUTE_RELEASE}
+
+
+def _attack(world: World, releases: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The adversary reads the release of the training set (else the audit set); the referee scores it."""
+    split, component = world.split, world.scenario.attack
+    target = "train" if "train" in releases else "audit"
+    release = releases[target]
+    a_true, X = (split.a_train, split.X_train) if target == "train" else (split.a_audit, split.X_audit)
+    X_aux = a_aux = None
+    aux = int(getattr(component.params, "auxiliary", 0))
+    if aux:  # auxiliary data: X and A of individuals of the other set (never the targets)
+        X_other, a_other = (split.X_audit, split.a_audit) if target == "train" else (split.X_train, split.a_train)
+        rows = world.rngs["adversary"].permutation(a_other.shape[0])[:aux]
+        X_aux, a_aux = X_other[rows], a_other[rows]
+    from ..runner import leakage_bound  # (the runner imports the flows)
+
+    attack_cls = get_attack(component.name)
+    world.deployment.add(ADVERSARY, attack_cls, component.params, AttackerView(n=int(a_true.shape[0])),
+                         world.rngs["adversary"])
+    eps, k = float(release["epsilon"]), int(release["groups"])
+    reconstruction = world.deployment.call(ADVERSARY, "infer", np.asarray(release["z"]), eps, k,
+                                           X if aux else None, X_aux, a_aux)
+    truth = a_true[reconstruction.indices]
+    correct = int(np.count_nonzero(reconstruction.a_hat == truth))
+    out: dict[str, Any] = {
+        "attack_target": target,
+        "leakage": leakage(truth, reconstruction.a_hat),
+        "exact_recovery": bool(truth.size > 0 and correct == truth.size),
+        "attacked": int(reconstruction.indices.size),
+        "correct": correct,
+        "undecided": 0,
+        # The eps-LDP cap on one release's balanced accuracy (what Z alone can tell about anyone).
+        "leakage_bound_release": leakage_bound(eps, 0.0),
+        "queries": len(releases),
+    }
+    features_only = world.deployment.call(ADVERSARY, "features_only_guess")
+    if features_only is not None:
+        out["leakage_features_only"] = leakage(a_true, features_only)
+    out.update({f"attack_{key}": value for key, value in reconstruction.info.items()})
+    return out
+
+
+@register_flow("rr-release")
+def rr_release_flow(world: World) -> dict[str, Any]:
+    """Releases, the data center's audit and learning, the adversary's inference; scored by the referee."""
+    scenario, split = world.scenario, world.split
+    metrics: dict[str, Any] = world.deployment.call(DATA_CENTER, "train")
+    sets = ["train", "audit"] if scenario.learner is not None else ["audit"]
+    for name in sets:
+        _release(world, name)
+    base = world.deployment.call(DATA_CENTER, "view").base_predictions.astype(np.float64)
+    metrics.update(world.deployment.call(DATA_CENTER, "compute", _audit_base_model, base))
+    for notion in FAIRNESS_NOTIONS:
+        metrics[f"audit_{notion}_true"] = fairness_of(base, split.y_audit, split.a_audit, notion)
+        truth = group_rates(notion, base, split.y_audit, split.a_audit, 700.0, int(split.a_audit.max()) + 1).naive
+        metrics[f"audit_{notion}_signed_true"] = float(truth[-1, -1] - truth[-1, 0])
+        for label in ("debiased", "naive"):  # the referee's verdict on each estimator
+            metrics[f"audit_{notion}_error_{label}"] = (metrics[f"audit_{notion}_signed_{label}"]
+                                                        - metrics[f"audit_{notion}_signed_true"])
+    if scenario.learner is not None:
+        learner = get_learner(scenario.learner.name)
+        seed = int(world.rngs["flow"].integers(2**31 - 1))
+        fitted = world.deployment.call(DATA_CENTER, "compute", _learn_with, learner.name, scenario.learner.params,
+                                       seed)
+        notion = scenario.learner.params.constraint
+        for label in ("step1", "two_step"):
+            metrics[f"{label}_disc"] = fairness_of(fitted[label], split.y_audit, split.a_audit, notion)
+            metrics[f"{label}_accuracy"] = _accuracy(fitted[label], split.y_audit)
+        metrics["step1_disc_estimate"] = fitted["step1_disc_estimate"]
+        metrics["step1_disc_naive"] = fitted["step1_disc_naive"]
+    world.transcript.close()
+    if scenario.threat_model == "passive-observer":
+        releases = _released_on_wire(world)
+    else:  # the data center itself (curious, or holding auxiliary data) reads what it was given
+        releases = {p["set"]: p for kind, p in world.deployment.call(DATA_CENTER, "replies_received")
+                    if kind == ATTRIBUTE_RELEASE}
+    metrics.update(_attack(world, releases))
+    return metrics
+
+
+def _learn_with(data: Any, replies: list, learner_name: str, params: Any, seed: int) -> dict[str, Any]:
+    """Inside the data center: fit the named learner on its releases and predict on the audit set."""
+    if learner_name != "two-step":  # the spec admits only learners of this flow, and two-step is the one
+        raise InternalError(f"the rr-release flow has no way to run learner {learner_name!r}")
+    return two_step_at_data_center(data, replies, params, seed)
