@@ -52,7 +52,7 @@ CELL_INVALID = "grid cell {assignment} is not a valid scenario: {error}"
 UNKNOWN_COLUMN = "outputs {where} names {column!r}, which is neither a grid axis ({axes}) nor a metric kept"
 
 #: Columns every results row has, before the grid values and the metrics.
-ROW_FIELDS = ("cell", "repeat", "seed", "status", "error", "attempts", "node", "cell_wall_s")
+ROW_FIELDS = ("cell", "repeat", "seed", "status", "failure", "attempts", "node", "cell_wall_s")
 
 
 class TableSpec(BaseModel):

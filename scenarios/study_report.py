@@ -126,7 +126,7 @@ def write_outputs(study: Study, frame: pd.DataFrame, out: Path) -> Path:
             plot(frame, spec, out)
             lines += [f"![{spec.title or spec.file}]({spec.file})", ""]
     if len(errors):
-        lines += ["## Errors", "", _markdown(errors[["cell", "repeat", "error"]]), ""]
+        lines += ["## Errors", "", _markdown(errors[["cell", "repeat", "failure"]]), ""]
     path = out / "summary.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path

@@ -52,15 +52,15 @@ class StudyWorker:
         from .runner import run
 
         started = time.perf_counter()
-        row: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id()[:12], "status": "ok", "error": ""}
+        row: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id()[:12], "status": "ok", "failure": ""}
         try:
             out = Path(out_dir) / f"{cell.cell}-r{cell.repeat}" if out_dir else None
             result = run(Scenario.from_dict(cell.scenario), out=out, table=table, hosts=self.hosts)
             row.update(result.metrics)
         except ParleyError as exc:
-            row.update(status="error", error=f"{type(exc).__name__}: {exc}")
+            row.update(status="error", failure=f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # a bug in one cell must not stop the study; the row says so
-            row.update(status="error", error=f"bug: {type(exc).__name__}: {exc}")
+            row.update(status="error", failure=f"bug: {type(exc).__name__}: {exc}")
         row["cell_wall_s"] = round(time.perf_counter() - started, 3)
         return row
 
@@ -102,7 +102,7 @@ def _row(cell: Cell, outcome: dict[str, Any], attempts: int, keep: tuple[str, ..
     if keep is not None:
         metrics = {k: v for k, v in metrics.items() if k in keep}
     fixed = {"cell": cell.cell, "repeat": cell.repeat, "seed": cell.seed, "status": outcome.get("status", "ok"),
-             "error": outcome.get("error", ""), "attempts": attempts, "node": outcome.get("node", ""),
+             "failure": outcome.get("failure", ""), "attempts": attempts, "node": outcome.get("node", ""),
              "cell_wall_s": outcome.get("cell_wall_s")}
     values = {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in cell.assignment.items()}
     return {**fixed, **values, **metrics}
@@ -188,7 +188,7 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
                     queue.appendleft((cell, attempt + 1))
                     submit(worker)
                     continue
-                outcome = {"status": "error", "error": WORKER_DIED.format(error=type(exc).__name__, attempts=attempt)}
+                outcome = {"status": "error", "failure": WORKER_DIED.format(error=type(exc).__name__, attempts=attempt)}
             row = _row(cell, outcome, attempt, study.outputs.metrics)
             failed += row["status"] != "ok"
             rows = [r for r in rows if (r["cell"], int(r["repeat"])) != cell.key] + [row]

@@ -27,7 +27,7 @@ PAPER = {
     "dfpca": ("DFPCA", (.0081, .2019, .2279, .0167, .0690)),
     "expgrad-dp": ("—", None),
 }
-METRICS = ("statistical_parity", "normed_disparate", "classifier_error", "error_parity", "error_disparate")
+METRICS = ("statistical_parity", "normed_disparate", "error", "error_parity", "error_disparate")
 ORDER = list(PAPER)
 
 
@@ -47,7 +47,7 @@ def table2(root: Path) -> str:
             rhos = rhos[:1]  # fitted with s: the accept set does not enter
         for rho in rhos:
             cell = frame[(frame["learner.name"] == name) & (frame["protocol.rho"] == rho)]
-            cells = [f"{cell[m].mean():.4f} ± {cell[m].std():.4f}" if m in ("statistical_parity", "classifier_error")
+            cells = [f"{cell[m].mean():.4f} ± {cell[m].std():.4f}" if m in ("statistical_parity", "error")
                      else f"{cell[m].mean():.4f}" for m in METRICS]
             rho_text = "—" if name in ("frr", "expgrad-dp") else f"{rho:g}"
             k = "—" if rho_text == "—" else f"{cell['accepted'].mean():.0f}"
@@ -64,8 +64,8 @@ def rho_table(root: Path) -> str:
     for rho, group in frame.groupby("protocol.rho"):
         g = {n: x for n, x in group.groupby("learner.name")}
         lines.append(f"| {rho:g} | {group['accepted'].mean():.0f} | "
-                     f"{g['dfgr']['statistical_parity'].mean():.3f} | {g['dfgr']['classifier_error'].mean():.3f} | "
-                     f"{g['dfrr']['statistical_parity'].mean():.3f} | {g['dfrr']['classifier_error'].mean():.3f} |")
+                     f"{g['dfgr']['statistical_parity'].mean():.3f} | {g['dfgr']['error'].mean():.3f} | "
+                     f"{g['dfrr']['statistical_parity'].mean():.3f} | {g['dfrr']['error'].mean():.3f} |")
     return "\n".join(lines)
 
 
@@ -73,8 +73,8 @@ def rho_figure(root: Path, out: Path) -> None:
     frame = _ok(root / "compas-cov-rho")
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for name, group in frame.groupby("learner.name"):
-        mean = group.groupby("protocol.rho")[["statistical_parity", "classifier_error"]].agg(["mean", "std"])
-        for ax, metric in zip(axes, ("classifier_error", "statistical_parity")):
+        mean = group.groupby("protocol.rho")[["statistical_parity", "error"]].agg(["mean", "std"])
+        for ax, metric in zip(axes, ("error", "statistical_parity")):
             ax.errorbar(mean.index, mean[(metric, "mean")], yerr=mean[(metric, "std")], marker="o", capsize=3,
                         label=name.upper())
     for ax, title in zip(axes, ("classifier error", "statistical parity")):
@@ -92,14 +92,14 @@ def frontier_figure(root: Path, out: Path) -> None:
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     rho = _ok(root / "compas-cov-rho")
     for name, group in rho.groupby("learner.name"):
-        m = group.groupby("protocol.rho")[["classifier_error", "statistical_parity"]].mean()
-        ax.plot(m["classifier_error"], m["statistical_parity"], marker="o", label=f"{name.upper()} (ρ sweep, m = 500)")
+        m = group.groupby("protocol.rho")[["error", "statistical_parity"]].mean()
+        ax.plot(m["error"], m["statistical_parity"], marker="o", label=f"{name.upper()} (ρ sweep, m = 500)")
     frr = _ok(root / "compas-frr-lambda")
-    m = frr.groupby("learner.lam")[["classifier_error", "statistical_parity"]].mean()
-    ax.plot(m["classifier_error"], m["statistical_parity"], marker="s", label="FRR with s (λ sweep)")
+    m = frr.groupby("learner.lam")[["error", "statistical_parity"]].mean()
+    ax.plot(m["error"], m["statistical_parity"], marker="s", label="FRR with s (λ sweep)")
     table = _ok(root / "compas-table2")
     eg = table[table["learner.name"] == "expgrad-dp"]
-    ax.plot(eg["classifier_error"].mean(), eg["statistical_parity"].mean(), marker="*", markersize=12,
+    ax.plot(eg["error"].mean(), eg["statistical_parity"].mean(), marker="*", markersize=12,
             linestyle="none", label="ExponentiatedGradient with s")
     ax.set_xlabel("classifier error (test)")
     ax.set_ylabel("statistical parity (test)")
@@ -113,7 +113,7 @@ def frr_table(root: Path) -> str:
     frame = _ok(root / "compas-frr-lambda")
     lines = ["| FRR λ | SP | error |", "|---|---|---|"]
     for lam, g in frame.groupby("learner.lam"):
-        lines.append(f"| {lam:g} | {g['statistical_parity'].mean():.3f} | {g['classifier_error'].mean():.3f} |")
+        lines.append(f"| {lam:g} | {g['statistical_parity'].mean():.3f} | {g['error'].mean():.3f} |")
     return "\n".join(lines)
 
 

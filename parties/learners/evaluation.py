@@ -7,7 +7,7 @@ protected attribute ``s`` (1 = advantaged, parley's convention):
 - normed disparate: the paper cites McNamara et al. and prints no formula; we
   use the normalised disparate impact ``1 - min(r0/r1, r1/r0)`` with
   ``r_g = P(y_hat=1 | s=g)`` (0 = equal rates; 0.2 = the four-fifths rule);
-- classifier error (``classifier_error``; ``error`` is the results table's column for a failed run): ``P(y_hat != y)``;
+- classifier error (``error``): ``P(y_hat != y)``;
 - error parity (Eq. 25): ``|er(f | s=1) - er(f | s=0)|``;
 - error disparate (Eq. 26): ``|er(f | s=1) / er(f | s=0) - 1|``.
 """
@@ -31,7 +31,7 @@ def classification_metrics(y_hat: np.ndarray, y: np.ndarray, s: np.ndarray) -> d
     return {
         "statistical_parity": abs(r1 - r0),
         "normed_disparate": 0.0 if hi == 0.0 else 1.0 - min(r0, r1) / hi,
-        "classifier_error": float(wrong.mean()),
+        "error": float(wrong.mean()),
         "error_parity": abs(e1 - e0),
         "error_disparate": abs(e1 / e0 - 1.0) if e0 > 0 else float("nan"),
         "positive_rate_a1": r1, "positive_rate_a0": r0,

@@ -26,7 +26,7 @@ def test_run_writes_the_table_ii_metrics_accept_count_and_leakage(tmp_path):
     assert main(["run", "compas-cov-threshold", "--out", str(tmp_path), *[f"--set={s}" for s in SMALL]]) == 0
     record = json.loads((tmp_path / "result.json").read_text())
     m = record["metrics"]
-    for key in ("statistical_parity", "normed_disparate", "classifier_error", "error_parity", "error_disparate",
+    for key in ("statistical_parity", "normed_disparate", "error", "error_parity", "error_disparate",
                 "accepted", "hypotheses", "leakage"):
         assert m[key] is not None, key
     assert m["hypotheses"] == 60 and 0 < m["accepted"] < 60 and m["learner_access"] == "accept-set"

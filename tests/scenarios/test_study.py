@@ -42,7 +42,7 @@ def test_failing_cell_records_its_error_and_the_study_goes_on(ray_session, tmp_p
     rows = done.results.set_index("attack.targets")
     assert done.failed == 1 and rows.loc[4, "status"] == "ok" and rows.loc[4, "leakage"] == 100.0
     assert rows.loc[500, "status"] == "error"
-    assert "attack.targets must pick between 1 and n=200" in rows.loc[500, "error"]
+    assert "attack.targets must pick between 1 and n=200" in rows.loc[500, "failure"]
     assert "## Errors" in (tmp_path / "summary.md").read_text()
     again = run_study(study, tmp_path, workers=2, progress=False)  # failed rows are retried, ok rows kept
     assert again.ran == 1 and again.skipped == 1 and len(again.results) == 2
@@ -70,7 +70,7 @@ def test_worker_killed_mid_study_is_replaced_and_its_cell_rerun(ray_session, tmp
 
     done = run_study(study, tmp_path, workers=2, progress=False, on_row=kill_a_worker)
     assert killed and len(done.results) == 8
-    assert (done.results["status"] == "ok").all(), done.results[["status", "error"]]
+    assert (done.results["status"] == "ok").all(), done.results[["status", "failure"]]
     assert done.results["attempts"].max() == 2  # the killed worker's cell ran again on a fresh worker
 
 

@@ -102,6 +102,6 @@ def test_table_ii_metrics_on_a_hand_example():
     m = classification_metrics(y_hat, y, s)
     assert m["statistical_parity"] == pytest.approx(0.25)  # 2/4 - 1/4
     assert m["normed_disparate"] == pytest.approx(0.5)  # 1 - (1/4)/(2/4)
-    assert m["classifier_error"] == pytest.approx(3 / 8)
+    assert m["error"] == pytest.approx(3 / 8)
     assert m["error_parity"] == pytest.approx(0.25)  # er(s=1) = 2/4, er(s=0) = 1/4
     assert m["error_disparate"] == pytest.approx(1.0)  # |0.5 / 0.25 - 1|

@@ -89,9 +89,9 @@ def test_overrides_reach_study_fields_grid_and_base():
 def _frame(study: Study) -> pd.DataFrame:
     rows = []
     for c in study.cells():
-        rows.append({"cell": c.cell, "repeat": c.repeat, "seed": c.seed, "status": "ok", "error": "", **c.assignment,
+        rows.append({"cell": c.cell, "repeat": c.repeat, "seed": c.seed, "status": "ok", "failure": "", **c.assignment,
                      "leakage": 50.0 + c.assignment["attack.targets"] + 10 * c.repeat, "queries": 3})
-    rows[0].update(status="error", error="ConfigError: boom", leakage=None)
+    rows[0].update(status="error", failure="ConfigError: boom", leakage=None)
     return pd.DataFrame(rows)
 
 
@@ -103,7 +103,7 @@ def test_results_round_trip_and_summary(tmp_path):
     frame = _frame(study)
     save_results(frame, tmp_path / "results.csv")
     again = load_results(tmp_path / "results.csv")
-    assert len(again) == 12 and (again["status"] == "error").sum() == 1 and again.loc[0, "error"] == "ConfigError: boom"
+    assert len(again) == 12 and (again["status"] == "error").sum() == 1 and again.loc[0, "failure"] == "ConfigError: boom"
     summary = summarise(study, again)
     assert list(summary["attack.targets"]) == [3, 5, 7, 3, 5, 7]  # grid order, not completion order
     assert summary.loc[0, "n"] == 1 and summary.loc[1, "leakage"] == "60 ± 7.1"  # (55, 65): mean 60, sd 7.07
