@@ -20,6 +20,7 @@ from protocols.errors import AttackError, RefusedError, WireError
 from protocols.queries import apply_edits, edit_form
 
 from .attacks.base import Answer, Attack, Exchange, Probe, Reconstruction
+from .confidential import is_sealed
 from .party import REFUSAL, Party
 from .wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
 
@@ -38,6 +39,8 @@ def exchanges_from(envelopes: Iterable[Envelope]) -> Iterator[Exchange]:
     pending: dict[str, dict] = {}
     kept: dict[str, np.ndarray] = {}
     for e in envelopes:
+        if is_sealed(e.payload):  # a confidential payload: an observer without the key learns nothing from it
+            continue
         if e.kind == "metric-query":
             pending[e.payload["query_id"]] = e.payload
         elif e.kind == "metric-answer" and e.payload.get("query_id") in pending:
