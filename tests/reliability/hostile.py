@@ -2,8 +2,8 @@
 
 One :class:`Target` per party kind (compliance in the clear, compliance on a
 confidential channel, data center, adversary) holds a live party and the
-honest counterpart that talks to it. Each hypothesis example draws one attack
-(:data:`ATTACKS_ON`), sends it, and checks that
+honest counterpart that talks to it. Each hypothesis example draws one attack and its content,
+sends it, and checks that
 
 * the party did not raise (``receive`` returned),
 * the reply is a signed ``refusal`` whose reason is one of
@@ -69,11 +69,16 @@ _scalars = st.one_of(
 _dtypes = st.sampled_from(["int8", "uint8", "int64", "float32", "float64", "bool", "float16", "uint64"])
 
 
+def _filled(dtype: str, shape: tuple, fill: float) -> np.ndarray:
+    """An array of ``dtype`` filled with ``fill`` (NaN or 1e300 cast to an int wraps: hostile on purpose)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.full(shape, fill).astype(dtype) if dtype != "bool" else np.full(shape, bool(fill))
+
+
 def _arrays(shape=None) -> st.SearchStrategy[np.ndarray]:
     shapes = st.sampled_from([(N,), (1, N), (2, N), (1, N - 1), (1, N + 1), (0, N), (N, 1), (2, 2, N), (), (0,)]) \
         if shape is None else st.just(shape)
-    return st.builds(lambda dt, sh, fill: np.full(sh, fill).astype(dt) if dt != "bool" else np.full(sh, bool(fill)),
-                     _dtypes, shapes,
+    return st.builds(_filled, _dtypes, shapes,
                      st.sampled_from([0.0, 0.5, 1.0, -1.0, 2.0, np.nan, np.inf, -0.0, 1e300, 255.0]))
 
 
@@ -169,8 +174,7 @@ class Target:
             assert reason in expected, f"{attack}: reason {reason!r} not in {expected}: {reply.payload['detail']}"
         self.outcomes[reason] += 1
 
-    def example(self, data: st.DataObject) -> None:
-        attack = data.draw(st.sampled_from(self.attacks), label="attack")
+    def example(self, data: st.DataObject, attack: str) -> None:
         getattr(self, f"attack_{attack.replace('-', '_')}")(data, attack)
         self.good_exchange()
         self.good += 1
@@ -249,10 +253,14 @@ class Target:
 
     def attack_unregistered_key(self, data, attack) -> None:
         kind, payload = self.good_message()
-        self.send(attack, self.outsider.seal(self.me, kind, "raw", payload), {wire.UNKNOWN_SENDER})
+        name = data.draw(st.text(max_size=24).filter(lambda n: n not in self.keyring), label="name")
+        role = data.draw(st.sampled_from(sorted(ROLE_SENDS)), label="role")
+        outsider = wire.Identity(name, role, self.outsider.private_key, next_seq=data.draw(st.integers(0, 2**62)))
+        self.send(attack, outsider.seal(self.me, kind, "raw", payload), {wire.UNKNOWN_SENDER})
 
     def attack_observer_sends(self, data, attack) -> None:
-        kind = data.draw(st.sampled_from(sorted(set().union(*ROLE_SENDS.values()) - {REFUSAL})), label="kind")
+        kind = data.draw(st.sampled_from(sorted(set().union(*ROLE_SENDS.values()) - {REFUSAL})) | st.text(max_size=16)
+                         .filter(lambda k: k != REFUSAL), label="kind")
         self.send(attack, self.ids[OBSERVER].seal(self.me, kind, "raw", self.good_message()[1]), {wire.KIND_NOT_ALLOWED})
 
     def attack_disallowed_kind(self, data, attack) -> None:
@@ -319,7 +327,9 @@ class ComplianceTarget(Target):
             self.kept.append(payload["query_id"])
 
     def attack_not_registered(self, data, attack) -> None:
-        self.send(attack, self.honest(*self.good_message(), sender=STRANGER), {wire.NOT_REGISTERED})
+        kind, payload = self.good_message()
+        payload["query_id"] = data.draw(st.text(min_size=1, max_size=128), label="query_id")
+        self.send(attack, self.honest(kind, payload, sender=STRANGER), {wire.NOT_REGISTERED})
 
     def attack_malformed_query(self, data, attack) -> None:
         payload = data.draw(_query_payloads(self.kept[-3:]), label="payload")
@@ -357,6 +367,7 @@ class ConfidentialComplianceTarget(ComplianceTarget):
 
     def attack_plaintext_downgrade(self, data, attack) -> None:
         kind, payload = self.good_message()
+        payload["query_id"] = data.draw(st.text(min_size=1, max_size=128), label="query_id")
         self.send(attack, self.ids[DATA_CENTER].seal(COMPLIANCE, kind, "raw", payload), {confidential.UNDECRYPTABLE})
 
     def attack_malformed_sealed(self, data, attack) -> None:
@@ -491,30 +502,39 @@ TARGETS = {"compliance": ComplianceTarget, "compliance-confidential": Confidenti
 
 
 def campaign(target: str, examples: int, rng_seed: int = 0) -> Target:
-    """Run ``examples`` hypothesis examples against a fresh ``target``; returns it with its counts."""
+    """About ``examples`` hypothesis examples against a fresh ``target``, shared among its attacks by weight.
+
+    Each attack gets its own hypothesis run (an attack listed twice in
+    ``Target.attacks`` gets twice the examples), so every attack is covered
+    and hypothesis explores the contents of each.
+    """
     t = TARGETS[target]()
-
-    @seed(rng_seed)
-    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck),
-              phases=(Phase.generate,))  # the party's state persists across examples: nothing to shrink
-    @given(st.data())
-    def run(data: st.DataObject) -> None:
-        # The party's state persists across examples, so hypothesis cannot replay a failing example
-        # faithfully: the first failure is recorded with its traceback and raised once the run ends.
-        try:
-            t.example(data)
-        except Exception:
-            failures.append(traceback.format_exc())
-            raise
-
+    weights = Counter(t.attacks)
     failures: list[str] = []
-    try:
-        run()
-    except Exception:
-        if not failures:
-            raise
-    if failures:
-        raise AssertionError(f"{target}: a hostile case broke the party or its next good exchange:\n{failures[0]}")
+    for attack, weight in sorted(weights.items()):
+        share = -(-examples * weight // len(t.attacks))  # ceil: at least ``examples`` in all
+
+        @seed(rng_seed)
+        @settings(max_examples=share, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+                  phases=(Phase.generate,))  # the party's state persists across examples: nothing to shrink
+        @given(st.data())
+        def run(data: st.DataObject) -> None:
+            # The party's state persists across examples, so hypothesis cannot replay a failing example
+            # faithfully: the first failure is recorded with its traceback and raised once the run ends.
+            try:
+                t.example(data, attack)
+            except Exception:
+                failures.append(traceback.format_exc())
+                raise
+
+        try:
+            run()
+        except Exception:
+            if not failures:
+                raise
+        if failures:
+            raise AssertionError(f"{target}/{attack}: a hostile case broke the party or its next good exchange:\n"
+                                 f"{failures[0]}")
     return t
 
 
