@@ -247,7 +247,8 @@ class Target:
         self.send(attack, stale.seal(self.me, kind, "raw", body), {wire.REPLAY})
 
     def attack_wrong_recipient(self, data, attack) -> None:
-        to = data.draw(st.sampled_from([OBSERVER, STRANGER, self.peer, "", "nobody"]), label="to")
+        to = data.draw(st.sampled_from([OBSERVER, STRANGER, self.peer, ""]) | st.text(max_size=24)
+                       .filter(lambda name: name != self.me), label="to")
         kind, payload = self.good_message()
         self.send(attack, self.ids[self.peer].seal(to, kind, "raw", payload), {wire.WRONG_RECIPIENT})
 
@@ -271,9 +272,13 @@ class Target:
 
     def attack_unhashable_payload(self, data, attack) -> None:
         bad = data.draw(st.sampled_from([np.array(["a", "b"]), np.array([1 + 2j]), {1: 2}, object(), {"k": {3}},
-                                         np.array([object()], dtype=object)]), label="value")
+                                         np.array([object()], dtype=object), b"bytes", {(1, 2): 3}]), label="value")
+        # Hidden at a drawn key, possibly nested in lists and dicts of hashable values.
+        for _ in range(data.draw(st.integers(0, 3), label="depth")):
+            bad = data.draw(st.sampled_from(["list", "dict"])) == "list" and [data.draw(_scalars), bad] or {"in": bad}
         env = self.a_valid()
-        self.send(attack, env.model_copy(update={"payload": {**env.payload, "x": bad}}),
+        key = data.draw(st.text(max_size=12), label="key")
+        self.send(attack, env.model_copy(update={"payload": {**env.payload, key: bad}}),
                   {wire.INVALID_PAYLOAD, wire.DIGEST_MISMATCH})
 
 
