@@ -230,7 +230,7 @@ class Target:
         self.send(attack, env.model_copy(update={field: value}), {wire.MALFORMED})
 
     def attack_replay(self, data, attack) -> None:
-        if not self.accepted:
+        while not self.accepted:
             self.good_exchange()
         recent = self.accepted[-20:]
         old = recent[data.draw(st.integers(0, 2**16), label="old") % len(recent)]
@@ -238,10 +238,11 @@ class Target:
 
     def attack_stale_seq(self, data, attack) -> None:
         identity = self.ids[self.peer]
-        if identity.next_seq == 0:
+        while not self.accepted:  # (a restarted adversary has accepted nothing yet)
             self.good_exchange()
+        last = self.accepted[-1].seq  # the party refuses any sequence number up to the last it accepted
         stale = wire.Identity(identity.name, identity.role, identity.private_key,
-                              next_seq=data.draw(st.integers(0, 2**16)) % identity.next_seq, kx_private=identity.kx_private)
+                              next_seq=data.draw(st.integers(0, 2**16)) % (last + 1), kx_private=identity.kx_private)
         kind, payload = self.good_message()
         body = confidential.outgoing(stale, self.keyring, self.me, kind, "raw", payload)
         self.send(attack, stale.seal(self.me, kind, "raw", body), {wire.REPLAY})
@@ -443,6 +444,7 @@ class AdversaryTarget(Target):
         attack = get_attack("double-query")(get_attack("double-query").Params(targets=N), view, self.rng)
         self.party = Adversary(self.ids[DATA_CENTER], self.keyring, attack, COMPLIANCE, "raw")
         self.probe = self.party.start()
+        self.accepted.clear()  # a new party has a new replay guard: old answers are unasked, not replays
         self._answered: tuple = (None, None)
         self.restarts += 1
 
