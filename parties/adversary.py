@@ -20,12 +20,15 @@ from protocols.errors import AttackError, RefusedError, WireError
 from protocols.queries import apply_edits, edit_form
 
 from .attacks.base import Answer, Attack, Exchange, Probe, Reconstruction
+from .confidential import is_sealed
 from .party import REFUSAL, Party
 from .wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
 
 __all__ = ["Adversary", "exchanges_from"]
 
 UNEXPECTED_ANSWER = "answer to query {got!r} was not asked for (waiting for {pending!r})"
+BAD_ANSWER = "answer values must be a finite numeric array of shape ({m},), got {got}"
+BAD_DECIMALS = "answer decimals must be None or an int in 0..17, got {got!r}"
 NOT_FINISHED = "the attack has not finished (call start() and deliver every answer first)"
 
 
@@ -38,6 +41,8 @@ def exchanges_from(envelopes: Iterable[Envelope]) -> Iterator[Exchange]:
     pending: dict[str, dict] = {}
     kept: dict[str, np.ndarray] = {}
     for e in envelopes:
+        if is_sealed(e.payload):  # a confidential payload: an observer without the key learns nothing from it
+            continue
         if e.kind == "metric-query":
             pending[e.payload["query_id"]] = e.payload
         elif e.kind == "metric-answer" and e.payload.get("query_id") in pending:
@@ -52,6 +57,28 @@ def exchanges_from(envelopes: Iterable[Envelope]) -> Iterator[Exchange]:
                            decimals=e.payload.get("decimals"))
 
 
+def answer_from(payload: dict, m: int) -> Answer:
+    """The :class:`Answer` in a ``metric-answer`` payload to a query of ``m`` models; WireError if malformed.
+
+    A signed answer from the compliance party is still checked: an attack must
+    never crash on (or be steered by) values of the wrong type, shape or range.
+    """
+    values, decimals = payload.get("values"), payload.get("decimals")
+    ok = isinstance(values, np.ndarray) and values.dtype.kind in "iuf" and values.shape == (m,) \
+        and bool(np.isfinite(values).all())
+    if not ok:
+        raise WireError(INVALID_PAYLOAD, BAD_ANSWER.format(m=m, got=_describe(values)))
+    if decimals is not None and (type(decimals) is not int or not 0 <= decimals <= 17):
+        raise WireError(INVALID_PAYLOAD, BAD_DECIMALS.format(got=decimals))
+    return Answer(values=values.astype(np.float64), decimals=decimals)
+
+
+def _describe(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"array of dtype {value.dtype} and shape {value.shape}"
+    return type(value).__name__
+
+
 class Adversary(Party):
     """Runs ``attack``: actively through ``identity`` or passively over a transcript."""
 
@@ -63,6 +90,7 @@ class Adversary(Party):
         self.compliance = compliance
         self._run: Generator[Probe, Answer, Reconstruction] | None = None
         self._pending: str | None = None
+        self._pending_m = 0
         self._result: Reconstruction | None = None
         self.refusals: list[dict] = []
         self._kept: dict[str, tuple[str, np.ndarray]] = {}  # probe name -> (query id, model) kept by compliance
@@ -80,6 +108,10 @@ class Adversary(Party):
             self._result = stop.value
             self._pending = None
             return None
+        except AttackError as exc:  # the attack cannot decide from its answers: it ends, outcome() says why
+            self._run, self._pending = None, None
+            self.failure = f"the attack stopped: {exc}"
+            return None
         self._pending = uuid.uuid4().hex
         payload = {"metric": probe.metric, "query_id": self._pending}
         H = np.atleast_2d(probe.predictions)
@@ -88,6 +120,7 @@ class Adversary(Party):
             payload.update(edit_of=self._kept[probe.relative_to][0], indices=edits[0], values=edits[1])
         else:
             payload["predictions"] = probe.predictions
+        self._pending_m = int(H.shape[0])
         if probe.keep:
             payload["keep"] = True
             self._kept[probe.name or self._pending] = (self._pending, H[0])
@@ -97,8 +130,7 @@ class Adversary(Party):
         got = envelope.payload.get("query_id")
         if self._run is None or got != self._pending:
             raise WireError(INVALID_PAYLOAD, UNEXPECTED_ANSWER.format(got=got, pending=self._pending))
-        answer = Answer(values=np.asarray(envelope.payload["values"], dtype=np.float64),
-                        decimals=envelope.payload.get("decimals"))
+        answer = answer_from(envelope.payload, self._pending_m)
         return self._advance(lambda: self._run.send(answer))
 
     def _on_refusal(self, envelope: Envelope) -> Envelope | None:

@@ -14,15 +14,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from protocols.errors import ParleyError
+from protocols.errors import ParleyError, WireError
 
 from .attacks.base import AttackerView
 from .learners.base_model import ModelSpec, build_estimator
 from .party import REFUSAL, Party
-from .wire import Envelope, Identity, Keyring
+from .wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
 
 __all__ = ["DataCenter", "DataCenterData"]
 
+BAD_ANSWER = "a metric answer needs a string query_id and a non-empty 1-d numeric values array (got keys: {keys})"
 NOT_TRAINED = "the data center has not trained its base model yet (call train() first)"
 
 
@@ -79,7 +80,12 @@ class DataCenter(Party):
                          {"metric": metric, "predictions": predictions, "query_id": uuid.uuid4().hex})
 
     def _on_answer(self, envelope: Envelope) -> None:
-        self.answers[envelope.payload["query_id"]] = envelope.payload
+        payload = envelope.payload
+        values = payload.get("values")
+        if type(payload.get("query_id")) is not str or not isinstance(values, np.ndarray) \
+                or values.dtype.kind not in "iuf" or values.ndim != 1 or values.size == 0:
+            raise WireError(INVALID_PAYLOAD, BAD_ANSWER.format(keys=", ".join(sorted(payload))))
+        self.answers[payload["query_id"]] = payload
 
     def answers_received(self) -> list[dict[str, Any]]:
         """Payloads of the answers to this data center's honest queries, in arrival order."""

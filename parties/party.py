@@ -17,6 +17,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 from protocols.errors import ParleyError, QueryError, RefusedError, WireError
 
+from . import confidential
 from .wire import (
     INTERNAL,
     INVALID_QUERY,
@@ -83,7 +84,8 @@ class Party:
         """Sign ``payload`` as this party."""
         if self.identity is None:
             raise ParleyError(f"this party holds no identity and cannot send {kind!r}")
-        return self.identity.seal(recipient, kind, self.protocol, payload)
+        return self.identity.seal(recipient, kind, self.protocol,
+                                  confidential.outgoing(self.identity, self.keyring, recipient, kind, self.protocol, payload))
 
     def receive(self, envelope: Envelope) -> Envelope | None:
         """Verify ``envelope`` and dispatch it; return the reply (or a refusal), or ``None``."""
@@ -99,6 +101,7 @@ class Party:
                     me=self.name, kind=envelope.kind, accepted=", ".join(sorted(self.handlers)) or "nothing"))
             self._replay.check(envelope)
             self._replay.record(envelope)
+            envelope = confidential.incoming(envelope, self.identity, self.keyring)  # as sent if not sealed
             return getattr(self, self.handlers[envelope.kind])(envelope)
         except WireError as exc:
             if envelope.kind == REFUSAL:  # never refuse a refusal: that would ping-pong forever
@@ -116,7 +119,9 @@ class Party:
         self.refusals_sent += 1
         if self.identity is None:
             return None
-        return self.seal(envelope.sender, REFUSAL, {"reason": reason, "detail": detail, "refused": envelope.id})
+        sender = envelope.sender if type(envelope.sender) is str else "(malformed)"
+        refused = envelope.id if type(envelope.id) is str else None
+        return self.seal(sender, REFUSAL, {"reason": reason, "detail": detail, "refused": refused})
 
 
 def check_reply(envelope: Envelope | None, keyring: Keyring, me: str, expected_kind: str) -> Envelope:

@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,6 +50,7 @@ __all__ = [
     "decode_payload",
     "header_bytes",
     "verify_envelope",
+    "check_fields",
 ]
 
 # Refusal codes a party sends back (the `reason` of a refusal payload).
@@ -63,9 +65,12 @@ INVALID_QUERY = "invalid-query"
 INVALID_PAYLOAD = "invalid-payload"
 INTERNAL = "internal-error"
 BUDGET_EXCEEDED = "budget-exceeded"
+UNDECRYPTABLE = "undecryptable"  # a confidential payload that does not open (parties/confidential.py)
+MALFORMED = "malformed-envelope"
 REFUSAL_REASONS = (
     UNKNOWN_SENDER, BAD_SIGNATURE, DIGEST_MISMATCH, REPLAY, WRONG_RECIPIENT,
     KIND_NOT_ALLOWED, NOT_REGISTERED, INVALID_QUERY, INVALID_PAYLOAD, INTERNAL, BUDGET_EXCEEDED,
+    UNDECRYPTABLE, MALFORMED,
 )
 
 # Message templates (tests match on these).
@@ -75,6 +80,7 @@ DIGEST_MISMATCH_MSG = "payload digest does not match the payload (claimed {claim
 BAD_SIGNATURE_MSG = "Ed25519 signature of {sender!r} does not verify over header and digest"
 REPLAY_NONCE_MSG = "nonce {nonce} from {sender!r} was already seen"
 REPLAY_SEQ_MSG = "sequence {seq} from {sender!r} is not above the last accepted {last}"
+MALFORMED_MSG = "envelope field {field!r} must be {expected}, got {got}"
 UNHASHABLE_MSG = "payload value of type {type} at {path} cannot be hashed (allowed: dict, list, str, int, float, bool, None, numeric numpy arrays)"
 
 _SIGNING_DOMAIN = b"parley-envelope-v1\n"
@@ -266,18 +272,24 @@ class Identity:
     role: str
     private_key: Ed25519PrivateKey
     next_seq: int = 0
+    #: X25519 key of a party on confidential channels (parties/confidential.py); None: payloads in the clear.
+    kx_private: X25519PrivateKey | None = None
 
     @classmethod
-    def generate(cls, name: str, role: str) -> "Identity":
-        """A fresh identity with a random key (keys are never derived from scenario seeds)."""
-        return cls(name=name, role=role, private_key=Ed25519PrivateKey.generate())
+    def generate(cls, name: str, role: str, kx: bool = False) -> "Identity":
+        """A fresh identity with a random key (keys are never derived from scenario seeds); ``kx``: an X25519 key too."""
+        return cls(name=name, role=role, private_key=Ed25519PrivateKey.generate(),
+                   kx_private=X25519PrivateKey.generate() if kx else None)
 
     @property
     def public_key_hex(self) -> str:
         return self.private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
 
     def key_entry(self) -> "KeyEntry":
-        return KeyEntry(name=self.name, role=self.role, public_key=self.public_key_hex)
+        kx = None
+        if self.kx_private is not None:
+            kx = self.kx_private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+        return KeyEntry(name=self.name, role=self.role, public_key=self.public_key_hex, kx_public=kx)
 
     def seal(self, recipient: str, kind: str, protocol: str, payload: Mapping[str, Any]) -> Envelope:
         """Sign ``payload`` for ``recipient``: fresh id and nonce, next sequence number."""
@@ -301,11 +313,14 @@ class Identity:
         from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
 
         raw = self.private_key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-        return {"name": self.name, "role": self.role, "key": raw, "next_seq": self.next_seq}
+        kx = None if self.kx_private is None else self.kx_private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+        return {"name": self.name, "role": self.role, "key": raw, "next_seq": self.next_seq, "kx": kx}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.name, self.role, self.next_seq = state["name"], state["role"], state["next_seq"]
         self.private_key = Ed25519PrivateKey.from_private_bytes(state["key"])
+        kx = state.get("kx")
+        self.kx_private = None if kx is None else X25519PrivateKey.from_private_bytes(kx)
 
 
 class KeyEntry(BaseModel):
@@ -316,6 +331,7 @@ class KeyEntry(BaseModel):
     name: str
     role: str
     public_key: str  # 32 raw bytes, hex
+    kx_public: str | None = None  # X25519 key for confidential payloads (parties/confidential.py), hex
 
 
 @dataclass
@@ -348,7 +364,7 @@ class Keyring:
         return self._keys[name]
 
     def to_json(self) -> dict[str, Any]:
-        return {name: e.model_dump() for name, e in sorted(self.entries.items())}
+        return {name: e.model_dump(exclude_none=True) for name, e in sorted(self.entries.items())}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Keyring":
@@ -366,7 +382,8 @@ class Keyring:
 
 
 def verify_envelope(envelope: Envelope, keyring: Keyring, recipient: str | None = None) -> None:
-    """Check sender, recipient, digest and signature; raise :class:`WireError` on the first failure."""
+    """Check fields, sender, recipient, digest and signature; raise :class:`WireError` on the first failure."""
+    check_fields(envelope)
     keyring.entry(envelope.sender)  # unknown sender
     if recipient is not None and envelope.recipient != recipient:
         raise WireError(WRONG_RECIPIENT, WRONG_RECIPIENT_MSG.format(recipient=envelope.recipient, me=recipient))
@@ -378,6 +395,23 @@ def verify_envelope(envelope: Envelope, keyring: Keyring, recipient: str | None 
         keyring.public_key(envelope.sender).verify(signature, header_bytes(envelope.header()))
     except (InvalidSignature, ValueError):
         raise WireError(BAD_SIGNATURE, BAD_SIGNATURE_MSG.format(sender=envelope.sender)) from None
+
+
+_FIELD_TYPES = {"id": str, "sender": str, "recipient": str, "kind": str, "protocol": str, "seq": int,
+                "nonce": str, "timestamp": int, "digest": str, "signature": str, "payload": dict}
+
+
+def check_fields(envelope: Envelope) -> None:
+    """Every field of the right type (:class:`WireError` malformed-envelope otherwise).
+
+    Envelopes that cross a process boundary are rebuilt without validation
+    (``model_construct``, for speed), so a hostile sender controls their types.
+    """
+    for name, expected in _FIELD_TYPES.items():
+        value = getattr(envelope, name, None)
+        if type(value) is not expected:  # exact: a bool is no sequence number, a dict subclass no payload
+            raise WireError(MALFORMED, MALFORMED_MSG.format(field=name, expected=expected.__name__,
+                                                            got=type(value).__name__))
 
 
 class ReplayGuard:

@@ -78,7 +78,7 @@ class MetricQuery:
         if "edit_of" in payload:
             require_fields(payload, EDIT_FIELDS)
             kept = kept or {}
-            if payload["edit_of"] not in kept:
+            if type(payload["edit_of"]) is not str or payload["edit_of"] not in kept:
                 raise QueryError(UNKNOWN_BASE.format(base=payload["edit_of"], kept=", ".join(kept) or "none"))
             indices, values = validate_edits(payload["indices"], payload["values"], n)
             predictions = apply_edits(kept[payload["edit_of"]], indices, values)

@@ -22,6 +22,10 @@ Out-of-range answers (Remark 6): ``out_of_range="raw"`` releases the noisy value
 as they are (still epsilon-DP and unbiased); ``"clamp"`` maps them to the metric's
 range (:data:`protocols.metrics.METRICS`), a post-processing that keeps the
 guarantee; the answer records how many values were clamped.
+
+Floating point (Mironov 2012): ``sampler="snapping"`` replaces numpy's textbook
+sampler, whose low-order bits reveal the input, by the snapping mechanism of
+:mod:`protocols.snapping` (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -29,17 +33,20 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from .base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
 from .budget import PureDP
 from .metrics import METRICS
 from .sensitivity import GLOBAL_METRICS, global_sensitivity
+from .snapping import snapping_laplace
 
 __all__ = ["LaplaceParams", "LaplaceProtocol", "OutOfRange", "apply_out_of_range", "label_counts"]
 
 #: Remark 6: release noisy values as they are, or map them to the metric's range.
 OutOfRange = Literal["raw", "clamp"]
+#: Noise sampler: numpy's textbook inverse-CDF sampler, or Mironov's snapping mechanism (floating-point safe).
+Sampler = Literal["textbook", "snapping"]
 
 
 def apply_out_of_range(noisy: np.ndarray, metric: str, mode: str) -> tuple[np.ndarray, int]:
@@ -64,6 +71,16 @@ def label_counts(audit: AuditSet) -> tuple[int, int]:
 class LaplaceParams(ProtocolParams):
     epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="privacy loss per query (pure DP)")
     out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
+    sampler: Sampler = Field(default="textbook", description="noise sampler: 'textbook' (numpy) or 'snapping' "
+                             "(Mironov 2012, safe against floating-point attacks; see protocols/snapping.py)")
+
+    @model_serializer(mode="wrap")
+    def _omit_default_sampler(self, handler: Any) -> dict[str, Any]:
+        """The default sampler is left out, so specs (and study cell ids) of existing runs stay as they were."""
+        data = handler(self)
+        if data.get("sampler") == "textbook":
+            data.pop("sampler")
+        return data
 
 
 @register_protocol
@@ -90,7 +107,14 @@ class LaplaceProtocol(Protocol):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         epsilon = self.params.epsilon
         scale = self.sensitivity(query, audit) / epsilon
-        noisy = np.asarray(exact, dtype=np.float64) + rng.laplace(0.0, scale, size=query.m)
+        notes: dict[str, Any] = {}
+        if self.params.sampler == "snapping":  # floating-point safe; the grid makes the scale slightly larger
+            low, high = METRICS[query.metric].range
+            noisy, notes = snapping_laplace(exact, self.sensitivity(query, audit), epsilon, max(abs(low), abs(high)), rng)
+            scale = notes["snap_lambda"] * self.sensitivity(query, audit)
+        else:
+            noisy = np.asarray(exact, dtype=np.float64) + rng.laplace(0.0, scale, size=query.m)
         values, clamped = apply_out_of_range(noisy, query.metric, self.params.out_of_range)
         return values, {"epsilon": epsilon, "noise": "laplace", "scale": float(scale),
-                        "out_of_range": self.params.out_of_range, "clamped": clamped}
+                        "out_of_range": self.params.out_of_range, "clamped": clamped,
+                        **({"sampler": "snapping", **notes} if notes else {})}

@@ -216,6 +216,8 @@ class Scenario(BaseModel):
     budget: BudgetSpec | None = Field(default=None, description="the querier's privacy budget over the run (no cap if absent)")
     composition: Literal["sequential", "advanced"] = Field(
         default="sequential", description="how the ledger composes the querier's per-query costs")
+    confidential: bool = Field(
+        default=False, description="payloads encrypted between parties (X25519 + ChaCha20-Poly1305); observers see sizes")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Scenario":
@@ -298,6 +300,8 @@ class Scenario(BaseModel):
             out["budget"] = self.budget.model_dump()
         if self.composition != "sequential" or self.budget is not None:
             out["composition"] = self.composition
+        if self.confidential:
+            out["confidential"] = True
         return out
 
     def with_values(self, values: Mapping[str, Any]) -> "Scenario":
@@ -345,7 +349,7 @@ class Scenario(BaseModel):
         return self.with_values(dict(parse_assignment(text) for text in assignments))
 
 
-_SIMPLE = ("name", "description", "seed", "threat_model", "audit_metrics", "backend", "composition")
+_SIMPLE = ("name", "description", "seed", "threat_model", "audit_metrics", "backend", "composition", "confidential")
 #: The scalar top-level fields, validated apart so messages name them plainly.
 _SimpleFields = create_model(
     "_SimpleFields", __config__=ConfigDict(extra="forbid"),

@@ -71,8 +71,10 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
         np.random.default_rng(s) for s in np.random.SeedSequence(scenario.seed).spawn(6))
     split = load_split(scenario.dataset, data_rng, table)
     protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
-    identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance"),
-                  DATA_CENTER: Identity.generate(DATA_CENTER, "data-center")}
+    # With a confidential scenario the two talking parties also hold X25519 keys: payloads travel sealed.
+    kx = scenario.confidential
+    identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance", kx=kx),
+                  DATA_CENTER: Identity.generate(DATA_CENTER, "data-center", kx=kx)}
     if scenario.threat_model == "passive-observer" or scenario.observer is not None:
         identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
     keyring = Keyring()

@@ -28,7 +28,7 @@ def test_default_scenario_is_the_double_query():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"colour": "red"}, "unknown key 'colour'; allowed keys: attack, audit_metrics, backend, budget, composition, dataset,"),
+        ({"colour": "red"}, "unknown key 'colour'; allowed keys: attack, audit_metrics, backend, budget, composition, confidential, dataset,"),
         ({"dataset": {**BASE["dataset"], "size": 3}}, "unknown key 'dataset.size'; allowed keys: audit_size, minority, n_features, name, strength, train_size"),
         ({"protocol": {"name": "raw", "digits": 3}}, "unknown key 'protocol.digits'; allowed keys: decimals"),
         ({"attack": {"name": "single-query", "target": 3}}, "unknown key 'attack.target'; allowed keys: batch, targets"),

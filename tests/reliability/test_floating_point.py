@@ -1,0 +1,94 @@
+"""Floating-point noise: the textbook Laplace sampler leaks its input; the snapping mechanism does not.
+
+Seeded statistical tests, alpha = 0.01 where a p-value is tested.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from protocols import get_protocol
+from protocols.base import MetricQuery
+from protocols.snapping import snapping_laplace, uniform_doubles
+
+from .fp_attack import distinguish
+from .hostile import N, audit_set
+
+ALPHA = 0.01
+
+
+def test_the_textbook_sampler_reveals_which_neighbour_it_was_given():
+    """Mironov Sec. 4 on numpy: most releases are impossible under the neighbouring input."""
+    x, delta = 0.1, 0.5 + 1 / 999  # an SP answer and its global sensitivity on 1,000 rows (Thm. 5)
+    releases = np.random.default_rng(0).laplace(x, delta / 1.0, size=400)
+    found = distinguish(releases, x, x + 1 / 250, delta)  # the neighbour moves SP by about 1/n_1
+    assert found["possible_under_truth"] == 1.0  # the attack's replay of numpy is bit-exact
+    assert found["ruled_out_other"] > 0.5  # epsilon-DP allows no release that rules a neighbour out
+
+
+def test_snapped_releases_lie_on_one_grid_whatever_the_input():
+    """The support of the snapped release (multiples of Lambda Delta within B) does not depend on the input."""
+    rng = np.random.default_rng(1)
+    for x in (0.1, 0.1 + 1 / 250, -0.7):
+        values, notes = snapping_laplace(np.full(2000, x), 0.5, 1.0, 1.0, rng)
+        steps = values / notes["snap_grid"]
+        np.testing.assert_array_equal(steps, np.round(steps))
+        assert np.abs(values).max() <= notes["snap_bound"]
+        assert notes["epsilon_guaranteed"] <= 1.0
+
+
+def test_uniform_doubles_are_uniform():
+    u = uniform_doubles(np.random.default_rng(2), 50_000)
+    assert (u > 0).all() and (u < 1).all()
+    assert stats.kstest(u, "uniform").pvalue > ALPHA
+    # Unlike a textbook uniform (multiples of 2^-53), U* below 1/4 reaches doubles between those multiples.
+    small = u[u < 0.25]
+    assert (np.mod(small * 2.0**53, 1.0) != 0).mean() > 0.4
+    textbook = np.random.default_rng(3).random(50_000)
+    assert (np.mod(textbook * 2.0**53, 1.0) != 0).mean() == 0
+
+
+@pytest.mark.parametrize("x", [0.0, 0.3])
+def test_snapping_has_the_laplace_distribution_at_the_grid_scale(x):
+    """Chi-square of the snapped release against Laplace(lambda) rounded to the grid (alpha 0.01), with power."""
+    delta, epsilon = 0.5, 1.0
+    values, notes = snapping_laplace(np.full(40_000, x), delta, epsilon, 1.0, np.random.default_rng(3))
+    grid, lam = notes["snap_grid"], notes["snap_lambda"] * delta
+    k = np.round(values / grid).astype(int)
+
+    def expected(scale: float) -> tuple[np.ndarray, np.ndarray]:
+        ks = np.arange(k.min(), k.max() + 1)
+        cdf = stats.laplace(loc=x, scale=scale).cdf
+        p = cdf((ks + 0.5) * grid) - cdf((ks - 0.5) * grid)
+        p[0] += cdf((ks[0] - 0.5) * grid)
+        p[-1] += 1 - cdf((ks[-1] + 0.5) * grid)
+        return ks, p
+
+    def pvalue(scale: float) -> float:
+        ks, p = expected(scale)
+        observed = np.array([(k == j).sum() for j in ks], dtype=float)
+        keep = p * k.size >= 5  # merge the sparse tails into one bin
+        obs = np.append(observed[keep], observed[~keep].sum())
+        exp = np.append(p[keep], p[~keep].sum()) * k.size
+        if exp[-1] == 0:
+            obs, exp = obs[:-1], exp[:-1]
+        return stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
+
+    assert pvalue(lam) > ALPHA
+    assert pvalue(1.25 * lam) < ALPHA  # the test can tell a 25% wrong scale at this sample size
+
+
+def test_laplace_protocol_offers_the_snapping_sampler():
+    audit = audit_set()
+    P = get_protocol("laplace")
+    protocol = P(P.Params(epsilon=0.5, sampler="snapping"))
+    H = np.random.default_rng(4).integers(0, 2, size=(3, N)).astype(np.float64)
+    query = MetricQuery(metric="sp", predictions=H, query_id="q")
+    answer = protocol.answer(query, audit, np.random.default_rng(5))
+    assert answer["sampler"] == "snapping" and answer["epsilon_guaranteed"] <= 0.5
+    steps = answer["values"] / answer["snap_grid"]
+    np.testing.assert_allclose(steps, np.round(steps), atol=1e-9)
+    assert protocol.cost(query).epsilon == 0.5
+    assert "sampler" not in P.Params(epsilon=0.5).model_dump()  # default left out: existing cell ids unchanged
