@@ -16,7 +16,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from .budget import Budget
-from .errors import ParleyError, ConfigError, QueryError
+from .errors import QueryError
+from .registry import add, lookup
 from .metrics import METRICS, evaluate
 from .queries import apply_edits, require_fields, validate_edits, validate_metric, validate_predictions, validate_query_id
 
@@ -160,15 +161,9 @@ PROTOCOLS: dict[str, type[Protocol]] = {}
 
 def register_protocol(cls: type[Protocol]) -> type[Protocol]:
     """Class decorator adding a protocol to :data:`PROTOCOLS` under ``cls.name``."""
-    if PROTOCOLS.get(cls.name, cls) is not cls:  # two plug-ins under one name: the later would hide the first
-        raise ParleyError(f"two protocols are registered as {cls.name!r} (a bug in parley, please report it)")
-    PROTOCOLS[cls.name] = cls
-    return cls
+    return add(PROTOCOLS, cls.name, cls, "protocol")
 
 
 def get_protocol(name: str) -> type[Protocol]:
     """The protocol class registered as ``name``; the error lists the known names."""
-    try:
-        return PROTOCOLS[name]
-    except KeyError:
-        raise ConfigError(UNKNOWN_PROTOCOL.format(name=name, known=", ".join(sorted(PROTOCOLS)))) from None
+    return lookup(PROTOCOLS, name, UNKNOWN_PROTOCOL)

@@ -16,7 +16,8 @@ from typing import Any, ClassVar, Generator, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from protocols.errors import ParleyError, AttackError, ConfigError
+from protocols.errors import AttackError
+from protocols.registry import add, lookup
 
 __all__ = [
     "ATTACKS", "ACTIVE", "PASSIVE", "Answer", "Attack", "AttackParams", "AttackerView", "Exchange", "Probe",
@@ -165,15 +166,9 @@ ATTACKS: dict[str, type[Attack]] = {}
 
 def register_attack(cls: type[Attack]) -> type[Attack]:
     """Class decorator adding an attack to :data:`ATTACKS` under ``cls.name``."""
-    if ATTACKS.get(cls.name, cls) is not cls:  # two plug-ins under one name: the later would hide the first
-        raise ParleyError(f"two attacks are registered as {cls.name!r} (a bug in parley, please report it)")
-    ATTACKS[cls.name] = cls
-    return cls
+    return add(ATTACKS, cls.name, cls, "attack")
 
 
 def get_attack(name: str) -> type[Attack]:
     """The attack class registered as ``name``; the error lists the known names."""
-    try:
-        return ATTACKS[name]
-    except KeyError:
-        raise ConfigError(UNKNOWN_ATTACK.format(name=name, known=", ".join(sorted(ATTACKS)))) from None
+    return lookup(ATTACKS, name, UNKNOWN_ATTACK)

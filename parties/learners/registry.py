@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from protocols.errors import ParleyError, ConfigError
+from protocols.registry import add, lookup
 
 __all__ = ["LEARNERS", "Learner", "LearnerParams", "get_learner", "register_learner"]
 
@@ -43,15 +43,9 @@ LEARNERS: dict[str, type[Learner]] = {}
 
 def register_learner(cls: type[Learner]) -> type[Learner]:
     """Class decorator adding a learner to :data:`LEARNERS` under ``cls.name``."""
-    if LEARNERS.get(cls.name, cls) is not cls:  # two plug-ins under one name: the later would hide the first
-        raise ParleyError(f"two learners are registered as {cls.name!r} (a bug in parley, please report it)")
-    LEARNERS[cls.name] = cls
-    return cls
+    return add(LEARNERS, cls.name, cls, "learner")
 
 
 def get_learner(name: str) -> type[Learner]:
     """The learner class registered as ``name``; the error lists the known names."""
-    try:
-        return LEARNERS[name]
-    except KeyError:
-        raise ConfigError(UNKNOWN_LEARNER.format(name=name, known=", ".join(sorted(LEARNERS)) or "none")) from None
+    return lookup(LEARNERS, name, UNKNOWN_LEARNER)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from protocols.errors import ConfigError
+from protocols.registry import add, lookup
 
 __all__ = ["FLOWS", "Flow", "get_flow", "register_flow"]
 
@@ -25,18 +25,12 @@ FLOWS: dict[str, Flow] = {}
 
 def register_flow(name: str) -> Callable[[Flow], Flow]:
     """Decorator adding a flow under ``name`` (the protocol's ``flow``)."""
-    def add(flow: Flow) -> Flow:
-        FLOWS[name] = flow
-        return flow
-    return add
+    return lambda flow: add(FLOWS, name, flow, "flow")
 
 
 def get_flow(name: str) -> Flow:
     """The flow registered as ``name``; the error lists the known flows."""
-    try:
-        return FLOWS[name]
-    except KeyError:
-        raise ConfigError(UNKNOWN_FLOW.format(name=name, known=", ".join(sorted(FLOWS)))) from None
+    return lookup(FLOWS, name, UNKNOWN_FLOW)
 
 
 from . import metric_query  # noqa: E402,F401  (registers the flows)
