@@ -9,6 +9,9 @@ All three are attacks of a curious data center on statistical-parity answers
   perturbations of the base model's scores, decoded after each round; stops as
   soon as a decoder certifies a binary A that reproduces every answer (or at the
   query cap). Group sizes come first, from one double query (Remark 4).
+  ``design = "paired"`` (parley's design) asks the same Alg. 2 models, each
+  marginally i.i.d., as a reference and block re-draws of it, and reads each
+  block exactly from an answer difference (:mod:`parties.attacks.paired`).
 * ``precision`` (parley's design): an answer released in float64 carries about
   45 bits. After one query on the base scores h0, each probe moves a block of K
   individuals by ±b·2^-k (k = 0..K-1; |h - h0| <= b everywhere), so
@@ -26,15 +29,16 @@ All three are attacks of a curious data center on statistical-parity answers
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Generator, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from protocols.errors import AttackError
+from protocols.errors import AttackError, ConfigError
 
-from . import decoders
+from . import decoders, paired
 from .base import Answer, Attack, AttackParams, Probe, Reconstruction, probe_accuracy, register_attack
 from .counting import counting_bound
 from .probes import flip_one, max_deviation, precision_block, random_binary, uniform_perturbations
@@ -46,6 +50,9 @@ NO_SIZES = "group sizes are not identified at the released precision; the {name}
 UNCERTIFIED = ("no decoder certified a reconstruction with {m} probe models for n={n}: the result is the decoder's "
                "best guess (scored as such), not a proven recovery")
 SIZES_AMBIGUOUS = "the first block's answer fits no group size: answers are noisy or not exact ({detail})"
+PAIRED_WITH_PRIOR = ("attack.n0_prior applies to the i.i.d. designs (uniform, binary); the paired design reads the "
+                     "group sizes from its first block and needs exact answers")
+PAIRED_REFERENCE = "paired-reference"
 DECODERS = {
     "fastest": decoders.decode_fastest, "l1": decoders.decode_l1, "box-count": decoders.decode_box_count,
     "amp": decoders.decode_amp, "robust": decoders.decode_robust,
@@ -106,7 +113,9 @@ class LinearReveal(Attack):
 
 
 class CompressedSensingParams(AttackParams):
-    design: Literal["uniform", "binary"] = Field(default="uniform", description="Alg. 2 perturbations or random binary")
+    design: Literal["uniform", "binary", "paired"] = Field(
+        default="uniform", description="Alg. 2 i.i.d. perturbations, random binary, or Alg. 2 models asked in pairs "
+                                       "(a reference and block re-draws of it; parley's design)")
     b: float = Field(default=0.1, gt=0.0, le=0.5, description="perturbation bound (Alg. 2)")
     round_size: int = Field(default=25, ge=1, description="probe models added between two decodes")
     max_queries: int | None = Field(default=None, ge=1, description="probe models at most (default n)")
@@ -117,6 +126,19 @@ class CompressedSensingParams(AttackParams):
         default=None, gt=0.0, lt=1.0,
         description="assume N0 = round(share * n) from public statistics (e.g. a census) instead of querying the "
                     "group sizes; needed when answers are noisy")
+    safety_ulps: float = Field(default=16.0, gt=0.0,
+                               description="paired: float64 error allowance of an answer difference, in ulps of 1")
+    margin: float = Field(default=256.0, ge=1.0,
+                          description="paired, float64: a block is read only if one subset fits within margin x the "
+                                      "error allowance (rounded answers: 1, their error bound is exact)")
+    ambiguity: float = Field(default=0.01, gt=0.0, lt=1.0,
+                             description="paired: expected wrong candidates per block the block width allows")
+
+    @model_validator(mode="after")
+    def _paired_reads_its_own_sizes(self) -> "CompressedSensingParams":
+        if self.design == "paired" and self.n0_prior is not None:
+            raise ConfigError(PAIRED_WITH_PRIOR)
+        return self
 
 
 @register_attack
@@ -128,6 +150,8 @@ class CompressedSensingReveal(Attack):
     summary = "rounds of perturbations within b of the base model, sparse decoding (Thm. 2, Alg. 2)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
+        if self.params.design == "paired":
+            return (yield from self._paired())
         n, p = self.view.n, self.params
         if p.n0_prior is None:
             n0, n1, decimals = yield from _sizes(self.view, self.rng)
@@ -164,6 +188,102 @@ class CompressedSensingReveal(Attack):
                 "N0": n0, "N1": n1, "probe_max_deviation": max_deviation(H, self.view.base_scores),
                 "counting_bound": counting_bound(n, n0, p.b, decimals), **probe_accuracy(H, self.view)}
         return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=H.shape[0] + size_queries, info=info)
+
+    def _paired(self) -> Generator[Probe, Answer, Reconstruction]:
+        """Paired design (:mod:`parties.attacks.paired`): a reference Alg. 2 model, then block re-draws of it."""
+        n, p = self.view.n, self.params
+        h0 = np.asarray(self.view.base_scores, dtype=np.float64)
+        cap = p.max_queries or n
+        ref = uniform_perturbations(h0, 1, p.b, self.rng)[0]
+        answer = yield Probe("sp", ref[None, :], f"paired design: reference model (Alg. 2, b={p.b})", keep=True,
+                             name=PAIRED_REFERENCE)
+        sp_ref, decimals = float(np.asarray(answer.values).reshape(-1)[0]), answer.decimals
+        err = paired.answer_error(decimals, p.safety_ulps)
+        margin = p.margin if decimals is None else 1.0  # a rounded answer's error bound is exact
+        sizes = np.arange(1, n)  # every N1 is possible until an answer rules it out
+        pending = self.rng.permutation(n)
+        x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        track = _ProbeTrack(self.view, h0, ref)
+        queries, reads, reasks, idle, worst_fit, seconds = 1, 0, 0, 0, 0.0, 0.0
+        first_width = width = None
+        while pending.size and queries < cap:
+            width = paired.block_width(sizes.size, err, float(_c(sizes, n).min()), p.b, margin, p.ambiguity)
+            if width < 1:
+                raise AttackError(paired.NEEDS_PRECISION.format(
+                    decimals=decimals, err=err, sizes=sizes.size, need=_decimals_needed(sizes, n, p)))
+            first_width = first_width or width
+            row, moved, still, used = paired.redraw_block(h0, ref, pending, width, p.b, self.rng)
+            answer = yield Probe("sp", row[None, :], f"paired design: block of {moved.size}",
+                                 relative_to=PAIRED_REFERENCE)
+            queries += 1
+            track.add(row)
+            idle += still.size
+            start = time.perf_counter()
+            read = paired.read_block(row[moved] - ref[moved], float(np.asarray(answer.values).reshape(-1)[0]) - sp_ref,
+                                     n, sizes, err, margin)
+            seconds += time.perf_counter() - start
+            if read.status == "none":
+                raise AttackError(paired.NO_FIT.format(k=moved.size, window=read.window, sizes=sizes.size))
+            if read.status == "ambiguous":  # the truth is among the candidates: keep their sizes, ask again later
+                sizes = read.sizes
+                reasks += 1
+                pending = np.concatenate([pending[used:], still, moved])
+                continue
+            x_hat[moved], decided[moved] = read.x, True
+            sizes = np.array([read.n1])
+            reads += 1
+            worst_fit = max(worst_fit, read.fit)
+            pending = np.concatenate([pending[used:], still])
+        a_hat = np.where(x_hat, 0, 1).astype(np.int8)
+        n1 = int(sizes[0]) if sizes.size == 1 else None
+        count_ok = n1 is not None and int(x_hat.sum()) == n - n1
+        certified = bool(decided.all() and count_ok and worst_fit <= 1.0)
+        self.decoded = decoders.Decoded(a_hat=a_hat, decided=decided, certified=certified, residual=worst_fit,
+                                        decoder="subset-sum", seconds=seconds)
+        info = {"design": "paired", "decoder": "subset-sum", "certified": certified, "decode_s": seconds,
+                "probe_models": queries, "block_width": width, "first_block_width": first_width,
+                "blocks_read": reads, "ambiguous_blocks": reasks, "unmoved_redraws": idle,
+                "worst_fit_tolerances": worst_fit, "N1_candidates": int(sizes.size),
+                "probe_max_deviation": track.max_deviation, **track.accuracy(),
+                "counting_bound": counting_bound(n, n - (n1 or int(np.median(sizes))), p.b, decimals,
+                                                 max(abs(sp_ref), 1e-3))}
+        if n1 is not None:
+            info.update(N0=n - n1, N1=n1)
+        if pending.size:
+            info["warning"] = f"query cap {cap} reached with {pending.size} individuals unread"
+        elif not count_ok:
+            info["warning"] = "the blocks read do not add up to the group sizes: the answers are not exact"
+        return Reconstruction(np.arange(n), a_hat, decided, queries=queries, info=info)
+
+
+class _ProbeTrack:
+    """Realism of a probe sequence without keeping it: max |h - h0| and accuracies against the labels."""
+
+    def __init__(self, view, h0: np.ndarray, first: np.ndarray) -> None:
+        self.view, self.h0 = view, h0
+        self.max_deviation = 0.0
+        self.accuracies: list[float] = []
+        self.add(first)
+
+    def add(self, row: np.ndarray) -> None:
+        self.max_deviation = max(self.max_deviation, float(np.abs(row - self.h0).max()))
+        if self.view.y is not None:
+            self.accuracies.append(float(((row >= 0.5) == (self.view.y == 1)).mean()))
+
+    def accuracy(self) -> dict[str, float]:
+        if self.view.y is None or self.view.base_predictions is None:
+            return {}
+        return {"base_accuracy": float((self.view.base_predictions == self.view.y).mean()),
+                "probe_accuracy_min": min(self.accuracies), "probe_accuracy_max": max(self.accuracies)}
+
+
+def _decimals_needed(sizes: np.ndarray, n: int, p: CompressedSensingParams) -> str:
+    """The coarsest released precision at which the paired design reads one individual per answer."""
+    c_min = float(_c(sizes, n).min())
+    for d in range(1, 16):
+        if paired.block_width(sizes.size, paired.answer_error(d, p.safety_ulps), c_min, p.b, 1.0, p.ambiguity):
+            return f"{d} decimals"
+    return "exact float64 answers"
 
 
 class PrecisionParams(AttackParams):
