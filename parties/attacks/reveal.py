@@ -227,13 +227,14 @@ class CompressedSensingReveal(Attack):
             if read.status == "ambiguous":  # the truth is among the candidates: keep their sizes, ask again later
                 sizes = read.sizes
                 reasks += 1
-                pending = np.concatenate([pending[used:], still, moved])
+                pending = np.concatenate([moved, still, pending[used:]])
                 continue
             x_hat[moved], decided[moved] = read.x, True
             sizes = np.array([read.n1])
-            reads += 1
+            reads += moved.size > 0
             worst_fit = max(worst_fit, read.fit)
-            pending = np.concatenate([pending[used:], still])
+            # unmoved individuals go first into the next block, so that every block but the last reads K
+            pending = np.concatenate([still, pending[used:]])
         a_hat = np.where(x_hat, 0, 1).astype(np.int8)
         n1 = int(sizes[0]) if sizes.size == 1 else None
         count_ok = n1 is not None and int(x_hat.sum()) == n - n1
