@@ -44,9 +44,11 @@ and K is the largest width with E(K) <= ``ambiguity`` (1 % by default):
 about 23 for float64 at n = 1,000 with 10 % minority, and 11 for the first
 block, which still has all n - 1 group sizes to rule out. That first block
 therefore also reads N1 (no query is spent on group sizes, unlike Remark 4's
-double query). At a released precision too coarse for even one individual per
-answer :func:`block_width` returns 0 and the attack raises
-:data:`NEEDS_PRECISION` (it never guesses).
+double query). Where even a one-person first block could not rule out every
+size (coarser rounding, or very large n), the attack spends Remark 4's double
+query on N0, N1 first. At a released precision too coarse for even one
+individual per answer with the sizes known, :func:`block_width` returns 0 and
+the attack raises :data:`NEEDS_PRECISION` (it never guesses).
 
 Individuals whose fresh draw equals their reference value (both clipped to the
 same bound, d_j = 0) carry no information in that answer; they stay pending
@@ -68,7 +70,7 @@ __all__ = ["BlockRead", "answer_error", "block_width", "redraw_block", "subset_s
            "NEEDS_PRECISION", "NO_FIT"]
 
 NEEDS_PRECISION = ("the paired design cannot read one individual per answer at {decimals} decimals (answer error "
-                   "{err:.3g}, {sizes} possible group sizes): it needs answers to {need} at least")
+                   "{err:.3g}): it needs answers to {need} at least")
 NO_FIT = ("the answer difference of a block of {k} fits no subset of its moves within {window:.3g} for any of "
           "{sizes} group sizes: the answers are not exact (noisy, or rounded more coarsely than stated)")
 

@@ -201,16 +201,20 @@ class CompressedSensingReveal(Attack):
         err = paired.answer_error(decimals, p.safety_ulps)
         margin = p.margin if decimals is None else 1.0  # a rounded answer's error bound is exact
         sizes = np.arange(1, n)  # every N1 is possible until an answer rules it out
+        queries, c_worst = 1, float(_c(sizes, n).min())
+        if paired.block_width(1, err, c_worst, p.b, margin, p.ambiguity) < 1:
+            raise AttackError(paired.NEEDS_PRECISION.format(decimals=decimals, err=err, need=_decimals_needed(n, p)))
+        if paired.block_width(sizes.size, err, c_worst, p.b, margin, p.ambiguity) < 1:
+            # too coarse (or n too large) for a first block to rule out every size: Remark 4's double query
+            n0, n1, _ = yield from _sizes(self.view, self.rng)
+            sizes, queries = np.array([n1]), queries + 2
         pending = self.rng.permutation(n)
         x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         track = _ProbeTrack(self.view, h0, ref)
-        queries, reads, reasks, idle, worst_fit, seconds = 1, 0, 0, 0, 0.0, 0.0
+        reads, reasks, idle, worst_fit, seconds = 0, 0, 0, 0.0, 0.0
         first_width = width = None
         while pending.size and queries < cap:
             width = paired.block_width(sizes.size, err, float(_c(sizes, n).min()), p.b, margin, p.ambiguity)
-            if width < 1:
-                raise AttackError(paired.NEEDS_PRECISION.format(
-                    decimals=decimals, err=err, sizes=sizes.size, need=_decimals_needed(sizes, n, p)))
             first_width = first_width or width
             row, moved, still, used = paired.redraw_block(h0, ref, pending, width, p.b, self.rng)
             answer = yield Probe("sp", row[None, :], f"paired design: block of {moved.size}",
@@ -278,11 +282,11 @@ class _ProbeTrack:
                 "probe_accuracy_min": min(self.accuracies), "probe_accuracy_max": max(self.accuracies)}
 
 
-def _decimals_needed(sizes: np.ndarray, n: int, p: CompressedSensingParams) -> str:
-    """The coarsest released precision at which the paired design reads one individual per answer."""
-    c_min = float(_c(sizes, n).min())
+def _decimals_needed(n: int, p: CompressedSensingParams) -> str:
+    """The coarsest released precision at which the paired design reads one individual per answer, any N1."""
+    c_min = float(_c(np.arange(1, n), n).min())
     for d in range(1, 16):
-        if paired.block_width(sizes.size, paired.answer_error(d, p.safety_ulps), c_min, p.b, 1.0, p.ambiguity):
+        if paired.block_width(1, paired.answer_error(d, p.safety_ulps), c_min, p.b, 1.0, p.ambiguity):
             return f"{d} decimals"
     return "exact float64 answers"
 

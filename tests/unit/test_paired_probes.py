@@ -137,7 +137,11 @@ def test_rounded_answers_narrow_the_blocks_or_are_refused():
     np.testing.assert_array_equal(rec.a_hat, a)
     exact, _ = drive_with_probes(_paired(view), a)
     assert rec.info["certified"] and rec.info["block_width"] < exact.info["block_width"]
-    with pytest.raises(AttackError, match="needs answers to 10 decimals at least") as err:
+    coarse, _ = drive_with_probes(_paired(view), a, decimals=9)  # too coarse to read N1 from a block
+    np.testing.assert_array_equal(coarse.a_hat, a)
+    assert coarse.info["certified"] and coarse.info["first_block_width"] == coarse.info["block_width"]
+    assert coarse.queries == 3 + coarse.info["blocks_read"] + coarse.info["ambiguous_blocks"]  # + double query
+    with pytest.raises(AttackError, match="needs answers to 7 decimals at least") as err:
         drive_with_probes(_paired(view), a, decimals=4)
     assert str(err.value).startswith(NEEDS_PRECISION.split("{")[0])
 
