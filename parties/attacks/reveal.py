@@ -115,7 +115,8 @@ class LinearReveal(Attack):
 class CompressedSensingParams(AttackParams):
     design: Literal["uniform", "binary", "paired"] = Field(
         default="uniform", description="Alg. 2 i.i.d. perturbations, random binary, or Alg. 2 models asked in pairs "
-                                       "(a reference and block re-draws of it; parley's design)")
+                                       "(a reference and block re-draws of it, read exactly by meet in the middle; "
+                                       "parley's design, which ignores round_size, decoder and stop)")
     b: float = Field(default=0.1, gt=0.0, le=0.5, description="perturbation bound (Alg. 2)")
     round_size: int = Field(default=25, ge=1, description="probe models added between two decodes")
     max_queries: int | None = Field(default=None, ge=1, description="probe models at most (default n)")
