@@ -66,8 +66,8 @@ import numpy as np
 
 from .probes import _INSIDE
 
-__all__ = ["BlockRead", "answer_error", "block_width", "redraw_block", "subset_sum_window", "read_block",
-           "NEEDS_PRECISION", "NO_FIT"]
+__all__ = ["NEEDS_PRECISION", "NO_FIT", "BlockRead", "answer_error", "block_width", "read_block", "redraw_block",
+           "subset_sum_window"]
 
 NEEDS_PRECISION = ("the paired design cannot read one individual per answer at {decimals} decimals (answer error "
                    "{err:.3g}): it needs answers to {need} at least")

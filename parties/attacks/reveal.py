@@ -136,7 +136,7 @@ class CompressedSensingParams(AttackParams):
                              description="paired: expected wrong candidates per block the block width allows")
 
     @model_validator(mode="after")
-    def _paired_reads_its_own_sizes(self) -> "CompressedSensingParams":
+    def _paired_reads_its_own_sizes(self) -> CompressedSensingParams:
         if self.design == "paired" and self.n0_prior is not None:
             raise ConfigError(PAIRED_WITH_PRIOR)
         return self
@@ -207,7 +207,7 @@ class CompressedSensingReveal(Attack):
             raise AttackError(paired.NEEDS_PRECISION.format(decimals=decimals, err=err, need=_decimals_needed(n, p)))
         if paired.block_width(sizes.size, err, c_worst, p.b, margin, p.ambiguity) < 1:
             # too coarse (or n too large) for a first block to rule out every size: Remark 4's double query
-            n0, n1, _ = yield from _sizes(self.view, self.rng)
+            _, n1, _ = yield from _sizes(self.view, self.rng)
             sizes, queries = np.array([n1]), queries + 2
         pending = self.rng.permutation(n)
         x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)

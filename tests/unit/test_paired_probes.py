@@ -8,8 +8,15 @@ from pydantic import ValidationError
 from scipy import stats
 
 from parties.attacks import Answer, AttackerView, get_attack
-from parties.attacks.paired import (NEEDS_PRECISION, NO_FIT, answer_error, block_width, read_block, redraw_block,
-                                    subset_sum_window)
+from parties.attacks.paired import (
+    NEEDS_PRECISION,
+    NO_FIT,
+    answer_error,
+    block_width,
+    read_block,
+    redraw_block,
+    subset_sum_window,
+)
 from parties.attacks.probes import uniform_perturbations
 from parties.attacks.reveal import PAIRED_WITH_PRIOR
 from protocols.errors import AttackError, ConfigError
@@ -80,7 +87,7 @@ def test_every_probe_entry_is_an_alg2_draw():
     for _ in range(reps):
         ref = uniform_perturbations(h0, 1, b, rng)[0]
         order = rng.permutation(n)
-        row, moved, still, used = redraw_block(h0, ref, order, k, b, rng)
+        row, moved, still, _ = redraw_block(h0, ref, order, k, b, rng)
         assert moved.size == k and (row[moved] != ref[moved]).all() and (row[still] == ref[still]).all()
         rows.append(row[order])
         moved_zero.append(row[moved] == 0.0)
@@ -158,7 +165,7 @@ def test_noisy_answers_stop_the_attack_instead_of_a_guess():
 
 def test_query_cap_leaves_the_rest_undecided():
     a, view = _world(0, 400, 40)
-    rec, probes = drive_with_probes(_paired(view, max_queries=5), a)
+    rec, _ = drive_with_probes(_paired(view, max_queries=5), a)
     assert rec.queries == 5 and not rec.info["certified"] and "warning" in rec.info
     assert 0 < rec.decided.sum() < 400 and (rec.a_hat[rec.decided] == a[rec.decided]).all()
 
