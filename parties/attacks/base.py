@@ -156,6 +156,14 @@ class Attack(ABC):
         """Active attack: yield probes, receive released values, return a reconstruction."""
         raise AttackError(NOT_ACTIVE.format(name=self.name, models=", ".join(self.threat_models)))
 
+    def progress(self) -> Reconstruction | None:
+        """What an active attack has pinned down so far (between answers), or None if it cannot say.
+
+        The adversary asks after every answer, so a narration can show knowledge growing
+        message by message; an attack that decides only at its end keeps this default.
+        """
+        return None
+
     def observe(self, exchanges: Sequence[Exchange]) -> Reconstruction:
         """Passive attack over exchanges seen on the wire."""
         raise AttackError(NOT_PASSIVE.format(name=self.name, models=", ".join(self.threat_models)))

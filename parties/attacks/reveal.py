@@ -260,6 +260,7 @@ class PrecisionReveal(Attack):
                 continue
             candidates = candidates[ok]
             reads.append(read)
+            self._reads, self._blocks, self._candidates = reads, blocks, candidates
         # Decode every block with the sizes every answer allows; a block is decided where they all agree.
         x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         for read in reads:
@@ -280,6 +281,23 @@ class PrecisionReveal(Attack):
         if pending:
             info["warning"] = f"query cap {cap} reached with {sum(len(t) for t in pending)} individuals left"
         return Reconstruction(np.arange(n), a_hat, decided, queries=queries, info=info)
+
+    def progress(self) -> Reconstruction | None:
+        """The blocks read so far, decoded with every group size the answers still allow.
+
+        An individual counts as pinned down where all those sizes give the same bit.
+        """
+        reads = getattr(self, "_reads", None)
+        if not reads:
+            return None
+        indices, a_hat, decided = [], [], []
+        for read in reads:
+            x, _ = self._blocks.decode(read.d, read.moves, self._candidates)
+            indices.append(read.block)
+            a_hat.append((~x[0]).astype(np.int8))
+            decided.append((x == x[0]).all(axis=0))
+        return Reconstruction(np.concatenate(indices), np.concatenate(a_hat), np.concatenate(decided),
+                              queries=len(reads) + 1)
 
     @staticmethod
     def _reproduces(reads: list[_Read], a_hat: np.ndarray, n1: int, n: int, err: float) -> bool:
