@@ -74,7 +74,7 @@ def _explained(certificate: dict[str, Any] | None, baseline: tuple[float, float]
                 f"{baseline[0]:.1f} % (accuracy {100 * baseline[1]:.1f} %)")
     return (f"the certificate is public: the attacker's guess of the training set's A (a model trained on its attack "
             f"set) reaches leakage {baseline[0]:.1f} % (accuracy {100 * baseline[1]:.1f} %); corrected to agree with "
-            f"the certified value ({changed} guesses changed) it reaches {corrected[0]:.1f} % "
+            f"the certified fairness ({changed} guesses changed) it reaches {corrected[0]:.1f} % "
             f"(accuracy {100 * corrected[1]:.1f} %)")
 
 
