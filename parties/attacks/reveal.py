@@ -290,14 +290,15 @@ class PrecisionReveal(Attack):
         reads = getattr(self, "_reads", None)
         if not reads:
             return None
-        indices, a_hat, decided = [], [], []
-        for read in reads:
+        # Decodes are kept while the candidate sizes stay the same (they only shrink, so same count = same set).
+        cache = getattr(self, "_decoded", None)
+        if cache is None or cache[0] != self._candidates.size:
+            cache = self._decoded = (self._candidates.size, [])
+        for read in reads[len(cache[1]):]:
             x, _ = self._blocks.decode(read.d, read.moves, self._candidates)
-            indices.append(read.block)
-            a_hat.append((~x[0]).astype(np.int8))
-            decided.append((x == x[0]).all(axis=0))
-        return Reconstruction(np.concatenate(indices), np.concatenate(a_hat), np.concatenate(decided),
-                              queries=len(reads) + 1)
+            cache[1].append((read.block, (~x[0]).astype(np.int8), (x == x[0]).all(axis=0)))
+        indices, a_hat, decided = (np.concatenate(part) for part in zip(*cache[1]))
+        return Reconstruction(indices, a_hat, decided, queries=len(reads) + 1)
 
     @staticmethod
     def _reproduces(reads: list[_Read], a_hat: np.ndarray, n1: int, n: int, err: float) -> bool:

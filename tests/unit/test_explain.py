@@ -89,3 +89,49 @@ def test_narrate_refuses_a_tampered_transcript(identities, keyring, tmp_path):
     path.write_text("\n".join(lines[:1] + lines[2:]) + "\n")  # drop the message
     with pytest.raises(TranscriptError):
         narrate(path)
+
+
+def test_a_targeted_attack_reports_each_target_as_its_answer_arrives(audit_arrays):
+    """SingleQuery pins one more target per answer (the sign of SP, Example 1); progress says which."""
+    from parties.attacks.base import Answer, AttackerView
+    from parties.attacks.targeted import SingleQuery
+    from protocols.metrics import evaluate
+
+    a, y = audit_arrays
+    attack = SingleQuery(SingleQuery.Params(targets=[3, 7, 11]), AttackerView(n=a.size), np.random.default_rng(0))
+    run = attack.run()
+    probe = next(run)
+    assert attack.progress() is None  # nothing answered yet
+    for k in range(1, 4):
+        answer = Answer(values=evaluate("sp", probe.predictions, a, y))
+        try:
+            probe = run.send(answer)
+        except StopIteration:
+            pass
+        known = attack.progress()
+        assert known.indices.tolist() == [3, 7, 11][:k]
+        assert known.decided.all() and (known.a_hat == a[known.indices]).all()
+
+
+def test_the_precision_attack_pins_down_a_block_per_answer(audit_arrays):
+    from parties.attacks.base import Answer, AttackerView
+    from parties.attacks.reveal import PrecisionReveal
+    from protocols.metrics import evaluate
+
+    a, y = audit_arrays
+    rng = np.random.default_rng(1)
+    scores = rng.random(a.size)
+    view = AttackerView(n=a.size, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8), y=y)
+    attack = PrecisionReveal(None, view, np.random.default_rng(2))
+    run, pinned = attack.run(), []
+    probe = next(run)
+    final = None
+    while final is None:
+        try:
+            probe = run.send(Answer(values=evaluate("sp", np.atleast_2d(probe.predictions), a, y)))
+        except StopIteration as stop:
+            final = stop.value
+        if attack.progress() is not None:  # asked after every answer, as the adversary party asks
+            pinned.append(int(attack.progress().decided.sum()))
+    assert pinned and pinned == sorted(pinned) and pinned[-1] == a.size
+    assert (final.a_hat == a).all()
