@@ -17,8 +17,9 @@ narration then says what a passive observer sees of each message, its size.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from parties.attacks.scoring import leakage
 from parties.confidential import SEALED, is_sealed
 from parties.transcript import read_transcript
 
-__all__ = ["describe", "narrate", "explain_record", "reconstruction_note", "SEALED_NOTE"]
+__all__ = ["SEALED_NOTE", "describe", "explain_record", "narrate", "reconstruction_note", "set_name"]
 
 #: What the narration says of a sealed payload (tests match on it).
 SEALED_NOTE = "sealed: an observer sees only its size ({size:,} bytes of ciphertext), sender, recipient and kind"
@@ -40,6 +41,11 @@ def _metric(name: Any) -> str:
     if text.startswith("abs_"):
         return f"|{text[4:].upper()}|"
     return text.upper()
+
+
+def set_name(name: Any) -> str:
+    """A data set's name as people say it: ``train`` -> training."""
+    return {"train": "training"}.get(str(name), str(name))
 
 
 def _people(n: int) -> str:
@@ -80,7 +86,8 @@ def _metric_query(p: Mapping[str, Any]) -> str:
         indices = np.atleast_2d(np.asarray(p.get("indices", np.empty((1, 0)))))
         m, k = indices.shape[0], indices.shape[-1]
         each = "the kept model" if m == 1 else f"{m:,} models, each the kept model"
-        return f"a metric query: {metric} of {each} with {k:,} prediction{'' if k == 1 else 's'} changed (sent as edits)"
+        changed = f"{k:,} prediction{'' if k == 1 else 's'} changed"
+        return f"a metric query: {metric} of {each} with {changed} (sent as edits)"
     shape = _shape(p, "predictions")
     text = f"a metric query: {metric} of {_models(shape[0])} over {_people(shape[1])}" if shape else \
         f"a metric query: {metric}"
@@ -100,7 +107,7 @@ def _metric_answer(p: Mapping[str, Any]) -> str:
 
 def _attribute_release(p: Mapping[str, Any]) -> str:
     z = np.asarray(p.get("z", []))
-    text = f"a randomized-response release of {z.size:,} values of A (the {p.get('set', '?')} set)"
+    text = f"a randomized-response release of {z.size:,} values of A (the {set_name(p.get('set', '?'))} set)"
     if p.get("epsilon") is not None:
         text += f" at ε = {_number(p['epsilon'])}"
     if p.get("pi") is not None:
@@ -118,7 +125,8 @@ def _certificate(p: Mapping[str, Any]) -> str:
     metric, n = _metric(p.get("metric", "?")), int(p.get("n", 0))
     if "value" in p:
         rounded = f", rounded up to {p['decimals']} decimals" if p.get("decimals") is not None else ""
-        return f"a fairness certificate: {metric} = {_number(p['value'])} over {_people(n)} (the measured value{rounded})"
+        value = _number(p["value"])
+        return f"a fairness certificate: {metric} = {value} over {_people(n)} (the measured value{rounded})"
     return f"a fairness certificate: {metric} is within {_number(p.get('tolerance', float('nan')))} over {_people(n)}"
 
 
@@ -126,7 +134,8 @@ def _requested_models(p: Mapping[str, Any], what: str, word: str = "model") -> s
     shape = _shape(p, "predictions")
     if shape is None:
         return what
-    return f"{what}: predictions of {_models(shape[0], word)} over {_people(shape[1])}".replace("hypothesiss", "hypotheses")
+    text = f"{what}: predictions of {_models(shape[0], word)} over {_people(shape[1])}"
+    return text.replace("hypothesiss", "hypotheses")
 
 
 def describe(kind: str, payload: Mapping[str, Any]) -> str:
@@ -150,7 +159,7 @@ def describe(kind: str, payload: Mapping[str, Any]) -> str:
     if kind == "metric-answer":
         return _metric_answer(p)
     if kind == "release-request":
-        return f"a request for a randomized-response release of the {p.get('set', '?')} set's A"
+        return f"a request for a randomized-response release of the {set_name(p.get('set', '?'))} set's A"
     if kind == "attribute-release":
         return _attribute_release(p)
     if kind == "hypothesis-query":
@@ -197,12 +206,12 @@ def _header(record: Mapping[str, Any]) -> list[str]:
     spec = record.get("spec", {})
     lines = [
         f"parley explains the run {record.get('scenario', '?')}",
-        f"  threat model: {record.get('threat_model', '?')}; protocol: {record.get('protocol', '?')}; "
-        f"attack: {record.get('attack', '?')}",
-        f"  data set: {record.get('dataset', '?')} (A = {record.get('protected', '?')}); audit set of "
-        f"{int(sizes.get('n_audit', 0)):,} people, training set of {int(sizes.get('n_train', 0)):,}",
-        "  the data center holds X and y; the compliance party holds A (and y) of the sets its protocol "
-        "answers about; the referee alone holds the truth every score below is measured against",
+        (f"  threat model: {record.get('threat_model', '?')}; protocol: {record.get('protocol', '?')}; "
+         f"attack: {record.get('attack', '?')}"),
+        (f"  data set: {record.get('dataset', '?')} (A = {record.get('protected', '?')}); audit set of "
+         f"{int(sizes.get('n_audit', 0)):,} people, training set of {int(sizes.get('n_train', 0)):,}"),
+        ("  the data center holds X and y; the compliance party holds A (and y) of the sets its protocol "
+         "answers about; the referee alone holds the truth every score below is measured against"),
     ]
     if spec.get("confidential"):
         lines.append("  confidential: payloads are sealed between the data center and the compliance party, "
@@ -216,7 +225,8 @@ def _footer(record: Mapping[str, Any]) -> list[str]:
     if m.get("refusals"):
         parts.append(f"{int(m['refusals'])} refused")
     if m.get("leakage") is not None:
-        parts.append(f"leakage {float(m['leakage']):.1f} % (balanced accuracy of the adversary's A; 50 % = a coin flip)")
+        parts.append(f"leakage {float(m['leakage']):.1f} % "
+                     "(balanced accuracy of the adversary's A; 50 % = a coin flip)")
     if m.get("epsilon_spent") is not None:
         parts.append(f"ε spent {_number(m['epsilon_spent'])}")
     return ["  in all: " + "; ".join(parts)]

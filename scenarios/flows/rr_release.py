@@ -33,6 +33,7 @@ from protocols.errors import InternalError
 from protocols.randomized_response import ATTRIBUTE_RELEASE, RELEASE_REQUEST
 from protocols.rr_estimators import FAIRNESS_NOTIONS, discrimination, group_rates
 
+from ..explain import set_name
 from ..world import ADVERSARY, DATA_CENTER, World
 from . import register_flow
 
@@ -154,7 +155,8 @@ def rr_release_flow(world: World) -> dict[str, Any]:
         metrics["step1_disc_estimate"] = fitted["step1_disc_estimate"]
         metrics["step1_disc_naive"] = fitted["step1_disc_naive"]
         world.learn(f"the data center fits the {learner.name} learner on the releases: accuracy "
-                    f"{metrics['two_step_accuracy']:.3f}, {notion} gap {metrics['two_step_disc']:.4f} against the true A "
+                    f"{metrics['two_step_accuracy']:.3f}, {notion} gap {metrics['two_step_disc']:.4f} "
+                    f"against the true A "
                     f"(the first step alone: {metrics['step1_accuracy']:.3f}, {metrics['step1_disc']:.4f})",
                     after=max(after.values()))
     world.transcript.close()
@@ -176,7 +178,7 @@ def _explain_attack(world: World, metrics: dict[str, Any], after: int) -> None:
     who = {"passive-observer": "a passive observer reading it on the wire",
            "black-box-auxiliary": "the data center, with auxiliary data"}.get(world.scenario.threat_model,
                                                                              "the curious data center")
-    sentence = (f"the Bayes adversary ({who}) guesses the {metrics['attack_target']} set's A from this release with "
+    sentence = (f"the Bayes adversary ({who}) guesses the {set_name(metrics['attack_target'])} set's A from this release with "
                 f"leakage {metrics['leakage']:.1f} %; the release's ε-LDP cap is "
                 f"{metrics['leakage_bound_release']:.1f} %")
     if "leakage_features_only" in metrics:
