@@ -95,6 +95,7 @@ class Adversary(Party):
         self.refusals: list[dict] = []
         self._kept: dict[str, tuple[str, np.ndarray]] = {}  # probe name -> (query id, model) kept by compliance
         self.failure: str | None = None
+        self._progress: list[tuple[str, Reconstruction]] = []  # (answer envelope id, what is pinned down after it)
 
     def start(self) -> Envelope | None:
         """Begin the active attack; returns its first query (None if it needs none)."""
@@ -131,7 +132,15 @@ class Adversary(Party):
         if self._run is None or got != self._pending:
             raise WireError(INVALID_PAYLOAD, UNEXPECTED_ANSWER.format(got=got, pending=self._pending))
         answer = answer_from(envelope.payload, self._pending_m)
-        return self._advance(lambda: self._run.send(answer))
+        reply = self._advance(lambda: self._run.send(answer))
+        known = self.attack.progress()
+        if known is not None:
+            self._progress.append((envelope.id, known))
+        return reply
+
+    def progress(self) -> list[tuple[str, Reconstruction]]:
+        """After each answer whose attack reported progress: (the answer's envelope id, what it had pinned down)."""
+        return list(self._progress)
 
     def _on_refusal(self, envelope: Envelope) -> Envelope | None:
         self.refusals.append(dict(envelope.payload))

@@ -27,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    sub.add_parser("list", help="catalog scenarios, protocols, attacks and data sets")
+    sub.add_parser("list", help="catalog scenarios, protocols, attacks, learners and data sets")
 
     run = sub.add_parser("run", help="run one scenario (default: adult-raw-double-query)")
     run.add_argument("scenario", nargs="?", help="catalog name or path to a TOML file")
@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="run folder (default: runs/<scenario>)")
     run.add_argument("--seed", type=int, help="root seed (same seed, same result.json)")
     run.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
+    run.add_argument("--explain", action="store_true",
+                     help="narrate the run for a room: every message, who sent what, and what was learned after it")
 
     study = sub.add_parser("study", help="run a grid of scenarios in parallel on Ray (resumable)")
     study.add_argument("study", help="catalog study name or path to a study TOML file")
@@ -72,6 +74,11 @@ def _cmd_list() -> int:
     print("attacks:")
     for name, cls in sorted(ATTACKS.items()):
         print(f"  {name:<16} [{', '.join(cls.threat_models)}] {cls.summary}")
+    from parties.learners import LEARNERS
+
+    print("learners:")
+    for name, cls in sorted(LEARNERS.items()):
+        print(f"  {name:<22} [{', '.join(cls.flows)}] {cls.summary}")
     from .catalog import study_names
 
     print("studies:")
@@ -98,6 +105,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     result = run(scenario, out=out, address=args.address)
     print(format_table(result.metrics, keys=HEADLINE))
     print(f"\nrun folder: {result.run_dir}")
+    if args.explain:
+        from .explain import explain_record
+
+        print("\n" + explain_record(result.record, result.transcript_path))
     return EXIT_OK
 
 

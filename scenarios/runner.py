@@ -48,6 +48,11 @@ class Result:
         return dict(self.record["metrics"])
 
     @property
+    def learned(self) -> list[tuple[int, str]]:
+        """What the flow reported was learned, as (message number, sentence) (see ``World.learned``)."""
+        return [(int(after), str(text)) for after, text in self.record.get("learned", [])]
+
+    @property
     def transcript_path(self) -> Path:
         return self.run_dir / "transcript.jsonl"
 
@@ -55,7 +60,7 @@ class Result:
         """One-row DataFrame: scenario fields and metrics side by side (for studies and notebooks)."""
         import pandas as pd
 
-        row = {k: v for k, v in self.record.items() if not isinstance(v, dict)}
+        row = {k: v for k, v in self.record.items() if not isinstance(v, (dict, list))}
         row.update(self.record["metrics"])
         return pd.DataFrame([row])
 
@@ -156,6 +161,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         "sizes": {"n_train": int(split.X_train.shape[0]), "n_audit": int(split.X_audit.shape[0]),
                   "n_features": int(split.X_train.shape[1])},
         "metrics": metrics,
+        "learned": [[after, text] for after, text in world.learned],
         "ledger": None if ledger_summary is None else {"file": LEDGER_FILE, **ledger_summary},
         "spec": scenario.to_dict(),
         "versions": _versions(),

@@ -9,7 +9,7 @@ the run's ledger. A flow (:mod:`scenarios.flows`) then drives the exchange.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,9 @@ class World:
 
     ``rngs`` holds the streams a flow may use: ``"adversary"``, ``"observer"`` and ``"flow"``
     (anything else the flow draws, e.g. a learner's seed), each independent of the parties' own.
+    ``learned`` holds what the flow reports a party or the adversary learned, as (message number,
+    sentence) pairs: the sentence applies after that many messages were on the wire
+    (``parley run --explain`` prints it under that message; see :mod:`scenarios.explain`).
     """
 
     scenario: Scenario
@@ -53,6 +56,11 @@ class World:
     transcript: TranscriptWriter
     rngs: dict[str, np.random.Generator]
     ledger_path: Path | None = None
+    learned: list[tuple[int, str]] = field(default_factory=list)
+
+    def learn(self, sentence: str, after: int | None = None) -> None:
+        """Record what was learned after message ``after`` (default: the last message sent so far)."""
+        self.learned.append((self.network.messages if after is None else int(after), sentence))
 
 
 def _deployment(scenario: Scenario, address: str | None, hosts: dict | None) -> Any:

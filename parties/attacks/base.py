@@ -107,20 +107,26 @@ class Reconstruction:
     partition_only: bool = False
 
 
-def ask(metric: str, H: np.ndarray, batch: bool, purpose: str, relative_to: str | None = None
-        ) -> Generator[Probe, Answer, tuple[np.ndarray, int | None]]:
+def ask(metric: str, H: np.ndarray, batch: bool, purpose: str, relative_to: str | None = None,
+        received: list[float] | None = None) -> Generator[Probe, Answer, tuple[np.ndarray, int | None]]:
     """Yield ``H`` as one probe, or one probe per row; return the answers in row order and their precision.
 
     ``relative_to`` names a kept probe the rows edit (they then travel as their changes).
+    ``received``, if given, gets each answer as it arrives (for an attack's :meth:`Attack.progress`).
     """
     if batch:
         answer = yield Probe(metric, H, purpose, relative_to=relative_to)
-        return np.asarray(answer.values, dtype=np.float64).reshape(-1), answer.decimals
+        values = np.asarray(answer.values, dtype=np.float64).reshape(-1)
+        if received is not None:
+            received.extend(values.tolist())
+        return values, answer.decimals
     out = np.empty(H.shape[0])
     decimals: int | None = None
     for i in range(H.shape[0]):
         answer = yield Probe(metric, H[i:i + 1], purpose, relative_to=relative_to)
         out[i], decimals = np.asarray(answer.values, dtype=np.float64).reshape(-1)[0], answer.decimals
+        if received is not None:
+            received.append(float(out[i]))
     return out, decimals
 
 
@@ -155,6 +161,14 @@ class Attack(ABC):
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
         """Active attack: yield probes, receive released values, return a reconstruction."""
         raise AttackError(NOT_ACTIVE.format(name=self.name, models=", ".join(self.threat_models)))
+
+    def progress(self) -> Reconstruction | None:
+        """What an active attack has pinned down so far (between answers), or None if it cannot say.
+
+        The adversary asks after every answer, so a narration can show knowledge growing
+        message by message; an attack that decides only at its end keeps this default.
+        """
+        return None
 
     def observe(self, exchanges: Sequence[Exchange]) -> Reconstruction:
         """Passive attack over exchanges seen on the wire."""

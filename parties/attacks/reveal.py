@@ -386,6 +386,7 @@ class PrecisionReveal(Attack):
                 continue
             candidates = candidates[ok]
             reads.append(read)
+            self._reads, self._blocks, self._candidates = reads, blocks, candidates
         # Decode every block with the sizes every answer allows; a block is decided where they all agree.
         x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         for read in reads:
@@ -406,6 +407,24 @@ class PrecisionReveal(Attack):
         if pending:
             info["warning"] = f"query cap {cap} reached with {sum(len(t) for t in pending)} individuals left"
         return Reconstruction(np.arange(n), a_hat, decided, queries=queries, info=info)
+
+    def progress(self) -> Reconstruction | None:
+        """The blocks read so far, decoded with every group size the answers still allow.
+
+        An individual counts as pinned down where all those sizes give the same bit.
+        """
+        reads = getattr(self, "_reads", None)
+        if not reads:
+            return None
+        # Decodes are kept while the candidate sizes stay the same (they only shrink, so same count = same set).
+        cache = getattr(self, "_decoded", None)
+        if cache is None or cache[0] != self._candidates.size:
+            cache = self._decoded = (self._candidates.size, [])
+        for read in reads[len(cache[1]):]:
+            x, _ = self._blocks.decode(read.d, read.moves, self._candidates)
+            cache[1].append((read.block, (~x[0]).astype(np.int8), (x == x[0]).all(axis=0)))
+        indices, a_hat, decided = (np.concatenate(part) for part in zip(*cache[1]))
+        return Reconstruction(indices, a_hat, decided, queries=len(reads) + 1)
 
     @staticmethod
     def _reproduces(reads: list[_Read], a_hat: np.ndarray, n1: int, n: int, err: float) -> bool:

@@ -81,8 +81,24 @@ def decide_from_steps(steps: np.ndarray, n: int, decimals: int | None) -> tuple[
     return a_hat, decided, info
 
 
+class _Stepwise:
+    """Progress of a targeted attack: each answered target is pinned down by the sign of its step."""
+
+    _targets: np.ndarray | None = None
+    _steps: tuple[float, np.ndarray] = (0.0, np.empty(0))  # (reference answer, sign direction per target)
+    _received: list[float]
+
+    def progress(self) -> Reconstruction | None:
+        if self._targets is None or not self._received:
+            return None
+        reference, direction = self._steps
+        k = len(self._received)
+        steps = (np.asarray(self._received) - reference) * direction[:k]
+        return Reconstruction(self._targets[:k], np.where(steps > 0, 1, 0).astype(np.int8), steps != 0, queries=k)
+
+
 @register_attack
-class SingleQuery(Attack):
+class SingleQuery(_Stepwise, Attack):
     """Example 1: one contrived model per target that accepts only that individual."""
 
     name = "single-query"
@@ -94,14 +110,15 @@ class SingleQuery(Attack):
         idx = choose_targets(self.params.targets, n, self.rng)
         H = np.zeros((idx.size, n))
         H[np.arange(idx.size), idx] = 1.0
-        steps, decimals = yield from ask("sp", H, self.params.batch, "accept only the target")
+        self._targets, self._steps, self._received = idx, (0.0, np.ones(idx.size)), []
+        steps, decimals = yield from ask("sp", H, self.params.batch, "accept only the target", received=self._received)
         a_hat, decided, info = decide_from_steps(steps, n, decimals)
         info.update(probe_accuracy(H, self.view))
         return Reconstruction(indices=idx, a_hat=a_hat, decided=decided, queries=idx.size, info=info)
 
 
 @register_attack
-class DoubleQuery(Attack):
+class DoubleQuery(_Stepwise, Attack):
     """Example 2: the base model and, per target, the base model with that prediction flipped."""
 
     name = "double-query"
@@ -115,11 +132,13 @@ class DoubleQuery(Attack):
         flipped = flip_one(base, idx)
         H = np.vstack([base[None, :], flipped])
         first = yield Probe("sp", base[None, :], "base model", keep=True, name="base")
-        rest, decimals = yield from ask("sp", flipped, self.params.batch, "base model flipped at one target",
-                                        relative_to="base")
-        answers = np.concatenate([np.asarray(first.values, dtype=np.float64).reshape(-1), rest])
         # Flipping 0 -> 1 adds an acceptance (+1/N1 or -1/N0); 1 -> 0 removes one.
         direction = 1.0 - 2.0 * base[idx]
+        self._targets, self._received = idx, []
+        self._steps = (float(np.asarray(first.values, dtype=np.float64).reshape(-1)[0]), direction)
+        rest, decimals = yield from ask("sp", flipped, self.params.batch, "base model flipped at one target",
+                                        relative_to="base", received=self._received)
+        answers = np.concatenate([np.asarray(first.values, dtype=np.float64).reshape(-1), rest])
         steps = (answers[1:] - answers[0]) * direction
         a_hat, decided, info = decide_from_steps(steps, n, decimals)
         info.update(probe_accuracy(H, self.view))

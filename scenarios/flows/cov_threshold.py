@@ -34,6 +34,7 @@ from protocols.errors import ParleyError
 from protocols.metrics import covariance
 
 from ..spec import Component
+from ..explain import reconstruction_note
 from ..world import DATA_CENTER, World
 from . import register_flow
 from .metric_query import score
@@ -129,6 +130,8 @@ def cov_threshold_flow(world: World) -> dict[str, Any]:
     predictions = world.deployment.call(DATA_CENTER, "compute", draw_predictions, name, params, seed)
     query_id = _exchange(world, {"predictions": predictions})
     accepted = _accepted(world.deployment.call(DATA_CENTER, "replies_received"), query_id)
+    world.learn(f"the data center learns which {accepted.size:,} of its {predictions.shape[0]:,} hypotheses are "
+                f"nearly uncorrelated with A, and will learn in their span")
 
     # Step 5, or the referee's baseline with s.
     if learner_cls.needs_attribute:
@@ -165,5 +168,11 @@ def cov_threshold_flow(world: World) -> dict[str, Any]:
         answers = _answers_on_wire(world)
     reconstruction = attack.reconstruct(answers, n1)
     metrics.update(score(reconstruction, split.a_train))
+    who = "the curious data center" if scenario.threat_model == "curious-data-center" else "the passive observer"
+    world.learn(f"the {scenario.attack.name} attack reads the accept sets: " + reconstruction_note(
+        who, reconstruction.indices, reconstruction.a_hat, reconstruction.decided, split.a_train,
+        partition_only=reconstruction.partition_only, concluded=True))
+    world.learn(f"the learned model ({name}): error {model['error']:.3f} and statistical-parity gap "
+                f"{model['statistical_parity']:.3f} on the audit set")
     metrics.update({f"attack_{k}": v for k, v in reconstruction.info.items()})
     return metrics

@@ -66,6 +66,18 @@ def _train_target(world: World) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]
     return yhat_train, yhat_attack, metrics
 
 
+def _explained(certificate: dict[str, Any] | None, baseline: tuple[float, float], corrected: tuple[float, float],
+               changed: Any) -> str:
+    """What the black-box attacker learned from the published certificate ((leakage %, accuracy) pairs)."""
+    if certificate is None:
+        return (f"no certificate was published; the attacker's guess from its attack set alone reaches leakage "
+                f"{baseline[0]:.1f} % (accuracy {100 * baseline[1]:.1f} %)")
+    return (f"the certificate is public: the attacker's guess of the training set's A (a model trained on its attack "
+            f"set) reaches leakage {baseline[0]:.1f} % (accuracy {100 * baseline[1]:.1f} %); corrected to agree with "
+            f"the certified fairness ({changed} guesses changed) it reaches {corrected[0]:.1f} % "
+            f"(accuracy {100 * corrected[1]:.1f} %)")
+
+
 @register_flow("fairness-certificate")
 def fairness_certificate_flow(world: World) -> dict[str, Any]:
     """Train the fair target, certify it over the wire, run the attack, score baseline and corrected."""
@@ -87,6 +99,9 @@ def fairness_certificate_flow(world: World) -> dict[str, Any]:
         y_attack=split.y_audit, a_attack=split.a_audit, yhat_attack=yhat_attack, certificate=certificate))
     truth = split.a_train
     constraint = outcome.constraint
+    world.learn(_explained(certificate, (leakage(truth, outcome.baseline), float((outcome.baseline == truth).mean())),
+                           (leakage(truth, outcome.corrected), float((outcome.corrected == truth).mean())),
+                           outcome.changed))
     return {
         "leakage": leakage(truth, outcome.corrected),
         "baseline_leakage": leakage(truth, outcome.baseline),

@@ -16,10 +16,12 @@ import numpy as np
 
 from parties.adversary import Adversary, exchanges_from
 from parties.attacks import AttackerView, Reconstruction, get_attack, leakage
+from parties.confidential import is_sealed
 from parties.transcript import iter_transcript, read_transcript
 from protocols.errors import AttackError
 from protocols.metrics import evaluate
 
+from ..explain import reconstruction_note
 from ..spec import Component
 from ..world import ADVERSARY, COMPLIANCE, DATA_CENTER, OBSERVER, World
 from . import register_flow
@@ -44,6 +46,8 @@ def _honest_use(world: World) -> dict[str, Any]:
 def _curious_attack(world: World) -> Reconstruction:
     """The data center defects: the adversary queries in its name until the attack ends."""
     view, identity = world.deployment.call(DATA_CENTER, "defect")
+    world.learn(f"the data center turns adversary: it runs the {world.scenario.attack.name} attack, querying "
+                "in its own name with its base model, its scores and the audit labels in hand")
     world.deployment.add(ADVERSARY, Adversary, identity, world.keyring,
                          _build_attack(world.scenario.attack, view, world.rngs["adversary"]), COMPLIANCE,
                          world.protocol.name)
@@ -61,6 +65,32 @@ def _curious_attack(world: World) -> Reconstruction:
         empty = np.empty(0, dtype=np.int64)
         return Reconstruction(indices=empty, a_hat=empty.astype(np.int8), decided=empty.astype(bool),
                               queries=stats["models_answered"] - models_before, info={"stopped": "budget-exceeded"})
+
+
+def _explain_attack(world: World, reconstruction: Reconstruction, a: np.ndarray) -> None:
+    """What the curious data center learned: after each answer its attack reports on, then its conclusion."""
+    steps = world.deployment.call(ADVERSARY, "progress")
+    position = {env.id: number for number, env in enumerate(iter_transcript(world.transcript.path, verify=False), 1)}
+    for envelope_id, known in steps:
+        world.learn(reconstruction_note("the adversary", known.indices, known.a_hat, known.decided, a),
+                    after=position[envelope_id])
+    if reconstruction.info.get("stopped") == "budget-exceeded":
+        world.learn("the privacy budget is spent: the compliance party refuses every further query, and the attack "
+                    "ends without a conclusion")
+        return
+    world.learn("the attack concludes: " + reconstruction_note(
+        "the adversary", reconstruction.indices, reconstruction.a_hat, reconstruction.decided, a,
+        partition_only=reconstruction.partition_only, concluded=True))
+
+
+def _explain_overheard(world: World, who: str, seen: list, reconstruction: Reconstruction, a: np.ndarray) -> None:
+    """What a passive observer concluded from the whole transcript."""
+    readable = sum(1 for env in seen if not is_sealed(env.payload))
+    world.learn(f"{who} reads the {len(seen):,} messages on the wire ({readable:,} with readable payloads) and runs "
+                f"its attack: " + reconstruction_note(who, reconstruction.indices, reconstruction.a_hat,
+                                                      reconstruction.decided, a, concluded=True,
+                                                      partition_only=reconstruction.partition_only),
+                after=len(seen))
 
 
 def _overhear(world: World, slot: str, component: Component, seen: list, rng: np.random.Generator) -> Reconstruction:
@@ -107,13 +137,17 @@ def metric_query_flow(world: World) -> dict[str, Any]:
     if scenario.threat_model == "curious-data-center":
         reconstruction = _curious_attack(world)
     world.transcript.close()
+    if scenario.threat_model == "curious-data-center":
+        _explain_attack(world, reconstruction, a)
     overhearing = scenario.threat_model == "passive-observer" or scenario.observer is not None
     seen = read_transcript(world.transcript.path, verify=False) if overhearing else []
     if scenario.threat_model == "passive-observer":
         reconstruction = _overhear(world, ADVERSARY, scenario.attack, seen, world.rngs["adversary"])
+        _explain_overheard(world, "the passive observer", seen, reconstruction, a)
     observer_metrics: dict[str, Any] = {}
     if scenario.observer is not None:
         overheard = _overhear(world, OBSERVER, scenario.observer, seen, world.rngs["observer"])
+        _explain_overheard(world, "the passive observer", seen, overheard, a)
         observer_metrics = {"observer_leakage": score(overheard, a)["leakage"],
                             "observer_revealed": int(overheard.indices.size)}
     return {

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from parties.attacks import AttackerView, get_attack, leakage
+from parties.confidential import is_sealed
 from parties.learners import get_learner
 from parties.learners.two_step import release_of, two_step_at_data_center
 from parties.transcript import read_transcript
@@ -32,6 +33,7 @@ from protocols.errors import InternalError
 from protocols.randomized_response import ATTRIBUTE_RELEASE, RELEASE_REQUEST
 from protocols.rr_estimators import FAIRNESS_NOTIONS, discrimination, group_rates
 
+from ..explain import set_name
 from ..world import ADVERSARY, DATA_CENTER, World
 from . import register_flow
 
@@ -72,12 +74,15 @@ def _release(world: World, name: str) -> None:
 def _released_on_wire(world: World) -> dict[str, dict[str, Any]]:
     """What a passive observer reads: the attribute-release payloads in the transcript, by set."""
     return {env.payload["set"]: env.payload for env in read_transcript(world.transcript.path, verify=False)
-            if env.kind == ATTRIBUTE_RELEASE}
+            if env.kind == ATTRIBUTE_RELEASE and not is_sealed(env.payload)}  # a sealed release tells it nothing
 
 
 def _attack(world: World, releases: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The adversary reads the release of the training set (else the audit set); the referee scores it."""
     split, component = world.split, world.scenario.attack
+    if not releases:  # nothing readable (a confidential channel seen from the wire): nothing to infer from
+        return {"attack_target": None, "leakage": float("nan"), "exact_recovery": False, "attacked": 0, "correct": 0,
+                "undecided": 0, "queries": 0}
     target = "train" if "train" in releases else "audit"
     release = releases[target]
     a_true, X = (split.a_train, split.X_train) if target == "train" else (split.a_audit, split.X_audit)
@@ -121,8 +126,10 @@ def rr_release_flow(world: World) -> dict[str, Any]:
     scenario, split = world.scenario, world.split
     metrics: dict[str, Any] = world.deployment.call(DATA_CENTER, "train")
     sets = ["train", "audit"] if scenario.learner is not None else ["audit"]
+    after: dict[str, int] = {}  # the message number of each set's release (or refusal)
     for name in sets:
         _release(world, name)
+        after[name] = world.network.messages
     base = world.deployment.call(DATA_CENTER, "view").base_predictions.astype(np.float64)
     metrics.update(world.deployment.call(DATA_CENTER, "compute", _audit_base_model, base))
     for notion in FAIRNESS_NOTIONS:
@@ -132,6 +139,10 @@ def rr_release_flow(world: World) -> dict[str, Any]:
         for label in ("debiased", "naive"):  # the referee's verdict on each estimator
             metrics[f"audit_{notion}_error_{label}"] = (metrics[f"audit_{notion}_signed_{label}"]
                                                         - metrics[f"audit_{notion}_signed_true"])
+    world.learn(f"from this release the data center estimates its base model's demographic-parity gap at "
+                f"{metrics['audit_demographic_parity_signed_debiased']:+.4f} (debiased) or "
+                f"{metrics['audit_demographic_parity_signed_naive']:+.4f} (naive); the true gap, which only the "
+                f"referee knows, is {metrics['audit_demographic_parity_signed_true']:+.4f}", after=after["audit"])
     if scenario.learner is not None:
         learner = get_learner(scenario.learner.name)
         seed = int(world.rngs["flow"].integers(2**31 - 1))
@@ -143,6 +154,11 @@ def rr_release_flow(world: World) -> dict[str, Any]:
             metrics[f"{label}_accuracy"] = _accuracy(fitted[label], split.y_audit)
         metrics["step1_disc_estimate"] = fitted["step1_disc_estimate"]
         metrics["step1_disc_naive"] = fitted["step1_disc_naive"]
+        world.learn(f"the data center fits the {learner.name} learner on the releases: accuracy "
+                    f"{metrics['two_step_accuracy']:.3f}, {notion} gap {metrics['two_step_disc']:.4f} "
+                    f"against the true A "
+                    f"(the first step alone: {metrics['step1_accuracy']:.3f}, {metrics['step1_disc']:.4f})",
+                    after=max(after.values()))
     world.transcript.close()
     if scenario.threat_model == "passive-observer":
         releases = _released_on_wire(world)
@@ -150,7 +166,24 @@ def rr_release_flow(world: World) -> dict[str, Any]:
         releases = {p["set"]: p for kind, p in world.deployment.call(DATA_CENTER, "replies_received")
                     if kind == ATTRIBUTE_RELEASE}
     metrics.update(_attack(world, releases))
+    _explain_attack(world, metrics, after.get(metrics["attack_target"], world.network.messages))
     return metrics
+
+
+def _explain_attack(world: World, metrics: dict[str, Any], after: int) -> None:
+    """The Bayes adversary's leakage from the release it read, beside the release's eps-LDP cap."""
+    if metrics["attack_target"] is None:
+        world.learn("the releases are sealed: the observer sees only their sizes and has nothing to infer A from")
+        return
+    who = {"passive-observer": "a passive observer reading it on the wire",
+           "black-box-auxiliary": "the data center, with auxiliary data"}.get(world.scenario.threat_model,
+                                                                             "the curious data center")
+    sentence = (f"the Bayes adversary ({who}) guesses the {set_name(metrics['attack_target'])} set's A from this release with "
+                f"leakage {metrics['leakage']:.1f} %; the release's ε-LDP cap is "
+                f"{metrics['leakage_bound_release']:.1f} %")
+    if "leakage_features_only" in metrics:
+        sentence += f" (from the features alone it would reach {metrics['leakage_features_only']:.1f} %)"
+    world.learn(sentence, after=after)
 
 
 def _learn_with(data: Any, replies: list, learner_name: str, params: Any, seed: int) -> dict[str, Any]:

@@ -1,0 +1,99 @@
+"""The workshop kit: one card per threat model, each card's scenario narrated with ``parley run --explain``.
+
+The cards (docs/workshop/<threat model>.md) are checked against the code they describe: the
+role policy, the attack registry, the catalog, and the leakage their scenario measures.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from parties.attacks import ATTACKS
+from parties.party import ROLE_SENDS
+from parties.transcript import read_transcript
+from scenarios.catalog import resolve_scenario
+from scenarios.cli import main
+from scenarios.explain import SEALED_NOTE
+from scenarios.spec import THREAT_MODELS, Scenario
+
+WORKSHOP = Path(__file__).resolve().parents[2] / "docs" / "workshop"
+RUN = re.compile(r"\*\*Catalog scenario:\*\* `parley run ([\w.-]+) --explain`")
+MEASURED = re.compile(r"measured\s+leakage:\s+\*\*([0-9.]+) %\*\*")
+
+
+def _card(threat: str) -> str:
+    return (WORKSHOP / f"{threat}.md").read_text(encoding="utf-8")
+
+
+def _scenario_of(threat: str) -> str:
+    found = RUN.search(_card(threat))
+    assert found, f"card {threat}.md names no catalog scenario as **Catalog scenario:** `parley run NAME --explain`"
+    return found.group(1)
+
+
+@pytest.mark.parametrize("threat", THREAT_MODELS)
+def test_every_threat_model_has_a_card_that_matches_the_code(threat):
+    path = WORKSHOP / f"{threat}.md"
+    assert path.is_file(), f"threat model {threat!r} has no workshop card at docs/workshop/{threat}.md"
+    text = _card(threat)
+    assert f"`{threat}`" in text
+    scenario = Scenario.from_toml(resolve_scenario(_scenario_of(threat)))
+    assert scenario.threat_model == threat
+    # Which attacks apply: every attack registered for the threat model is on its card.
+    missing = [name for name, cls in ATTACKS.items() if threat in cls.threat_models and f"`{name}`" not in text]
+    assert not missing, f"card {threat}.md does not name the attacks {missing}"
+    # Who may send what: every kind of the role policy is on the card.
+    kinds = sorted({kind for allowed in ROLE_SENDS.values() for kind in allowed})
+    assert all(f"`{kind}`" in text for kind in kinds), kinds
+    assert (WORKSHOP / "README.md").read_text(encoding="utf-8").count(f"({threat}.md)") == 1
+
+
+def _explain(name: str, out: Path, capsys, *extra: str) -> tuple[str, dict]:
+    capsys.readouterr()
+    assert main(["run", name, "--set", "backend=local", "--out", str(out), "--explain", *extra]) == 0
+    text = capsys.readouterr().out
+    return text, json.loads((out / "result.json").read_text())
+
+
+def _names_every_message(text: str, out: Path) -> list:
+    envelopes = read_transcript(out / "transcript.jsonl")
+    assert envelopes
+    for number, env in enumerate(envelopes, start=1):
+        assert re.search(rf"#{number}\s+{re.escape(env.sender)} -> {re.escape(env.recipient)}: "
+                         rf"{re.escape(env.kind)} \[{re.escape(env.protocol)}\]", text), f"message #{number}"
+    assert f"#{len(envelopes) + 1} " not in text
+    return envelopes
+
+
+@pytest.mark.parametrize("threat", THREAT_MODELS)
+def test_each_card_scenario_runs_with_explain(threat, tmp_path, capsys):
+    name = _scenario_of(threat)
+    text, record = _explain(name, tmp_path / name, capsys)
+    _names_every_message(text, tmp_path / name)
+    assert "learned: " in text and record["learned"]
+    assert text.count("learned: ") == len(record["learned"])
+    # The card quotes the leakage this very run measures (seed 0).
+    quoted = MEASURED.search(_card(threat))
+    assert quoted, f"card {threat}.md quotes no 'measured leakage: **X %**'"
+    assert float(quoted.group(1)) == round(record["metrics"]["leakage"], 1)
+
+
+def test_explain_on_a_confidential_channel_shows_only_sizes(tmp_path, capsys):
+    text, record = _explain("adult-rr-observer", tmp_path, capsys, "--set", "confidential=true")
+    envelopes = _names_every_message(text, tmp_path)
+    assert text.count(SEALED_NOTE.split("(")[0]) == len(envelopes)
+    assert "a randomized-response release" not in text  # the payload is not read
+    assert "nothing to infer A from" in text and record["metrics"]["attacked"] == 0
+
+
+def test_list_shows_learners(capsys):
+    from parties.learners import LEARNERS
+
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    section = out.split("learners:\n", 1)[1].split("studies:", 1)[0]
+    assert all(f"  {name} " in section for name in LEARNERS)
