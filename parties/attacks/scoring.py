@@ -23,7 +23,7 @@ __all__ = ["leakage"]
 
 def _balanced_accuracy(a_true: np.ndarray, a_hat: np.ndarray, decided: np.ndarray) -> float:
     credit = np.where(decided, (a_hat == a_true).astype(float), 0.5)
-    recalls = [float(credit[a_true == g].mean()) for g in (0, 1) if (a_true == g).any()]
+    recalls = [float(credit[a_true == g].mean()) for g in np.unique(a_true)]   # k >= 2 groups
     return 100.0 * float(np.mean(recalls))
 
 

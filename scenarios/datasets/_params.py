@@ -46,7 +46,7 @@ class AdultParams(_Params):
     """UCI Adult (1994 census income); see :mod:`scenarios.datasets._real`."""
 
     name: Literal["adult"] = "adult"
-    protected: Literal["race", "sex"] = "race"
+    protected: Literal["race", "sex", "race3"] = "race"
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
 

@@ -26,11 +26,12 @@ import numpy as np
 
 from parties.attacks import AttackerView, get_attack, leakage
 from parties.learners import get_learner
+from parties.learners.partial_reporting import partial_reporting_at_data_center
 from parties.learners.two_step import release_of, two_step_at_data_center
 from parties.transcript import read_transcript
 from protocols.errors import InternalError
 from protocols.randomized_response import ATTRIBUTE_RELEASE, RELEASE_REQUEST
-from protocols.rr_estimators import FAIRNESS_NOTIONS, discrimination, group_rates
+from protocols.rr_estimators import FAIRNESS_NOTIONS, discrimination, group_rates, rr_keep_probability
 
 from ..world import ADVERSARY, DATA_CENTER, World
 from . import register_flow
@@ -40,7 +41,7 @@ __all__ = ["rr_release_flow", "fairness_of"]
 
 def _audit_base_model(data: Any, replies: list, predictions: np.ndarray) -> dict[str, float]:
     """The data center's audit of its own base model (debiased and naive gaps for every notion)."""
-    release = release_of(replies, "audit")
+    release = release_of(replies, "audit", allow_withheld=True)   # withheld rows are left out (Prop. 2)
     z, eps, k = np.asarray(release["z"]), float(release["epsilon"]), int(release["groups"])
     out: dict[str, float] = {}
     for notion in FAIRNESS_NOTIONS:
@@ -87,8 +88,6 @@ def _attack(world: World, releases: dict[str, dict[str, Any]]) -> dict[str, Any]
         X_other, a_other = (split.X_audit, split.a_audit) if target == "train" else (split.X_train, split.a_train)
         rows = world.rngs["adversary"].permutation(a_other.shape[0])[:aux]
         X_aux, a_aux = X_other[rows], a_other[rows]
-    from ..runner import leakage_bound  # (the runner imports the flows)
-
     attack_cls = get_attack(component.name)
     world.deployment.add(ADVERSARY, attack_cls, component.params, AttackerView(n=int(a_true.shape[0])),
                          world.rngs["adversary"])
@@ -105,7 +104,8 @@ def _attack(world: World, releases: dict[str, dict[str, Any]]) -> dict[str, Any]
         "correct": correct,
         "undecided": 0,
         # The eps-LDP cap on one release's balanced accuracy (what Z alone can tell about anyone).
-        "leakage_bound_release": leakage_bound(eps, 0.0),
+        # For k groups it is 100 pi = 100 e^eps / (k - 1 + e^eps) (the k-class form of the same argument).
+        "leakage_bound_release": 100.0 * rr_keep_probability(eps, k),
         "queries": len(releases),
     }
     features_only = world.deployment.call(ADVERSARY, "features_only_guess")
@@ -137,12 +137,7 @@ def rr_release_flow(world: World) -> dict[str, Any]:
         seed = int(world.rngs["flow"].integers(2**31 - 1))
         fitted = world.deployment.call(DATA_CENTER, "compute", _learn_with, learner.name, scenario.learner.params,
                                        seed)
-        notion = scenario.learner.params.constraint
-        for label in ("step1", "two_step"):
-            metrics[f"{label}_disc"] = fairness_of(fitted[label], split.y_audit, split.a_audit, notion)
-            metrics[f"{label}_accuracy"] = _accuracy(fitted[label], split.y_audit)
-        metrics["step1_disc_estimate"] = fitted["step1_disc_estimate"]
-        metrics["step1_disc_naive"] = fitted["step1_disc_naive"]
+        metrics.update(_score_learning(fitted, split.y_audit, split.a_audit, scenario.learner.params.constraint))
     world.transcript.close()
     if scenario.threat_model == "passive-observer":
         releases = _released_on_wire(world)
@@ -153,8 +148,38 @@ def rr_release_flow(world: World) -> dict[str, Any]:
     return metrics
 
 
+def _score_learning(fitted: dict[str, Any], y: np.ndarray, a: np.ndarray, notion: str) -> dict[str, Any]:
+    """The referee's verdict on every predictor the learner returned: disc w.r.t. the true A and accuracy.
+
+    ``two-step`` returns ``step1`` and ``two_step`` (Sec. 5); ``partial-reporting`` returns ``learner``
+    (the modified step 1 of Sec. 6, reported as ``step1``) and its baselines ``reporters_only`` and
+    ``unconstrained``.
+    """
+    out: dict[str, Any] = {}
+    labels = {"step1": "step1", "two_step": "two_step", "learner": "step1", "reporters_only": "reporters_only",
+              "unconstrained": "unconstrained"}
+    for key, label in labels.items():
+        if key in fitted:
+            out[f"{label}_disc"] = fairness_of(fitted[key], y, a, notion)
+            out[f"{label}_accuracy"] = _accuracy(fitted[key], y)
+    for key in ("step1_disc_estimate", "step1_disc_naive"):
+        if key in fitted:
+            out[key] = fitted[key]
+    if "learner_disc_estimate" in fitted:
+        out["step1_disc_estimate"], out["step1_disc_naive"] = fitted["learner_disc_estimate"], fitted["learner_disc_naive"]
+    if "reporters" in fitted:
+        out["reporters_train"] = fitted["reporters"]
+    return out
+
+
 def _learn_with(data: Any, replies: list, learner_name: str, params: Any, seed: int) -> dict[str, Any]:
-    """Inside the data center: fit the named learner on its releases and predict on the audit set."""
-    if learner_name != "two-step":  # the spec admits only learners of this flow, and two-step is the one
-        raise InternalError(f"the rr-release flow has no way to run learner {learner_name!r}")
-    return two_step_at_data_center(data, replies, params, seed)
+    """Inside the data center: fit the named learner on its releases and predict on the audit set.
+
+    ``two-step`` (Sec. 5) needs Z of everyone and refuses a release with withheld entries;
+    ``partial-reporting`` (Sec. 6, Lagrangian (14)) takes them.
+    """
+    if learner_name == "two-step":
+        return two_step_at_data_center(data, replies, params, seed)
+    if learner_name == "partial-reporting":
+        return partial_reporting_at_data_center(data, replies, params, seed)
+    raise InternalError(f"the rr-release flow has no way to run learner {learner_name!r}")
