@@ -33,8 +33,9 @@ def leakage(a_true: np.ndarray, a_hat: np.ndarray, partition_only: bool = False,
 
     Parameters
     ----------
-    a_true, a_hat : arrays of 0/1
-        Truth and reconstruction for the attacked individuals.
+    a_true, a_hat : arrays of group codes (0/1, or 0..k-1 for a k-ary attribute)
+        Truth and reconstruction for the attacked individuals; the balanced accuracy
+        averages the recall of every group present in ``a_true``.
     partition_only : bool
         Score the better of ``a_hat`` and ``1 - a_hat``.
     decided : array of bool, optional

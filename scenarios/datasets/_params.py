@@ -50,6 +50,11 @@ class AdultParams(_Params):
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
 
+    @property
+    def group_count(self) -> int:
+        """k, the number of values of A: 3 for ``race3``, else 2."""
+        return 3 if self.protected == "race3" else 2
+
 
 class GermanParams(_Params):
     """UCI Statlog German Credit; see :mod:`scenarios.datasets._real`."""

@@ -120,3 +120,18 @@ def test_spec_admits_the_learner_in_the_rr_release_flow():
         "protocol": {"name": "rr-release", "report_probability": 0.5},
         "learner": {"name": "partial-reporting", "max_iter": 3, "attribute": "released"}})
     assert scenario.learner.params.attribute == "released" and scenario.learner.params.alpha == 0.01
+
+
+def test_spec_refuses_a_three_group_dataset_under_a_binary_protocol():
+    from protocols.errors import ConfigError
+    from scenarios.spec import GROUPS_MISMATCH
+
+    base = {"dataset": {"name": "adult", "protected": "race3"}, "attack": {"name": "rr-bayes"},
+            "protocol": {"name": "rr-release", "groups": 3}}
+    assert Scenario.from_dict(base).dataset.group_count == 3
+    with pytest.raises(ConfigError) as err:
+        Scenario.from_dict({**base, "protocol": {"name": "rr-release"}})
+    assert str(err.value) == GROUPS_MISMATCH.format(name="adult", protected="race3", k=3, protocol="rr-release",
+                                                    takes="has groups = 2")
+    with pytest.raises(ConfigError, match="is binary"):
+        Scenario.from_dict({**base, "protocol": {"name": "raw"}, "attack": {"name": "double-query"}})
