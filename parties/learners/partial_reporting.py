@@ -101,10 +101,10 @@ class PartialReportingLearner(Learner):
 
     def fit(self, X: np.ndarray, y: np.ndarray, z: np.ndarray, epsilon: float, groups: int) -> "PartialReportingLearner":
         """Solve (14) on S = all rows, S_l = rows with z != -1; returns self (scikit-learn style)."""
-        p = self.params
-        X, y, z = np.asarray(X), np.asarray(y), np.asarray(z).astype(np.int64)
         from .debiased_moment import DebiasedParity  # (imports fairlearn)
 
+        p = self.params
+        X, y, z = np.asarray(X), np.asarray(y), np.asarray(z).astype(np.int64)
         moment = DebiasedParity(p.constraint, epsilon, groups, p.alpha, p.attribute == "debiased")
         self.model_ = _fit(_exponentiated_gradient(p, moment), X, y, z)
         self.reporters_ = int(np.count_nonzero(z != WITHHELD))
@@ -127,7 +127,8 @@ def partial_reporting_at_data_center(data: Any, replies: list[tuple[str, dict[st
     ``baselines``, the same exponentiated gradient on the reporters alone (S_l, the data a learner
     that drops non-reporters has) and an unconstrained logistic regression on all of S. Returns soft
     predictions on the audit set for the referee, and the data center's own debiased estimate of the
-    learner's discrimination from the audit set's release.
+    learner's discrimination from the audit set's release. ``seed`` is unused: exponentiated gradient
+    over lbfgs logistic regressions is deterministic, and the flow calls every learner alike.
     """
     from sklearn.linear_model import LogisticRegression
 

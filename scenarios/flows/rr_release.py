@@ -12,6 +12,9 @@ Mozannar, Ohannessian & Srebro, ICML 2020 (the private-demographics paper).
 3. Learning (Sec. 5): the learner runs inside the data center
    (:meth:`parties.data_center.DataCenter.compute`); the referee scores the
    step-1 and the two-step predictors on the audit set against the true A.
+   With withheld entries (``report_probability`` < 1, Sec. 6) the learner
+   ``partial-reporting`` solves the two-dataset Lagrangian (14) instead; the
+   referee scores it (as ``step1``) beside its baselines.
 4. The adversary (``rr-bayes``) reads the release (the larger set released: the
    training set when there is one) as the curious data center, or from the
    transcript as a passive observer; with ``auxiliary`` rows it also holds X
