@@ -15,7 +15,8 @@ matrix G of those forms: gamma = G h. The objective err^S is fairlearn's
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,7 @@ from fairlearn.reductions import ClassificationMoment, ErrorRate
 from protocols.errors import QueryError
 from protocols.rr_estimators import WITHHELD, rr_matrix
 
-__all__ = ["BAD_CODES", "DebiasedParity", "EMPTY_GROUP", "NO_REPORTERS", "constraint_matrix"]
+__all__ = ["BAD_CODES", "EMPTY_GROUP", "NO_REPORTERS", "DebiasedParity", "constraint_matrix"]
 
 NO_REPORTERS = "no individual of the training set reported an attribute: the constraint of (14) has no data"
 EMPTY_GROUP = ("the debiased weight of group {a} among reporters with {event} is {mass:.3g} <= 0: too few "

@@ -99,7 +99,7 @@ class PartialReportingLearner(Learner):
     summary: ClassVar[str] = ("fairlearn exponentiated gradient on Lagrangian (14): err on all of S, debiased "
                               "constraint on the reporters S_l (Sec. 6)")
 
-    def fit(self, X: np.ndarray, y: np.ndarray, z: np.ndarray, epsilon: float, groups: int) -> "PartialReportingLearner":
+    def fit(self, X: np.ndarray, y: np.ndarray, z: np.ndarray, epsilon: float, groups: int) -> PartialReportingLearner:
         """Solve (14) on S = all rows, S_l = rows with z != -1; returns self (scikit-learn style)."""
         from .debiased_moment import DebiasedParity  # (imports fairlearn)
 

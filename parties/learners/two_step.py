@@ -52,7 +52,7 @@ __all__ = ["DerivedPredictor", "TwoStepLearner", "TwoStepParams", "fit_step1", "
 
 NO_RELEASE = "the data center holds no attribute-release of the {name!r} set (releases held: {held})"
 WITHHELD_UNSUPPORTED = ("the two-step learner needs Z for every individual (Sec. 5); the {name!r} release has "
-                        "{count} withheld entries (report_probability < 1 is not supported by this learner)")
+                        "{count} withheld entries (for report_probability < 1 use learner 'partial-reporting', Sec. 6)")
 LP_FAILED = "post-processing LP (13) failed: {message}"
 
 Constraint = Literal["equalized_odds", "demographic_parity"]

@@ -102,7 +102,7 @@ def test_proxy_estimator_15_is_consistent_with_p_a_given_x_y_and_not_with_p_a_gi
     with_y, without_y = np.empty((100, 2, 2)), np.empty((100, 2, 2))
     for r in range(100):
         cells = rng.choice(flat.size, size=5000, p=flat)
-        a, y, x = np.unravel_index(cells, joint.shape)
+        _, y, x = np.unravel_index(cells, joint.shape)      # A itself stays hidden: only the proxy sees it
         yhat = (x >= 2).astype(float)
         with_y[r] = proxy_rates(yhat, y, post_xy[:, y, x].T)
         without_y[r] = proxy_rates(yhat, y, post_x[:, x].T)

@@ -14,8 +14,13 @@ from scipy import stats
 from sklearn.linear_model import LogisticRegression
 
 from parties.learners import get_learner
-from parties.learners.debiased_moment import (BAD_CODES, EMPTY_GROUP, NO_REPORTERS, DebiasedParity,
-                                              constraint_matrix)
+from parties.learners.debiased_moment import (
+    BAD_CODES,
+    EMPTY_GROUP,
+    NO_REPORTERS,
+    DebiasedParity,
+    constraint_matrix,
+)
 from parties.learners.partial_reporting import PartialReportingLearner
 from protocols.errors import QueryError
 from protocols.rr_estimators import group_rates, privatize
@@ -39,7 +44,7 @@ def _true_disc(soft, y, a, k):
 @pytest.mark.parametrize("k", [2, 3])
 def test_moment_is_the_debiased_gap_on_the_reporters_only(k):
     rng = np.random.default_rng(5)
-    X, y, a = _population(3000, rng, k)
+    _, y, a = _population(3000, rng, k)
     z = privatize(a, 1.5, k, rng, report_probability=0.6)
     h = (rng.random(3000) < 0.4).astype(float)
     G, index = constraint_matrix("equalized_odds", y, z, 1.5, k)
