@@ -156,7 +156,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         "attack": scenario.attack.name,
         "dataset": split.table.name,
         "protected": split.table.protected,
-        "groups": {"a=0": split.table.groups[0], "a=1": split.table.groups[1]},
+        "groups": {f"a={code}": label for code, label in enumerate(split.table.groups)},
         "seed": scenario.seed,
         "sizes": {"n_train": int(split.X_train.shape[0]), "n_audit": int(split.X_audit.shape[0]),
                   "n_features": int(split.X_train.shape[1])},

@@ -77,6 +77,8 @@ NOT_SETTABLE = "cannot set {dotted!r}: {part!r} is a value, not a table"
 WRONG_FLOW = ("{what} {name!r} reads {flows} exchanges, but protocol {protocol!r} runs a {flow!r} exchange "
               "(attacks for it: {fitting})")
 LEARNER_FLOW = "learner {name!r} runs in {flows} exchanges, but protocol {protocol!r} runs a {flow!r} exchange"
+GROUPS_MISMATCH = ("dataset {name!r} with protected={protected!r} has {k} groups, but protocol {protocol!r} "
+                   "{takes} (k-ary attributes run under rr-release with protocol.groups = {k})")
 OBSERVER_ACTIVE = "observer attack {name!r} must be passive (one of the attacks for passive-observer)"
 ADVANCED_NEEDS_DELTA = ("composition 'advanced' spends a slack delta'={slack:g}: budget.delta must be at least {slack:g}, "
                         "got {delta!r}")
@@ -263,6 +265,7 @@ class Scenario(BaseModel):
                 raise ConfigError(WRONG_FLOW.format(what=what, name=component.name,
                                                     flows=" or ".join(get_attack(component.name).flows),
                                                     protocol=self.protocol.name, flow=flow, fitting=fitting))
+        self._check_groups()
         if self.learner is not None and flow not in get_learner(self.learner.name).flows:
             raise ConfigError(LEARNER_FLOW.format(name=self.learner.name, flows=" or ".join(
                 get_learner(self.learner.name).flows) or "no", protocol=self.protocol.name, flow=flow))
@@ -271,6 +274,17 @@ class Scenario(BaseModel):
                 raise ConfigError(BAD_AUDIT_METRIC.format(metric=metric, known=", ".join(METRICS)))
         if self.composition == "advanced" and self.budget is not None and self.budget.delta < COMPOSITION_SLACK:
             raise ConfigError(ADVANCED_NEEDS_DELTA.format(slack=COMPOSITION_SLACK, delta=self.budget.delta))
+
+    def _check_groups(self) -> None:
+        """A dataset with more than two groups needs a protocol whose ``groups`` parameter matches."""
+        k = int(getattr(self.dataset, "group_count", 2))
+        if k == 2:
+            return
+        groups = getattr(self.protocol.params, "groups", None)
+        if groups != k:
+            takes = "is binary" if groups is None else f"has groups = {groups}"
+            raise ConfigError(GROUPS_MISMATCH.format(name=self.dataset.name, protected=self.dataset.protected, k=k,
+                                                     protocol=self.protocol.name, takes=takes))
 
     @classmethod
     def from_toml(cls, path: str | Path) -> "Scenario":

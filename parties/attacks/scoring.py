@@ -23,7 +23,7 @@ __all__ = ["leakage"]
 
 def _balanced_accuracy(a_true: np.ndarray, a_hat: np.ndarray, decided: np.ndarray) -> float:
     credit = np.where(decided, (a_hat == a_true).astype(float), 0.5)
-    recalls = [float(credit[a_true == g].mean()) for g in (0, 1) if (a_true == g).any()]
+    recalls = [float(credit[a_true == g].mean()) for g in np.unique(a_true)]   # k >= 2 groups
     return 100.0 * float(np.mean(recalls))
 
 
@@ -33,8 +33,9 @@ def leakage(a_true: np.ndarray, a_hat: np.ndarray, partition_only: bool = False,
 
     Parameters
     ----------
-    a_true, a_hat : arrays of 0/1
-        Truth and reconstruction for the attacked individuals.
+    a_true, a_hat : arrays of group codes (0/1, or 0..k-1 for a k-ary attribute)
+        Truth and reconstruction for the attacked individuals; the balanced accuracy
+        averages the recall of every group present in ``a_true``.
     partition_only : bool
         Score the better of ``a_hat`` and ``1 - a_hat``.
     decided : array of bool, optional

@@ -52,7 +52,7 @@ __all__ = ["DerivedPredictor", "TwoStepLearner", "TwoStepParams", "fit_step1", "
 
 NO_RELEASE = "the data center holds no attribute-release of the {name!r} set (releases held: {held})"
 WITHHELD_UNSUPPORTED = ("the two-step learner needs Z for every individual (Sec. 5); the {name!r} release has "
-                        "{count} withheld entries (report_probability < 1 is not supported by this learner)")
+                        "{count} withheld entries (for report_probability < 1 use learner 'partial-reporting', Sec. 6)")
 LP_FAILED = "post-processing LP (13) failed: {message}"
 
 Constraint = Literal["equalized_odds", "demographic_parity"]
@@ -134,15 +134,19 @@ def post_process(step1: np.ndarray, y: np.ndarray, z: np.ndarray, epsilon: float
     return DerivedPredictor(p=np.clip(result.x, 0.0, 1.0).reshape(2, k))
 
 
-def release_of(replies: list[tuple[str, dict[str, Any]]], name: str) -> dict[str, Any]:
-    """The (latest) attribute-release payload of set ``name`` among the data center's replies."""
+def release_of(replies: list[tuple[str, dict[str, Any]]], name: str, allow_withheld: bool = False) -> dict[str, Any]:
+    """The (latest) attribute-release payload of set ``name`` among the data center's replies.
+
+    Refuses a release with withheld entries (Z = -1) unless ``allow_withheld``: the two-step
+    learner needs Z of everyone; the estimators and the partial-reporting learner do not.
+    """
     found = [p for kind, p in replies if kind == "attribute-release" and p.get("set") == name]
     if not found:
         held = ", ".join(sorted({p.get("set") for kind, p in replies if kind == "attribute-release"})) or "none"
         raise ConfigError(NO_RELEASE.format(name=name, held=held))
     release = found[-1]
     withheld = int(np.count_nonzero(np.asarray(release["z"]) == WITHHELD))
-    if withheld:
+    if withheld and not allow_withheld:
         raise QueryError(WITHHELD_UNSUPPORTED.format(name=name, count=withheld))
     return release
 

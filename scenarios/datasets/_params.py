@@ -46,9 +46,14 @@ class AdultParams(_Params):
     """UCI Adult (1994 census income); see :mod:`scenarios.datasets._real`."""
 
     name: Literal["adult"] = "adult"
-    protected: Literal["race", "sex"] = "race"
+    protected: Literal["race", "sex", "race3"] = "race"
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
+
+    @property
+    def group_count(self) -> int:
+        """k, the number of values of A: 3 for ``race3``, else 2."""
+        return 3 if self.protected == "race3" else 2
 
 
 class GermanParams(_Params):

@@ -68,6 +68,9 @@ def read_adult(params: AdultParams) -> Table:
     Rows with ``"?"`` in any used column are dropped (45,222 rows remain). ``y = 1`` means
     income >50K. ``protected="race"`` keeps White (``a = 1``) and Black (``a = 0``) rows
     only; ``protected="sex"`` keeps all races with Male ``a = 1`` and Female ``a = 0``.
+    ``protected="race3"`` keeps every row with three groups: Black ``a = 0``, White ``a = 1`` and
+    the other races together ``a = 2`` (Asian-Pac-Islander, Amer-Indian-Eskimo, Other; too few
+    rows each for a group of their own), for k-ary protocols such as ``rr-release``.
     ``fnlwgt`` is dropped: it is the census sampling weight (how many people a row stands
     for, see adult.names), not an attribute of the person, and as a feature it only adds noise.
     """
@@ -84,6 +87,9 @@ def read_adult(params: AdultParams) -> Table:
         keep = frame["race"].isin(["White", "Black"]).to_numpy()
         frame, income = frame[keep].reset_index(drop=True), income[keep].reset_index(drop=True)
         a, groups = frame.pop("race") == "White", ("Black", "White")
+    elif params.protected == "race3":
+        race = frame.pop("race")
+        a, groups = np.where(race == "Black", 0, np.where(race == "White", 1, 2)), ("Black", "White", "Other")
     else:
         a, groups = frame.pop("sex") == "Male", ("Female", "Male")
     return Table(

@@ -37,7 +37,7 @@ MSG_NO_TRAIN_ROWS = (
 )
 MSG_ONE_GROUP = (
     "the audit set drawn from {name} has no row with a={missing} ({group}); "
-    "the audit needs both groups: use a larger audit_size or another seed"
+    "the audit needs every group: use a larger audit_size or another seed"
 )
 MSG_COLUMN_TYPE = "feature column {column!r} of {name} has dtype {dtype}, neither numeric nor categorical"
 
@@ -154,8 +154,8 @@ def load_split(params: object, rng: np.random.Generator, table: Table | None = N
         train_idx = np.arange(params.audit_size, params.audit_size + params.train_size)
         return split_table(table, audit_idx, train_idx)
     audit_idx, train_idx = draw_indices(table, params.audit_size, params.train_size, rng)
-    present = np.bincount(table.a[audit_idx], minlength=2)
-    for group in (0, 1):
+    present = np.bincount(table.a[audit_idx], minlength=len(table.groups))
+    for group in range(len(table.groups)):
         if present[group] == 0:
             raise DatasetError(MSG_ONE_GROUP.format(name=table.name, missing=group, group=table.groups[group]))
     return split_table(table, audit_idx, train_idx)

@@ -31,7 +31,8 @@ class Table:
     protected : str
         Name of the protected attribute, e.g. ``"race"``.
     groups : tuple of str
-        ``(label of a=0, label of a=1)``, e.g. ``("Black", "White")``.
+        ``(label of a=0, label of a=1, ...)``, e.g. ``("Black", "White")``; more than two
+        for a k-ary attribute (Adult ``race3``).
     label : str
         What ``y = 1`` means, e.g. ``"income >50K"``.
     """
@@ -41,7 +42,7 @@ class Table:
     y: np.ndarray
     a: np.ndarray
     protected: str
-    groups: tuple[str, str]
+    groups: tuple[str, ...]
     label: str
 
     def __len__(self) -> int:

@@ -12,6 +12,9 @@ Mozannar, Ohannessian & Srebro, ICML 2020 (the private-demographics paper).
 3. Learning (Sec. 5): the learner runs inside the data center
    (:meth:`parties.data_center.DataCenter.compute`); the referee scores the
    step-1 and the two-step predictors on the audit set against the true A.
+   With withheld entries (``report_probability`` < 1, Sec. 6) the learner
+   ``partial-reporting`` solves the two-dataset Lagrangian (14) instead; the
+   referee scores it (as ``step1``) beside its baselines.
 4. The adversary (``rr-bayes``) reads the release (the larger set released: the
    training set when there is one) as the curious data center, or from the
    transcript as a passive observer; with ``auxiliary`` rows it also holds X
@@ -27,22 +30,28 @@ import numpy as np
 from parties.attacks import AttackerView, get_attack, leakage
 from parties.confidential import is_sealed
 from parties.learners import get_learner
+from parties.learners.partial_reporting import partial_reporting_at_data_center
 from parties.learners.two_step import release_of, two_step_at_data_center
 from parties.transcript import read_transcript
 from protocols.errors import InternalError
 from protocols.randomized_response import ATTRIBUTE_RELEASE, RELEASE_REQUEST
-from protocols.rr_estimators import FAIRNESS_NOTIONS, discrimination, group_rates
+from protocols.rr_estimators import (
+    FAIRNESS_NOTIONS,
+    discrimination,
+    group_rates,
+    rr_keep_probability,
+)
 
 from ..explain import set_name
 from ..world import ADVERSARY, DATA_CENTER, World
 from . import register_flow
 
-__all__ = ["rr_release_flow", "fairness_of"]
+__all__ = ["fairness_of", "rr_release_flow"]
 
 
 def _audit_base_model(data: Any, replies: list, predictions: np.ndarray) -> dict[str, float]:
     """The data center's audit of its own base model (debiased and naive gaps for every notion)."""
-    release = release_of(replies, "audit")
+    release = release_of(replies, "audit", allow_withheld=True)   # withheld rows are left out (Prop. 2)
     z, eps, k = np.asarray(release["z"]), float(release["epsilon"]), int(release["groups"])
     out: dict[str, float] = {}
     for notion in FAIRNESS_NOTIONS:
@@ -92,8 +101,6 @@ def _attack(world: World, releases: dict[str, dict[str, Any]]) -> dict[str, Any]
         X_other, a_other = (split.X_audit, split.a_audit) if target == "train" else (split.X_train, split.a_train)
         rows = world.rngs["adversary"].permutation(a_other.shape[0])[:aux]
         X_aux, a_aux = X_other[rows], a_other[rows]
-    from ..runner import leakage_bound  # (the runner imports the flows)
-
     attack_cls = get_attack(component.name)
     world.deployment.add(ADVERSARY, attack_cls, component.params, AttackerView(n=int(a_true.shape[0])),
                          world.rngs["adversary"])
@@ -110,7 +117,8 @@ def _attack(world: World, releases: dict[str, dict[str, Any]]) -> dict[str, Any]
         "correct": correct,
         "undecided": 0,
         # The eps-LDP cap on one release's balanced accuracy (what Z alone can tell about anyone).
-        "leakage_bound_release": leakage_bound(eps, 0.0),
+        # For k groups it is 100 pi = 100 e^eps / (k - 1 + e^eps) (the k-class form of the same argument).
+        "leakage_bound_release": 100.0 * rr_keep_probability(eps, k),
         "queries": len(releases),
     }
     features_only = world.deployment.call(ADVERSARY, "features_only_guess")
@@ -148,16 +156,8 @@ def rr_release_flow(world: World) -> dict[str, Any]:
         seed = int(world.rngs["flow"].integers(2**31 - 1))
         fitted = world.deployment.call(DATA_CENTER, "compute", _learn_with, learner.name, scenario.learner.params,
                                        seed)
-        notion = scenario.learner.params.constraint
-        for label in ("step1", "two_step"):
-            metrics[f"{label}_disc"] = fairness_of(fitted[label], split.y_audit, split.a_audit, notion)
-            metrics[f"{label}_accuracy"] = _accuracy(fitted[label], split.y_audit)
-        metrics["step1_disc_estimate"] = fitted["step1_disc_estimate"]
-        metrics["step1_disc_naive"] = fitted["step1_disc_naive"]
-        world.learn(f"the data center fits the {learner.name} learner on the releases: accuracy "
-                    f"{metrics['two_step_accuracy']:.3f}, {notion} gap {metrics['two_step_disc']:.4f} "
-                    f"against the true A "
-                    f"(the first step alone: {metrics['step1_accuracy']:.3f}, {metrics['step1_disc']:.4f})",
+        metrics.update(_score_learning(fitted, split.y_audit, split.a_audit, scenario.learner.params.constraint))
+        world.learn(_learning_sentence(learner.name, scenario.learner.params.constraint, metrics),
                     after=max(after.values()))
     world.transcript.close()
     if scenario.threat_model == "passive-observer":
@@ -186,8 +186,50 @@ def _explain_attack(world: World, metrics: dict[str, Any], after: int) -> None:
     world.learn(sentence, after=after)
 
 
+def _score_learning(fitted: dict[str, Any], y: np.ndarray, a: np.ndarray, notion: str) -> dict[str, Any]:
+    """The referee's verdict on every predictor the learner returned: disc w.r.t. the true A and accuracy.
+
+    ``two-step`` returns ``step1`` and ``two_step`` (Sec. 5); ``partial-reporting`` returns ``learner``
+    (the modified step 1 of Sec. 6, reported as ``step1``) and its baselines ``reporters_only`` and
+    ``unconstrained``.
+    """
+    out: dict[str, Any] = {}
+    labels = {"step1": "step1", "two_step": "two_step", "learner": "step1", "reporters_only": "reporters_only",
+              "unconstrained": "unconstrained"}
+    for key, label in labels.items():
+        if key in fitted:
+            out[f"{label}_disc"] = fairness_of(fitted[key], y, a, notion)
+            out[f"{label}_accuracy"] = _accuracy(fitted[key], y)
+    for key in ("step1_disc_estimate", "step1_disc_naive"):
+        if key in fitted:
+            out[key] = fitted[key]
+    if "learner_disc_estimate" in fitted:
+        out["step1_disc_estimate"], out["step1_disc_naive"] = fitted["learner_disc_estimate"], fitted["learner_disc_naive"]
+    if "reporters" in fitted:
+        out["reporters_train"] = fitted["reporters"]
+    return out
+
+
+def _learning_sentence(name: str, notion: str, metrics: dict[str, Any]) -> str:
+    """What the learner's predictor achieves against the true A, beside the first step or unconstrained model."""
+    final = "two_step" if "two_step_disc" in metrics else "step1"
+    sentence = (f"the data center fits the {name} learner on the releases: accuracy "
+                f"{metrics[final + '_accuracy']:.3f}, {notion} gap {metrics[final + '_disc']:.4f} against the true A")
+    other = "step1" if final == "two_step" else "unconstrained"
+    if f"{other}_disc" in metrics:
+        label = "the first step alone" if other == "step1" else "an unconstrained model"
+        sentence += f" ({label}: {metrics[other + '_accuracy']:.3f}, {metrics[other + '_disc']:.4f})"
+    return sentence
+
+
 def _learn_with(data: Any, replies: list, learner_name: str, params: Any, seed: int) -> dict[str, Any]:
-    """Inside the data center: fit the named learner on its releases and predict on the audit set."""
-    if learner_name != "two-step":  # the spec admits only learners of this flow, and two-step is the one
-        raise InternalError(f"the rr-release flow has no way to run learner {learner_name!r}")
-    return two_step_at_data_center(data, replies, params, seed)
+    """Inside the data center: fit the named learner on its releases and predict on the audit set.
+
+    ``two-step`` (Sec. 5) needs Z of everyone and refuses a release with withheld entries;
+    ``partial-reporting`` (Sec. 6, Lagrangian (14)) takes them.
+    """
+    if learner_name == "two-step":
+        return two_step_at_data_center(data, replies, params, seed)
+    if learner_name == "partial-reporting":
+        return partial_reporting_at_data_center(data, replies, params, seed)
+    raise InternalError(f"the rr-release flow has no way to run learner {learner_name!r}")

@@ -69,3 +69,45 @@ def test_audit_release_under_ray(ray_session, tmp_path):
                  "--out", str(tmp_path)]) == 0
     m = json.loads((tmp_path / "result.json").read_text())["metrics"]
     assert m["epsilon_spent"] == 1.0 and m["attacked"] == 600
+
+
+def test_partial_reporting_learns_on_everyone_and_leaks_within_the_bound(tmp_path):
+    m = _run(tmp_path, "adult-rr-partial", "--set", "dataset.audit_size=800", "--set", "learner.max_iter=3")
+    assert m["epsilon_spent"] == 2.0 and m["queries"] == 2 and m["refusals"] == 0
+    # About half of the 1,500 training rows report (binomial sd ~ 19).
+    assert abs(m["reporters_train"] - 750) < 80
+    for label in ("step1", "reporters_only", "unconstrained"):
+        assert 0.0 <= m[f"{label}_disc"] <= 1.0 and 0.6 < m[f"{label}_accuracy"] <= 1.0
+    assert "two_step_disc" not in m
+    # Withheld entries are guessed without evidence, so leakage stays below the release's bound.
+    assert m["leakage"] <= m["leakage_bound_release"] + _three_se(1.0, 1500)
+
+
+def test_two_step_learner_refuses_a_release_with_withheld_entries(tmp_path, capsys):
+    code = main(["run", "adult-rr-fair-learning", *SMALL, "--set", "protocol.report_probability=0.5",
+                 "--set", "learner.max_iter=2", "--out", str(tmp_path)])
+    assert code == 2
+    assert "needs Z for every individual" in capsys.readouterr().err
+
+
+def test_three_group_release_runs_audit_and_adversary(tmp_path):
+    m = _run(tmp_path, "adult-rr-race")
+    record = json.loads((tmp_path / "result.json").read_text())
+    assert record["groups"] == {"a=0": "Black", "a=1": "White", "a=2": "Other"}
+    assert m["epsilon_spent"] == 2.0 and m["queries"] == 1 and m["attacked"] == 1500
+    pi = math.exp(2) / (2 + math.exp(2))
+    assert m["leakage_bound_release"] == pytest.approx(100 * pi)
+    # The balanced rule answers a_hat = z: three binomial recalls with success pi (groups ~9 %, 86 %, 5 %).
+    se = 100 / 3 * math.sqrt(sum(pi * (1 - pi) / (1500 * share) for share in (0.09, 0.86, 0.05)))
+    assert abs(m["leakage"] - 100 * pi) < 3.3 * se
+    for notion in ("equalized_odds", "demographic_parity", "accuracy_parity", "predictive_rate_parity"):
+        assert all(math.isfinite(m[f"audit_{notion}_{label}"]) for label in ("debiased", "naive", "true"))
+
+
+def test_three_groups_with_partial_reporting_learner_end_to_end(tmp_path):
+    m = _run(tmp_path, "adult-rr-race", "--set", "learner.name=partial-reporting", "--set", "learner.max_iter=3",
+             "--set", "learner.baselines=false", "--set", "protocol.report_probability=0.7", "--set", "epsilon=3")
+    assert m["epsilon_spent"] == 6.0 and m["queries"] == 2 and m["attack_target"] == "train"
+    assert abs(m["reporters_train"] - 1050) < 90                        # binomial(1500, 0.7): sd ~ 18
+    assert 0.0 <= m["step1_disc"] <= 1.0 and 0.6 < m["step1_accuracy"] <= 1.0
+    assert "reporters_only_disc" not in m and "unconstrained_disc" not in m

@@ -56,6 +56,15 @@ def test_adult_sex_keeps_all_races():
     assert table.y.mean() == pytest.approx(0.2478, abs=0.001)
 
 
+def test_adult_race3_keeps_every_row_in_three_groups():
+    table = load_table(AdultParams(protected="race3"))
+    # Black 4,228, White 38,903, and 2,091 of the three smaller races together.
+    assert np.bincount(table.a).tolist() == [4228, 38903, 2091]
+    assert table.groups == ("Black", "White", "Other") and "race" not in table.features
+    split = load_split(AdultParams(protected="race3", audit_size=500, train_size=500), np.random.default_rng(0))
+    assert set(np.unique(split.a_audit)) == {0, 1, 2}
+
+
 @pytest.mark.parametrize(("protected", "counts"), [("sex", [310, 690]), ("age", [190, 810])])
 def test_german_has_1000_rows(protected, counts):
     table = load_table(GermanParams(protected=protected))
