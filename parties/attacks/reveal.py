@@ -190,6 +190,15 @@ class CompressedSensingReveal(Attack):
                 "counting_bound": counting_bound(n, n0, p.b, decimals), **probe_accuracy(H, self.view)}
         return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=H.shape[0] + size_queries, info=info)
 
+    def progress(self) -> Reconstruction | None:
+        """Paired design: the blocks read so far (each read is exact); the i.i.d. design decides only at its end."""
+        read = getattr(self, "_read_so_far", None)
+        if read is None:
+            return None
+        x_hat, decided = read
+        return Reconstruction(np.arange(x_hat.size), np.where(x_hat, 0, 1).astype(np.int8), decided.copy(),
+                              queries=self._queries_so_far)
+
     def _paired(self) -> Generator[Probe, Answer, Reconstruction]:
         """Paired design (:mod:`parties.attacks.paired`): a reference Alg. 2 model, then block re-draws of it."""
         n, p = self.view.n, self.params
@@ -211,6 +220,8 @@ class CompressedSensingReveal(Attack):
             sizes, queries = np.array([n1]), queries + 2
         pending = self.rng.permutation(n)
         x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        self._read_so_far = (x_hat, decided)  # filled in place; :meth:`progress` reports it between answers
+        self._queries_so_far = queries
         track = _ProbeTrack(self.view, h0, ref)
         reads, reasks, idle, worst_fit, seconds = 0, 0, 0, 0.0, 0.0
         first_width = width = None
@@ -221,6 +232,7 @@ class CompressedSensingReveal(Attack):
             answer = yield Probe("sp", row[None, :], f"paired design: block of {moved.size}",
                                  relative_to=PAIRED_REFERENCE)
             queries += 1
+            self._queries_so_far = queries
             track.add(row)
             idle += still.size
             start = time.perf_counter()

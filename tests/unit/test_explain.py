@@ -135,3 +135,28 @@ def test_the_precision_attack_pins_down_a_block_per_answer(audit_arrays):
             pinned.append(int(attack.progress().decided.sum()))
     assert pinned and pinned == sorted(pinned) and pinned[-1] == a.size
     assert (final.a_hat == a).all()
+
+
+def test_the_paired_design_pins_down_each_block_as_its_answer_arrives(audit_arrays):
+    """Every paired-design answer reads its block exactly, so progress grows to everyone and is never wrong."""
+    from parties.attacks.base import Answer, AttackerView
+    from parties.attacks.reveal import CompressedSensingReveal
+    from protocols.metrics import evaluate
+
+    a, y = audit_arrays
+    scores = np.random.default_rng(3).random(a.size)
+    view = AttackerView(n=a.size, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8), y=y)
+    attack = CompressedSensingReveal(CompressedSensingReveal.Params(design="paired"), view, np.random.default_rng(4))
+    run, pinned = attack.run(), []
+    probe, final = next(run), None
+    while final is None:
+        try:
+            probe = run.send(Answer(values=evaluate("sp", np.atleast_2d(probe.predictions), a, y)))
+        except StopIteration as stop:
+            final = stop.value
+        known = attack.progress()
+        if known is not None:
+            assert (known.a_hat[known.decided] == a[known.decided]).all()
+            pinned.append(int(known.decided.sum()))
+    assert len(pinned) > 2 and pinned == sorted(pinned) and pinned[-1] == a.size
+    assert (final.a_hat == a).all()
