@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Generator, Literal
+from typing import Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -39,12 +40,26 @@ from pydantic import Field, model_validator
 from protocols.errors import AttackError, ConfigError
 
 from . import decoders, paired
-from .base import Answer, Attack, AttackParams, Probe, Reconstruction, probe_accuracy, register_attack
+from .base import (
+    Answer,
+    Attack,
+    AttackParams,
+    Probe,
+    Reconstruction,
+    probe_accuracy,
+    register_attack,
+)
 from .counting import counting_bound
-from .probes import flip_one, max_deviation, precision_block, random_binary, uniform_perturbations
+from .probes import (
+    flip_one,
+    max_deviation,
+    precision_block,
+    random_binary,
+    uniform_perturbations,
+)
 from .targeted import decide_from_steps
 
-__all__ = ["LinearReveal", "CompressedSensingReveal", "PrecisionReveal"]
+__all__ = ["CompressedSensingReveal", "LinearReveal", "PrecisionReveal"]
 
 NO_SIZES = "group sizes are not identified at the released precision; the {name} attack needs N0 and N1"
 UNCERTIFIED = ("no decoder certified a reconstruction with {m} probe models for n={n}: the result is the decoder's "
@@ -319,7 +334,7 @@ class _Blocks:
 
     def width(self, c: float) -> int:
         """Most individuals per block: the smallest digit b 2^-(K-1) c must exceed 4 x the answer error."""
-        return max(1, int(math.floor(math.log2(self.b * c / (4.0 * self.err)))) + 1)
+        return max(1, math.floor(math.log2(self.b * c / (4.0 * self.err))) + 1)
 
     def decode(self, d: float, moves: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Bits x (1 = a_j is 0) of a block for each candidate N1, and which candidates decode cleanly.
