@@ -95,7 +95,7 @@ def leakage_bound(epsilon: float, delta: float) -> float:
 
 
 def run(scenario: Scenario, out: str | Path | None = None, address: str | None = None, *,
-        table: Table | None = None, hosts: dict | None = None) -> Result:
+        table: Table | None = None, hosts: dict | None = None, split: Any = None) -> Result:
     """Run ``scenario``; write ``result.json``, ``transcript.jsonl`` and ``report.md`` into ``out``.
 
     Parameters
@@ -110,6 +110,8 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         The data set's parsed table, if the caller holds it already (studies).
     hosts : dict, optional
         Party host actors to reuse (studies); see :class:`parties.actors.RayDeployment`.
+    split : Split, optional
+        A fixed split to use instead of the seed's (the whole-scenario privacy audit).
     """
     started = time.perf_counter()
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
@@ -117,7 +119,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     # A failed run must not leave an older run's results behind, nor may a rerun spend an older run's budget.
     for stale in ("result.json", "report.md", LEDGER_FILE, LEDGER_FILE + "-wal", LEDGER_FILE + "-shm"):
         (run_dir / stale).unlink(missing_ok=True)
-    world = build_world(scenario, run_dir, address, table, hosts)
+    world = build_world(scenario, run_dir, address, table, hosts, split)
     try:
         flow_metrics = get_flow(world.protocol.flow)(world)
         world.transcript.close()
