@@ -35,9 +35,11 @@ __all__ = ["Comparison", "CONFIDENTIALITY_SCENARIOS", "compare", "matrix", "fron
 #: The passive-observer scenarios run with and without confidential payloads.
 CONFIDENTIALITY_SCENARIOS = ("adult-observer-honest", "adult-raw-double-query")
 AUDIT_ALPHA = 0.05
+#: How a signed refusal reads in a failure (protocols.errors.RefusedError), e.g. a metric the protocol does not answer.
+REFUSED = "refused ("
 #: Linked grid axis of the comparison study: every cell sets these scenario fields.
 FIELDS = ("name", "threat_model", "dataset", "model", "protocol", "attack", "observer", "learner", "audit_metrics",
-          "confidential")
+          "confidential", "backend")
 
 
 @dataclass
@@ -67,7 +69,7 @@ def _confidentiality_cells(p: Plan) -> dict[tuple[str, bool], dict[str, Any]]:
         data["dataset"] = {**data["dataset"], "name": p.dataset, **sizes}
         data["dataset"].pop("protected", None)
         for sealed in (False, True):
-            cells[(name, sealed)] = {**data, "confidential": sealed}
+            cells[(name, sealed)] = {**data, "confidential": sealed, "backend": p.backend}
     return cells
 
 
@@ -117,7 +119,8 @@ def _cell_outcome(part: pd.DataFrame) -> dict[str, Any]:
         out["reason"] = "revealed nobody: counted as chance (50 %)"
     if not n:
         failures = part["failure"].dropna().astype(str)
-        out["reason"] = "gave up: " + (failures.iloc[0] if len(failures) else "no run finished")
+        failure = failures.iloc[0] if len(failures) else "no run finished"
+        out["reason"] = ("refused: " if REFUSED in failure else "gave up: ") + failure
     return out
 
 
@@ -152,6 +155,8 @@ def matrix_wide(p: Plan, long: pd.DataFrame) -> pd.DataFrame:
 
 def _utility_value(flow: str, ok: pd.DataFrame) -> tuple[float, float | None]:
     spec = UTILITY[flow]
+    if spec.honest_threat is not None and "threat_model" in ok and (ok["threat_model"] == spec.honest_threat).any():
+        ok = ok[ok["threat_model"] == spec.honest_threat]
     util, _, _ = _mean_std(ok[spec.key]) if spec.key in ok else (float("nan"), 0, 0)
     if spec.transform == "one-minus":
         util = 1.0 - util
@@ -241,14 +246,15 @@ def run_audits(p: Plan, address: str | None = None, progress: bool = True) -> pd
     for row in p.rows:
         if row.label in done:
             continue
-        note = ("not audited: the {flow} exchange releases no per-person output the audit reads (no DP claim)"
-                if row.flow not in AUDITABLE_FLOWS else "not audited in this run (one epsilon per protocol is)")
-        out.append({"protocol": row.label, "epsilon_lower": None, "note": note.format(flow=row.flow)})
+        note = f"not audited: the {row.flow} exchange releases no per-person output the audit reads (no DP claim)"
+        out.append({"protocol": row.label, "epsilon_lower": None, "note": note})
     return pd.DataFrame(out)
 
 
 def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = False, address: str | None = None,
-            workers: int | None = None, progress: bool = True, audit: bool = True) -> Comparison:
+            workers: int | None = None, progress: bool = True, audit: bool = True,
+            rows: tuple[str, ...] | None = None, attacks: tuple[str, ...] | None = None,
+            backend: str = "ray") -> Comparison:
     """Run the comparison on ``dataset`` and write the matrix, frontier, audit and report into ``out``.
 
     Parameters
@@ -267,6 +273,10 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
         Progress bars on stderr.
     audit : bool
         Run the whole-scenario privacy audit (tests switch it off to stay short).
+    rows, attacks : tuple of str, optional
+        Only these protocol rows (labels such as ``"laplace ε=1"``) and attacks (names).
+    backend : {"ray", "local"}
+        Where each cell's parties live: Ray actors, or inside the study worker.
     """
     from .compare_report import write_report
     from .study_workers import run_study
@@ -274,7 +284,7 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
     started = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    p = plan(dataset, quick)
+    p = plan(dataset, quick, rows, attacks, backend)
     study, labels = build_study(p)
     done = run_study(study, out / "study", workers=workers, address=address, keep_runs=True, progress=progress)
     results = _labelled(study, labels, done.results)

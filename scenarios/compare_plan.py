@@ -20,11 +20,13 @@ import protocols
 from parties.attacks import ATTACKS
 from protocols.errors import ConfigError, InternalError
 
+from .scenario_audit import AUDITABLE_FLOWS
 from .spec import Scenario, _validate
 
 __all__ = ["Column", "Plan", "Row", "UTILITY", "Utility", "plan", "BAD_DATASET_FOR_COMPARE"]
 
 ROW_FLOW = "compare row {label!r} does not run a {flow!r} exchange (a bug in the comparison plan)"
+UNKNOWN_ROW = "compare has no protocol row {rows}; rows: {known}"
 BAD_DATASET_FOR_COMPARE = "compare runs on a named data set (one of {known}), got {name!r}"
 COMPARE_DATASETS = ("adult", "german", "compas")
 
@@ -39,12 +41,15 @@ class Utility:
     fairness_key: str | None = None  # unfairness of the learned model (lower is fairer)
     fairness_label: str = ""
     transform: str = "identity"  # "one-minus": key holds an error rate, utility is 1 - it
+    #: Measure on the runs of this threat model only (their traffic is the honest use alone), if any ran.
+    honest_threat: str | None = None
 
 
 #: The one place where utility is defined, per flow.
 UTILITY: dict[str, Utility] = {
-    "metric-query": Utility("median_query_error", "median |released - exact| over every answered query",
-                            higher_is_better=False),
+    "metric-query": Utility("median_query_error", "median |released - exact| of the honest queries "
+                            "(the passive-observer runs, whose traffic is the honest use alone)",
+                            higher_is_better=False, honest_threat="passive-observer"),
     "cov-threshold": Utility("error", "test accuracy of the model learned in the accepted span", True,
                              "statistical_parity", "|SP| of the learned model on the audit set",
                              transform="one-minus"),
@@ -89,6 +94,7 @@ class Plan:
     audit_runs: int
     audit_dataset: dict[str, Any]
     audit_rows: tuple[str, ...] = ()
+    backend: str = "ray"
 
 
 #: Settings per attack: small enough for the time limits, strong enough to be the attack.
@@ -127,10 +133,8 @@ EPSILONS = ((0.5, 1.0, 4.0), (1.0,))
 SMOOTH_LAPLACE = (((0.25, 0.5, 0.9), (0.5,)), 1e-6)
 HYPOTHESES = ((50, 200), (100,))  # m of the cov-threshold exchange
 REPEATS = (3, 1)
-AUDIT_RUNS = (80, 20)
+AUDIT_RUNS = (300, 60)
 AUDIT_DATASET = {"audit_size": 50, "train_size": 300}
-#: Rows the whole-scenario audit covers (each costs 4 * runs + 1 scenario runs): raw and one epsilon per DP protocol.
-AUDIT_ROWS = ("raw", "laplace ε=1", "smooth-cauchy ε=1", "smooth-laplace ε=0.5", "rr-release ε=1")
 
 
 def _rows(quick: bool) -> list[Row]:
@@ -156,7 +160,7 @@ def _columns(quick: bool) -> list[Column]:
             for name in names for threat in ATTACKS[name].threat_models]
 
 
-def _scenario(dataset: str, row: Row, column: Column) -> dict[str, Any]:
+def _scenario(dataset: str, row: Row, column: Column, backend: str = "ray") -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": f"compare {row.label} / {column.label}",
         "threat_model": column.threat_model,
@@ -164,35 +168,46 @@ def _scenario(dataset: str, row: Row, column: Column) -> dict[str, Any]:
         "protocol": row.protocol,
         "attack": column.attack,
         "audit_metrics": ["sp"] if row.flow == "metric-query" else [],
+        "backend": backend,
     }
     if row.learner is not None:
         data["learner"] = row.learner
     return data
 
 
-def plan(dataset: str = "adult", quick: bool = False) -> Plan:
-    """The comparison grid on ``dataset``; every applicable cell is validated as a scenario."""
+def plan(dataset: str = "adult", quick: bool = False, rows: tuple[str, ...] | None = None,
+         attacks: tuple[str, ...] | None = None, backend: str = "ray") -> Plan:
+    """The comparison grid on ``dataset``; every applicable cell is validated as a scenario.
+
+    ``rows`` (row labels) and ``attacks`` (attack names) narrow the grid; ``backend="local"`` runs each
+    cell's parties inside its study worker (tests).
+    """
     if dataset not in COMPARE_DATASETS:
         raise ConfigError(BAD_DATASET_FOR_COMPARE.format(known=", ".join(COMPARE_DATASETS), name=dataset))
     pick = 1 if quick else 0
-    rows, columns = _rows(quick), _columns(quick)
+    all_rows = _rows(quick)
+    unknown = sorted(set(rows or ()) - {r.label for r in all_rows})
+    if unknown:
+        raise ConfigError(UNKNOWN_ROW.format(rows=unknown, known=", ".join(r.label for r in all_rows)))
+    chosen = [r for r in all_rows if rows is None or r.label in rows]
+    columns = [c for c in _columns(quick) if attacks is None or c.attack["name"] in attacks]
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     reasons: dict[tuple[str, str], str] = {}
-    for row in rows:
+    for row in chosen:
         if protocols.get_protocol(row.protocol["name"]).flow != row.flow:
             raise InternalError(ROW_FLOW.format(label=row.label, flow=row.flow))
         # A bad protocol table is a bug of the plan, not an attack that does not apply: it fails here.
         _validate(protocols.get_protocol(row.protocol["name"]).Params,
                   {k: v for k, v in row.protocol.items() if k != "name"}, "protocol")
         for column in columns:
-            data = _scenario(dataset, row, column)
+            data = _scenario(dataset, row, column, backend)
             try:  # the scenario checks decide applicability (flow and threat model), with their message
                 Scenario.from_dict(data)
             except ConfigError as exc:
                 reasons[(row.label, column.label)] = str(exc)
                 continue
             cells[(row.label, column.label)] = data
-    return Plan(dataset=dataset, quick=quick, rows=tuple(rows), columns=tuple(columns), cells=cells, reasons=reasons,
+    return Plan(dataset=dataset, quick=quick, rows=tuple(chosen), columns=tuple(columns), cells=cells, reasons=reasons,
                 repeats=REPEATS[pick], audit_runs=AUDIT_RUNS[pick],
                 audit_dataset={"name": dataset, **AUDIT_DATASET},
-                audit_rows=tuple(r.label for r in rows if r.label in AUDIT_ROWS))
+                audit_rows=tuple(r.label for r in chosen if r.flow in AUDITABLE_FLOWS), backend=backend)

@@ -11,6 +11,7 @@ gives the same ``result.json`` (timings and package versions aside).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import platform
@@ -60,6 +61,7 @@ class Result:
         return pd.DataFrame([row])
 
 
+@functools.lru_cache(maxsize=1)
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for name in ("parley", "ray", "numpy", "scipy", "scikit-learn", "cryptography", "pydantic", "fairlearn"):
@@ -160,7 +162,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         "metrics": metrics,
         "ledger": None if ledger_summary is None else {"file": LEDGER_FILE, **ledger_summary},
         "spec": scenario.to_dict(),
-        "versions": _versions(),
+        "versions": dict(_versions()),
     })
     (run_dir / "result.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     write_report(record, run_dir)

@@ -43,6 +43,8 @@ __all__ = ["AUDITABLE_FLOWS", "ScenarioAudit", "audit_scenario", "audit_spec", "
 
 NOT_AUDITABLE = ("protocol {name!r} runs a {flow!r} exchange; the whole-scenario audit reads the answers of "
                  "metric-query and rr-release exchanges")
+#: The data center's model in audit runs: the audited view does not depend on it, hundreds of fits do cost.
+AUDIT_MODEL = {"estimator": "sklearn.naive_bayes.GaussianNB", "params": {}}
 #: The flows whose wire carries a per-person output the audit can read.
 AUDITABLE_FLOWS = ("metric-query", "rr-release")
 
@@ -71,7 +73,8 @@ def audit_spec(protocol: dict[str, Any], dataset: dict[str, Any], person: int = 
 
     Metric-query protocols: one single-query probe on a model accepting only ``person``, no honest
     queries (so the view holds exactly one answer about the person). rr-release: the one release of the
-    audit set. Backend local: the audit runs hundreds of short scenarios.
+    audit set. Backend local and a Gaussian naive Bayes base model: the audit runs hundreds of short
+    scenarios, and the probe's answer does not depend on the base model.
     """
     flow = get_protocol(protocol["name"]).flow
     if flow == "metric-query":
@@ -81,7 +84,7 @@ def audit_spec(protocol: dict[str, Any], dataset: dict[str, Any], person: int = 
     else:
         raise ConfigError(NOT_AUDITABLE.format(name=protocol["name"], flow=flow))
     return {"name": f"audit-{protocol['name']}", "dataset": dataset, "protocol": protocol, "attack": attack,
-            "audit_metrics": [], "backend": "local"}
+            "audit_metrics": [], "backend": "local", "model": AUDIT_MODEL}
 
 
 def _view_statistic(transcript: Path, flow: str, person: int) -> float:
