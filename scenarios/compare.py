@@ -52,6 +52,9 @@ class Comparison:
     confidentiality: pd.DataFrame
     out: Path
     wall_s: float
+    ran: int = 0  # study rows run by this invocation
+    skipped: int = 0  # study rows found done in OUT/study
+    audit_reused: bool = False
 
 
 def _cell_values(data: dict[str, Any]) -> list[Any]:
@@ -220,7 +223,7 @@ def confidentiality(results: pd.DataFrame, cells_dir: Path) -> pd.DataFrame:
 def _audit_task(protocol: dict[str, Any], dataset: dict[str, Any], runs: int, seed: int) -> dict[str, Any]:
     started = time.perf_counter()
     audit = audit_scenario(protocol, dataset, runs=runs, alpha=AUDIT_ALPHA, seed=seed)
-    return {**audit.row(), "wall_s": round(time.perf_counter() - started, 1)}
+    return {**audit.row(), "audit_size": dataset["audit_size"], "wall_s": round(time.perf_counter() - started, 1)}
 
 
 def run_audits(p: Plan, address: str | None = None, progress: bool = True) -> pd.DataFrame:
@@ -249,6 +252,19 @@ def run_audits(p: Plan, address: str | None = None, progress: bool = True) -> pd
         note = f"not audited: the {row.flow} exchange releases no per-person output the audit reads (no DP claim)"
         out.append({"protocol": row.label, "epsilon_lower": None, "note": note})
     return pd.DataFrame(out)
+
+
+def _saved_audits(p: Plan, path: Path) -> pd.DataFrame | None:
+    """The audit table of an earlier run of the same plan (the audit is seeded: rerunning gives the same rows)."""
+    if not path.is_file():
+        return None
+    saved = pd.read_csv(path)
+    audited = saved[pd.to_numeric(saved.get("runs"), errors="coerce").notna()] if "runs" in saved else saved.iloc[0:0]
+    same_rows = sorted(audited["protocol"]) == sorted(p.audit_rows)
+    same_runs = (audited["runs"].astype(int) == p.audit_runs).all() if len(audited) else False
+    same_set = (audited["audit_size"].astype(int) == p.audit_dataset["audit_size"]).all() \
+        if "audit_size" in audited and len(audited) else False
+    return saved if same_rows and same_runs and same_set else None
 
 
 def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = False, address: str | None = None,
@@ -291,9 +307,13 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
     long = matrix(p, results)
     front = frontier(p, results, long)
     conf = confidentiality(results, out / "study" / "cells")
-    audits = run_audits(p, address, progress) if audit else pd.DataFrame()
+    audits = _saved_audits(p, out / "audit.csv") if audit else pd.DataFrame()
+    reused = audits is not None and not audits.empty
+    if audit and not reused:
+        audits = run_audits(p, address, progress)
     comparison = Comparison(plan=p, results=results, audits=audits, confidentiality=conf, out=out,
-                            wall_s=round(time.perf_counter() - started, 1))
+                            wall_s=round(time.perf_counter() - started, 1), ran=done.ran, skipped=done.skipped,
+                            audit_reused=reused)
     write_report(comparison, long, front)
     return comparison
 

@@ -38,8 +38,10 @@ class Utility:
     key: str  # result.json metric
     label: str
     higher_is_better: bool
+    short: str = ""  # the name in sentences
     fairness_key: str | None = None  # unfairness of the learned model (lower is fairer)
     fairness_label: str = ""
+    fairness_short: str = "unfairness"
     transform: str = "identity"  # "one-minus": key holds an error rate, utility is 1 - it
     #: Measure on the runs of this threat model only (their traffic is the honest use alone), if any ran.
     honest_threat: str | None = None
@@ -49,14 +51,16 @@ class Utility:
 UTILITY: dict[str, Utility] = {
     "metric-query": Utility("median_query_error", "median |released - exact| of the honest queries "
                             "(the passive-observer runs, whose traffic is the honest use alone)",
-                            higher_is_better=False, honest_threat="passive-observer"),
+                            higher_is_better=False, short="median query error", honest_threat="passive-observer"),
     "cov-threshold": Utility("error", "test accuracy of the model learned in the accepted span", True,
-                             "statistical_parity", "|SP| of the learned model on the audit set",
-                             transform="one-minus"),
+                             short="accuracy", fairness_key="statistical_parity",
+                             fairness_label="|SP| of the learned model on the audit set", transform="one-minus"),
     "fairness-certificate": Utility("target_train_accuracy", "training accuracy of the certified fair model", True,
-                                    "target_train_sp", "|SP| of the certified model on its training set"),
+                                    short="accuracy", fairness_key="target_train_sp",
+                                    fairness_label="|SP| of the certified model on its training set"),
     "rr-release": Utility("two_step_accuracy", "test accuracy of the two-step fair model learned on the release",
-                          True, "two_step_disc", "equalized-odds violation of that model (true A)"),
+                          True, short="accuracy", fairness_key="two_step_disc",
+                          fairness_label="equalized-odds violation of that model (true A)"),
 }
 
 

@@ -28,8 +28,10 @@ from .spec import THREAT_MODELS  # noqa: E402
 
 __all__ = ["write_report", "recommendations", "render_markdown", "render_html", "TIE_PP"]
 
-#: Worst-case leakages closer than this (percentage points) count as a tie, broken by utility.
+#: Worst-case leakages closer than this (percentage points) count as a tie, broken by utility; leakage below
+#: chance (50 %) ranks as chance: the adversary's guess carries no information it could know to use.
 TIE_PP = 1.0
+CHANCE = 50.0
 USES = {"metric-query": "answering fairness-metric queries", "cov-threshold": "learning a fair model (accept sets)",
         "fairness-certificate": "certifying a fair model", "rr-release": "learning and auditing on released A"}
 
@@ -46,14 +48,30 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 def _utility_text(entry: pd.Series) -> str:
     spec = UTILITY[entry["flow"]]
-    text = f"{spec.label} = {_fmt(entry['utility'])}"
+    text = f"{spec.short} {_fmt(entry['utility'])}"
     if spec.fairness_key and entry.get("unfairness") is not None and pd.notna(entry.get("unfairness")):
-        text += f", {spec.fairness_label} = {_fmt(entry['unfairness'])}"
+        text += f", {spec.fairness_short} {_fmt(entry['unfairness'])}"
     return text
 
 
-def recommendations(front: pd.DataFrame) -> list[str]:
-    """One sentence per threat model and use, from the frontier table."""
+def _observer_note(conf: pd.DataFrame) -> str | None:
+    """What an observer overhearing a curious data center learns in clear and sealed (from the table)."""
+    part = conf[conf["scenario"] == "adult-raw-double-query"] if len(conf) else conf
+    if part.empty:
+        return None
+    by = {bool(r["confidential"]): r for _, r in part.iterrows()}
+    def leak(r: Any) -> str:
+        v = r["observer_leakage"]
+        return "nothing decided (chance)" if v is None or pd.isna(v) else f"{_fmt(v)} %"
+    text = ("An observer who overhears a curious data center's double queries under raw answers (the "
+            "confidentiality table below) reaches " + (leak(by[False]) if False in by else "-") + " in clear")
+    if True in by:
+        text += f" and {leak(by[True])} with confidential payloads"
+    return text + "; the matrix's passive-observer column overhears honest traffic only."
+
+
+def recommendations(front: pd.DataFrame, conf: pd.DataFrame | None = None) -> list[str]:
+    """One sentence per threat model and use, from the frontier (and confidentiality) tables."""
     lines = []
     for threat in THREAT_MODELS:
         key = f"worst_{threat}"
@@ -66,8 +84,8 @@ def recommendations(front: pd.DataFrame) -> list[str]:
             if measured.empty:
                 continue
             spec = UTILITY[flow]
-            floor = measured[key].min()
-            tied = measured[measured[key] <= floor + TIE_PP]
+            rank = measured[key].clip(lower=CHANCE)
+            tied = measured[rank <= rank.min() + TIE_PP]
             util = pd.to_numeric(tied["utility"], errors="coerce")
             best = tied.loc[(util.idxmax() if spec.higher_is_better else util.idxmin()) if util.notna().any()
                             else tied.index[0]]
@@ -79,13 +97,21 @@ def recommendations(front: pd.DataFrame) -> list[str]:
                     f"at a cost in utility: {_utility_text(best)}, against {_utility_text(most_useful)} for "
                     f"{most_useful['protocol']}")
             worst_row = measured.loc[measured[key].idxmax()]
-            sentence = (f"**{threat}, {USES.get(flow, flow)}**: prefer **{best['protocol']}** (worst measured "
-                        f"leakage {_fmt(best[key], 3)} % balanced accuracy, 50 % is a coin flip), {cost}.")
+            if len(group) == 1:
+                sentence = (f"**{threat}, {USES.get(flow, flow)}**: one configuration, **{best['protocol']}**: worst "
+                            f"measured leakage {_fmt(best[key], 3)} % balanced accuracy (50 % is a coin flip), "
+                            f"{_utility_text(best)}.")
+            else:
+                sentence = (f"**{threat}, {USES.get(flow, flow)}**: prefer **{best['protocol']}** (worst measured "
+                            f"leakage {_fmt(best[key], 3)} % balanced accuracy, 50 % is a coin flip), {cost}.")
             if worst_row["protocol"] != best["protocol"]:
                 sentence += f" Most exposed: {worst_row['protocol']} ({_fmt(worst_row[key], 3)} %)."
             if unmeasured:
                 sentence += (f" No attack of this threat model applies to {', '.join(unmeasured)}: "
                              "that is absence of a known attack, not a proof of safety.")
+            if threat == "passive-observer" and flow == "metric-query" and conf is not None:
+                note = _observer_note(conf)
+                sentence += f" {note}" if note else ""
             lines.append(sentence)
     return lines
 
@@ -106,7 +132,7 @@ def _frontier_png(front: pd.DataFrame, path: Path) -> Path:
             ax.scatter(x, group["worst_leakage"], s=50, label=name)
             for xi, yi, text in zip(x, group["worst_leakage"], group["protocol"]):
                 ax.annotate(text, (xi, yi), fontsize=7, xytext=(4, 3), textcoords="offset points")
-        if column == "utility" and part is metric:
+        if ax is axes[0]:
             ax.set_xscale("symlog", linthresh=1e-3)
         ax.axhline(50.0, color="grey", lw=0.8, ls="--")
         ax.set_xlabel(label)
@@ -177,11 +203,13 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
     blocks: list[Block] = [
         ("h1", f"parley compare: {p.dataset}{' (quick)' if p.quick else ''}"),
         ("p", f"{len(p.rows)} protocol configurations × {len(p.columns)} attack columns; {len(p.cells)} cells apply, "
-              f"{applicable} measured, {p.repeats} repeat(s) each; wall time {comparison.wall_s:.0f} s. Leakage is "
+              f"{applicable} measured, {p.repeats} repeat(s) each. This invocation: {comparison.wall_s:.0f} s, "
+              f"{comparison.ran} study rows run, {comparison.skipped} found done in `study/`"
+              f"{', audit table reused' if comparison.audit_reused else ''}. Leakage is "
               "the balanced accuracy in % of the adversary's reconstruction of the protected attribute (50 % is a "
               "coin flip). Every number below is computed from `study/results.csv` of this run."),
         ("h2", "Which protocol under which threat model"),
-        ("ul", recommendations(front)),
+        ("ul", recommendations(front, comparison.confidentiality)),
         ("h2", "Leakage matrix"),
         ("p", "Rows: protocol configurations; columns: attacks under one threat model. A cell is mean ± std over "
               "repeats (n), or why the attack does not apply (the scenario checks' own message). Full table: "
@@ -199,7 +227,9 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
               "fixed audit set and on its neighbour that differs in one person's protected attribute, under many "
               "seeds; the output audited is the adversary's view of that person on the wire (the answer to a "
               "query on a model accepting only them, or their released attribute). Clopper-Pearson bound at "
-              f"alpha = 0.05; audit set {p.audit_dataset}."),
+              f"alpha = 0.05; {p.audit_runs} runs per neighbour and half ({4 * p.audit_runs + 1} scenario runs per "
+              f"configuration) on an audit set of {p.audit_dataset['audit_size']} people of {p.dataset}. A bound at "
+              "or below the claim is consistent with it (an audit can refute a claim, never prove one)."),
         ("table", _audit_table(comparison.audits) if len(comparison.audits) else pd.DataFrame(
             [{"audit": "not run"}])),
     ]

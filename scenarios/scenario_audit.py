@@ -6,7 +6,9 @@ the mechanism is a whole scenario: the data center trains its model, the
 compliance party answers under the protocol through signed envelopes, the ledger
 charges the budget. The split is fixed once; its neighbour differs in one
 person's protected attribute (Def. 4.1 of the query-leakage paper); each audit
-run is the scenario under a fresh seed on one of the two. The output audited is
+run is the scenario under a fresh seed on one of the two. The pair is chosen where
+a metric answer moves most (:func:`worst_case_attributes`): DP must hold for every
+pair, and a loose pair only weakens the bound. The output audited is
 the adversary's view, the transcript: the answer (metric-query protocols, to a
 query on a model accepting only the audited person) or the released attribute
 (rr-release) about that person, read from the wire. Anything the adversary
@@ -39,7 +41,8 @@ from .datasets import load_split
 from .runner import run
 from .spec import Scenario
 
-__all__ = ["AUDITABLE_FLOWS", "ScenarioAudit", "audit_scenario", "audit_spec", "NOT_AUDITABLE"]
+__all__ = ["AUDITABLE_FLOWS", "ScenarioAudit", "audit_scenario", "audit_spec", "worst_case_attributes",
+           "NOT_AUDITABLE"]
 
 NOT_AUDITABLE = ("protocol {name!r} runs a {flow!r} exchange; the whole-scenario audit reads the answers of "
                  "metric-query and rr-release exchanges")
@@ -121,8 +124,22 @@ def _claim_from_ledger(run_dir: Path) -> tuple[float | None, float | None]:
     return spent.epsilon, spent.delta
 
 
+def worst_case_attributes(n: int, person: int) -> np.ndarray:
+    """A protected attribute with two members in group 0, ``person`` one of them, everyone else in group 1.
+
+    DP must hold for every pair of neighbouring audit sets, so the audit may choose the pair. Flipping
+    ``person`` here moves the answer to a query on a model accepting only them from -1/2 to about 1/n:
+    the largest move of one SP answer, where Thm. 5's sensitivity m/2 + m/(n-1) is nearly attained.
+    """
+    a = np.ones(n, dtype=np.int64)
+    a[person] = 0
+    a[(person + 1) % n] = 0
+    return a
+
+
 def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int, alpha: float, seed: int,
-                   person: int = 0, on_run: Callable[[], None] | None = None) -> ScenarioAudit:
+                   person: int = 0, on_run: Callable[[], None] | None = None,
+                   worst_case: bool = True) -> ScenarioAudit:
     """Lower-bound the epsilon of a whole scenario under ``protocol`` from the adversary's view.
 
     Parameters
@@ -141,12 +158,16 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
         The audit-set index whose protected attribute the neighbour flips.
     on_run : callable, optional
         Called after each scenario run (progress).
+    worst_case : bool
+        Audit at the neighbouring pair :func:`worst_case_attributes` (default), where a metric answer moves
+        most; False keeps the data set's own attribute.
     """
     spec = audit_spec(protocol, dataset, person)
     scenario = Scenario.from_dict(spec)
     flow = get_protocol(scenario.protocol.name).flow
     split = load_split(scenario.dataset, np.random.default_rng(seed), None)
-    a = split.a_audit.astype(np.int64)
+    a = worst_case_attributes(split.a_audit.size, person) if worst_case else split.a_audit.astype(np.int64)
+    split = dataclasses.replace(split, a_audit=a.astype(split.a_audit.dtype))
     a_prime = a.copy()
     a_prime[person] = 1 - a_prime[person]
     claimed_eps, claimed_delta = _claim(scenario, split, person)
