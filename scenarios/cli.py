@@ -129,8 +129,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     out = args.out if args.out is not None else Path("compare") / args.dataset
     done = compare(args.dataset, out, quick=args.quick, address=args.address, workers=args.workers)
-    failed = int((done.results["status"] != "ok").sum())
-    print(f"compare {args.dataset}: {len(done.results)} runs ({failed} failed), {done.wall_s:.0f} s")
+    stopped = done.results["status"] != "ok"
+    bugs = int(done.results.loc[stopped, "failure"].astype(str).str.startswith("bug:").sum())
+    print(f"compare {args.dataset}: {len(done.results)} runs, {int(stopped.sum()) - bugs} where the attack gave up "
+          f"or was refused, {bugs} errors; {done.wall_s:.0f} s")
     print(f"report: {out / 'report.html'}\nmatrix: {out / 'matrix.csv'}")
     return EXIT_OK
 

@@ -58,6 +58,7 @@ class Comparison:
 
 
 def _cell_values(data: dict[str, Any]) -> list[Any]:
+    """The cell's value of every field of the linked axis (absent optional tables as None, clear payloads)."""
     full = Scenario.from_dict(data).to_dict()
     return [full.get(f, False if f == "confidential" else None) for f in FIELDS]
 

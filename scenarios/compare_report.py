@@ -200,6 +200,7 @@ def _confidentiality_table(conf: pd.DataFrame) -> pd.DataFrame:
 def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: dict[str, Path]) -> list[Block]:
     p = comparison.plan
     applicable = int((long["n"] > 0).sum())
+    matrix_table, matrix_notes = _compact_matrix(p, long)
     blocks: list[Block] = [
         ("h1", f"parley compare: {p.dataset}{' (quick)' if p.quick else ''}"),
         ("p", f"{len(p.rows)} protocol configurations × {len(p.columns)} attack columns; {len(p.cells)} cells apply, "
@@ -212,9 +213,11 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
         ("ul", recommendations(front, comparison.confidentiality)),
         ("h2", "Leakage matrix"),
         ("p", "Rows: protocol configurations; columns: attacks under one threat model. A cell is mean ± std over "
-              "repeats (n), or why the attack does not apply (the scenario checks' own message). Full table: "
+              "repeats; '·' marks an attack that reads another exchange; 'gave up [k]' an attack that ran and stopped, "
+              "'refused [k]' one whose query the protocol refused, with the message [k] below. Every reason in full: "
               "`matrix.csv` (wide) and `matrix_long.csv` (numbers)."),
-        ("table", _compact_matrix(p, long)),
+        ("table", matrix_table),
+        ("ul", matrix_notes),
         ("h2", "Leakage against utility"),
         ("p", "Utility as each protocol defines it: " + "; ".join(
             f"{flow}: {u.label}" + (f" and {u.fairness_label}" if u.fairness_key else "") for flow, u in UTILITY.items())
@@ -249,20 +252,24 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
     return blocks
 
 
-def _compact_matrix(p: Any, long: pd.DataFrame) -> pd.DataFrame:
-    """The matrix for reading: numbers, '·' where the flow differs, the failure where a run failed."""
+def _compact_matrix(p: Any, long: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The matrix for reading: numbers; '·' where the exchange differs; 'gave up [k]' / 'refused [k]' with notes."""
+    notes: dict[str, int] = {}
+
     def text(r: pd.Series) -> str:
         if r["n"]:
             mark = " (nobody revealed)" if r["reason"] else ""
             return f"{r['leakage_mean']:.1f} ± {r['leakage_std']:.1f}{mark}"
         if "reads" in r["reason"] and "exchange" in r["reason"]:
             return "· (other flow)"
-        return r["reason"] if len(r["reason"]) <= 90 else r["reason"][:87] + "..."
+        kind, _, message = r["reason"].partition(": ")
+        number = notes.setdefault(message, len(notes) + 1)
+        return f"{kind} [{number}]"
 
     wide = long.assign(cell=long.apply(text, axis=1)).pivot(index="protocol", columns="attack", values="cell")
     wide = wide.loc[[r.label for r in p.rows], [c.label for c in p.columns]]
     keep = [c for c in wide.columns if not (wide[c] == "· (other flow)").all()]
-    return wide[keep].reset_index()
+    return wide[keep].reset_index(), [f"[{k}] {message}" for message, k in notes.items()]
 
 
 def render_markdown(blocks: list[Block]) -> str:
