@@ -90,16 +90,19 @@ def audit_epsilon(mechanism: Mechanism, a: np.ndarray, a_prime: np.ndarray, runs
     def sample(attr: np.ndarray, count: int) -> np.ndarray:
         return np.array([float(stat(mechanism(attr, rng))) for _ in range(count)])
 
-    # Selection half: pick the threshold event with the largest apparent privacy loss.
+    # Selection half: pick the threshold event with the largest bound (then the largest apparent privacy loss).
     x, x_prime = sample(a, runs), sample(a_prime, runs)
     cuts = np.quantile(np.concatenate([x, x_prime]), np.linspace(0.005, 0.995, thresholds))
-    best = (-np.inf, 0.0, "above", a, a_prime)
+    best = ((-np.inf, -np.inf), 0.0, "above", a, a_prime)
     for cut in cuts:
         for direction in ("above", "below"):
             k = int((x > cut).sum() if direction == "above" else (x < cut).sum())
             k_prime = int((x_prime > cut).sum() if direction == "above" else (x_prime < cut).sum())
             for (kk, kp, first, second) in ((k, k_prime, a, a_prime), (k_prime, k, a_prime, a)):
-                score = math.log((kk + 1) / (kp + 1))  # smoothed ratio: selection only
+                # The bound the event would give on these runs, then the smoothed ratio: selection only. Ranking
+                # by the bound itself avoids events in the far tails, whose ratio is large but whose counts are
+                # too small to bound anything on the fresh half.
+                score = (_bound(kk, kp, runs, alpha, delta), math.log((kk + 1) / (kp + 1)))
                 if score > best[0]:
                     best = (score, float(cut), direction, first, second)
     _, cut, direction, first, second = best

@@ -49,6 +49,14 @@ def _parser() -> argparse.ArgumentParser:
                             "(dataset.audit_size=500); repeatable")
     study.add_argument("--no-runs", action="store_true", help="do not keep each cell's run folder under cells/")
 
+    compare = sub.add_parser("compare", help="every protocol against every applicable attack on one data set, "
+                                             "with utility, a privacy audit and a report")
+    compare.add_argument("--dataset", default="adult", help="adult (default), german or compas")
+    compare.add_argument("--quick", action="store_true", help="small sizes, few cells, one repeat (about 3 minutes)")
+    compare.add_argument("--out", type=Path, help="report folder (default: compare/<dataset>)")
+    compare.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
+    compare.add_argument("--workers", type=int, help="parallel workers (default: the CPUs Ray reports)")
+
     verify = sub.add_parser("verify", help="check every signature, digest and chain link of a transcript")
     verify.add_argument("path", type=Path)
     return parser
@@ -127,6 +135,19 @@ def _cmd_study(args: argparse.Namespace) -> int:
     return EXIT_FAILED if done.failed else EXIT_OK
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import compare
+
+    out = args.out if args.out is not None else Path("compare") / args.dataset
+    done = compare(args.dataset, out, quick=args.quick, address=args.address, workers=args.workers)
+    stopped = done.results["status"] != "ok"
+    bugs = int(done.results.loc[stopped, "failure"].astype(str).str.startswith("bug:").sum())
+    print(f"compare {args.dataset}: {len(done.results)} runs, {int(stopped.sum()) - bugs} where the attack gave up "
+          f"or was refused, {bugs} errors; {done.wall_s:.0f} s")
+    print(f"report: {out / 'report.html'}\nmatrix: {out / 'matrix.csv'}")
+    return EXIT_OK
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     from protocols.errors import TranscriptError
 
@@ -163,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "study":
             return _cmd_study(args)
+        if args.command == "compare":
+            return _cmd_compare(args)
         return _cmd_verify(args)
     except InternalError:
         raise

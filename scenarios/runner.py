@@ -11,6 +11,7 @@ gives the same ``result.json`` (timings and package versions aside).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import platform
@@ -65,6 +66,7 @@ class Result:
         return pd.DataFrame([row])
 
 
+@functools.lru_cache(maxsize=1)
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for name in ("parley", "ray", "numpy", "scipy", "scikit-learn", "cryptography", "pydantic", "fairlearn"):
@@ -100,7 +102,7 @@ def leakage_bound(epsilon: float, delta: float) -> float:
 
 
 def run(scenario: Scenario, out: str | Path | None = None, address: str | None = None, *,
-        table: Table | None = None, hosts: dict | None = None) -> Result:
+        table: Table | None = None, hosts: dict | None = None, split: Any = None) -> Result:
     """Run ``scenario``; write ``result.json``, ``transcript.jsonl`` and ``report.md`` into ``out``.
 
     Parameters
@@ -115,6 +117,8 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         The data set's parsed table, if the caller holds it already (studies).
     hosts : dict, optional
         Party host actors to reuse (studies); see :class:`parties.actors.RayDeployment`.
+    split : Split, optional
+        A fixed split to use instead of the seed's (the whole-scenario privacy audit).
     """
     started = time.perf_counter()
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
@@ -122,7 +126,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     # A failed run must not leave an older run's results behind, nor may a rerun spend an older run's budget.
     for stale in ("result.json", "report.md", LEDGER_FILE, LEDGER_FILE + "-wal", LEDGER_FILE + "-shm"):
         (run_dir / stale).unlink(missing_ok=True)
-    world = build_world(scenario, run_dir, address, table, hosts)
+    world = build_world(scenario, run_dir, address, table, hosts, split)
     try:
         flow_metrics = get_flow(world.protocol.flow)(world)
         world.transcript.close()
@@ -164,7 +168,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         "learned": [[after, text] for after, text in world.learned],
         "ledger": None if ledger_summary is None else {"file": LEDGER_FILE, **ledger_summary},
         "spec": scenario.to_dict(),
-        "versions": _versions(),
+        "versions": dict(_versions()),
     })
     (run_dir / "result.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     write_report(record, run_dir)

@@ -71,11 +71,18 @@ def pivot(frame: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
     return cells.unstack(spec.columns) if spec.columns else cells.to_frame(spec.value)
 
 
+def _cell_text(value: object) -> str:
+    """A table cell: '-' for a missing scalar; a grid value that is a table or list as its text."""
+    if isinstance(value, (list, tuple, dict)):
+        return str(value)
+    return "-" if pd.isna(value) else str(value)
+
+
 def _markdown(frame: pd.DataFrame, index: bool = False) -> str:
     frame = frame.reset_index() if index else frame
     cols = [str(c) for c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join("-" if pd.isna(v) else str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    lines += ["| " + " | ".join(_cell_text(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines)
 
 

@@ -73,11 +73,16 @@ def _deployment(scenario: Scenario, address: str | None, hosts: dict | None) -> 
 
 
 def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: Table | None,
-                hosts: dict | None) -> World:
-    """Spawn the run's random streams, load the data and start the compliance party and the data center."""
+                hosts: dict | None, split: Any = None) -> World:
+    """Spawn the run's random streams, load the data and start the compliance party and the data center.
+
+    ``split`` replaces the seed's split (the whole-scenario privacy audit runs one fixed audit set and
+    its neighbour under many seeds); every other stream still comes from the seed.
+    """
     data_rng, dc_rng, comp_rng, adv_rng, obs_rng, flow_rng = (
         np.random.default_rng(s) for s in np.random.SeedSequence(scenario.seed).spawn(6))
-    split = load_split(scenario.dataset, data_rng, table)
+    if split is None:
+        split = load_split(scenario.dataset, data_rng, table)
     protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
     # With a confidential scenario the two talking parties also hold X25519 keys: payloads travel sealed.
     kx = scenario.confidential

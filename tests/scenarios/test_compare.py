@@ -1,0 +1,119 @@
+"""parley compare on a tiny grid: matrix shape, reasons of empty cells, the report's files, its HTML in Chromium."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from protocols.errors import ConfigError
+from scenarios.compare import compare
+from scenarios.compare_plan import BAD_DATASET_FOR_COMPARE, UNKNOWN_ROW, plan
+from scenarios.spec import WRONG_FLOW
+
+ROWS = ("raw", "laplace ε=1", "cov-threshold m=100")
+ATTACKS = ("double-query", "differencing", "threshold-inversion")
+
+
+def test_applicability_comes_from_the_scenario_checks():
+    p = plan("adult", quick=True, rows=ROWS, attacks=ATTACKS)
+    assert [r.label for r in p.rows] == list(ROWS)
+    # double-query, differencing: one threat model each; threshold-inversion: two.
+    assert [c.label for c in p.columns] == ["double-query [curious-data-center]", "differencing [passive-observer]",
+                                            "threshold-inversion [curious-data-center]",
+                                            "threshold-inversion [passive-observer]"]
+    assert set(p.cells) == {("raw", "double-query [curious-data-center]"),
+                            ("laplace ε=1", "double-query [curious-data-center]"),
+                            ("raw", "differencing [passive-observer]"), ("laplace ε=1", "differencing [passive-observer]"),
+                            ("cov-threshold m=100", "threshold-inversion [curious-data-center]"),
+                            ("cov-threshold m=100", "threshold-inversion [passive-observer]")}
+    reason = p.reasons[("raw", "threshold-inversion [passive-observer]")]
+    head = WRONG_FLOW.split("{fitting}")[0].format(what="attack", name="threshold-inversion", flows="cov-threshold",
+                                                    protocol="raw", flow="metric-query")
+    assert reason.startswith(head)
+
+
+def test_bad_names_are_config_errors():
+    with pytest.raises(ConfigError, match="compare runs on a named data set"):
+        plan("synthetic")
+    assert "{name!r}" in BAD_DATASET_FOR_COMPARE
+    with pytest.raises(ConfigError, match=UNKNOWN_ROW.split("{")[0]):
+        plan("adult", rows=("laplace ε=7",))
+
+
+@pytest.fixture(scope="module")
+def tiny(ray_session, tmp_path_factory):
+    """One tiny comparison (parties in-process in the study workers, no audit), shared by the tests below."""
+    out = tmp_path_factory.mktemp("compare")
+    return out, compare("adult", out, quick=True, rows=ROWS, attacks=ATTACKS, backend="local", audit=False,
+                        progress=False, workers=2)
+
+
+def test_tiny_compare_writes_matrix_frontier_and_reports(tiny):
+    tmp_path, done = tiny
+    for name in ("matrix.csv", "matrix_long.csv", "frontier.csv", "frontier.png", "report.md", "report.html",
+                 "confidentiality.csv"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    wide = pd.read_csv(tmp_path / "matrix.csv", index_col=0)
+    assert wide.shape == (3, 4) and list(wide.index) == list(ROWS)
+    # raw answers exactly: double queries reveal every target.
+    assert wide.loc["raw", "double-query [curious-data-center]"].startswith("100.0 ± 0.0")
+    # Laplace answers are noisy: the exact-answer decoder gives up, and says so.
+    assert wide.loc["laplace ε=1", "double-query [curious-data-center]"].startswith("gave up: AttackError")
+    assert wide.loc["raw", "threshold-inversion [passive-observer]"].startswith(
+        "does not apply: attack 'threshold-inversion' reads")
+    long = pd.read_csv(tmp_path / "matrix_long.csv")
+    inverted = long[(long["protocol"] == "cov-threshold m=100") & (long["n"] > 0)]
+    assert len(inverted) == 2 and inverted["leakage_mean"].between(0, 100).all()
+    front = pd.read_csv(tmp_path / "frontier.csv").set_index("protocol")
+    assert front.loc["raw", "utility"] == 0.0 and front.loc["laplace ε=1", "utility"] > 0.0  # honest query error
+    # An observer of honest traffic reveals nobody: counted as chance.
+    assert wide.loc["raw", "differencing [passive-observer]"].startswith("50.0 ± 0.0 (n=1; revealed nobody")
+    assert 0.5 < front.loc["cov-threshold m=100", "utility"] <= 1.0  # accuracy
+    conf = done.confidentiality.set_index(["scenario", "confidential"])
+    assert conf.loc[("adult-raw-double-query", False), "observer_leakage"] == 100.0
+    assert pd.isna(conf.loc[("adult-raw-double-query", True), "observer_leakage"])
+    assert conf.loc[("adult-raw-double-query", True), "sealed_payloads"] == conf.loc[
+        ("adult-raw-double-query", True), "envelopes"]
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "prefer **" in report and "![frontier](frontier.png)" in report
+    assert "data:image/png;base64," in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+#: Appended to the report: after load, writes each image's alt and natural width into the DOM.
+IMG_PROBE = """<script>window.addEventListener('load', function () {
+  var out = document.createElement('pre'); out.id = 'img-check';
+  out.textContent = Array.prototype.map.call(document.images, function (img) {
+    return img.alt + '=' + (img.complete ? img.naturalWidth : -1); }).join(';');
+  document.body.appendChild(out); });</script>"""
+#: A figure that cannot load (a truncated PNG): the check must see it fail.
+BROKEN_IMG = '<img alt="broken" src="data:image/png;base64,iVBORw0KGgo=">'
+
+
+def _rendered_widths(html_path: Path, profile: Path) -> dict[str, int]:
+    """Render ``html_path`` in headless Chromium; the natural width of every image, by alt text."""
+    command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", html_path.as_uri()]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    found = re.search(r'<pre id="img-check">([^<]*)</pre>', dom)
+    assert found, "the probe script did not run: " + dom[:300]
+    return {alt: int(width) for alt, width in (item.rsplit("=", 1) for item in found.group(1).split(";") if item)}
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="/usr/bin/chromium is absent (apt-get install chromium)")
+def test_report_html_figures_load_in_headless_chromium(tiny, tmp_path):
+    out, _ = tiny
+    html = (out / "report.html").read_text(encoding="utf-8")
+    expected = re.findall(r'<img alt="([^"]+)"', html)
+    assert expected, "the report has no figure"
+    probe = tmp_path / "report.html"
+    probe.write_text(html.replace("</body>", BROKEN_IMG + IMG_PROBE + "</body>"), encoding="utf-8")
+    widths = _rendered_widths(probe, tmp_path / "profile")
+    assert widths.pop("broken") == 0  # the check sees an image that does not load
+    assert sorted(widths) == sorted(expected)
+    assert all(width > 100 for width in widths.values()), widths
