@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parties.attacks import Answer
+from parties.attacks import Answer, AttackerView
 from protocols.metrics import evaluate
 
 
@@ -27,3 +27,14 @@ def drive_with_probes(attack, a, y=None, decimals=None):
 def drive(attack, a, y=None, decimals=None):
     """The reconstruction only."""
     return drive_with_probes(attack, a, y, decimals)[0]
+
+
+def synthetic_world(seed: int, n: int, n0: int):
+    """A random A with exactly n0 zeros and an attacker's view of uniform base scores and 30 % positive labels."""
+    rng = np.random.default_rng(seed)
+    a = np.ones(n, dtype=np.int8)
+    a[rng.choice(n, n0, replace=False)] = 0
+    scores = rng.random(n)
+    view = AttackerView(n=n, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8),
+                        y=(rng.random(n) < 0.3).astype(np.int8))
+    return a, view

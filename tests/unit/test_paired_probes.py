@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 from scipy import stats
 
-from parties.attacks import Answer, AttackerView, get_attack
+from parties.attacks import Answer, get_attack
 from parties.attacks.paired import (
     NEEDS_PRECISION,
     NO_FIT,
@@ -23,17 +23,7 @@ from protocols.errors import AttackError, ConfigError
 from protocols.metrics import statistical_parity_difference
 from scenarios.catalog import scenario_path
 from scenarios.spec import Scenario
-from tests.oracle import drive_with_probes
-
-
-def _world(seed: int, n: int, n0: int):
-    rng = np.random.default_rng(seed)
-    a = np.ones(n, dtype=np.int8)
-    a[rng.choice(n, n0, replace=False)] = 0
-    scores = rng.random(n)
-    view = AttackerView(n=n, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8),
-                        y=(rng.random(n) < 0.3).astype(np.int8))
-    return a, view
+from tests.oracle import drive_with_probes, synthetic_world
 
 
 def _paired(view, seed=0, **params):
@@ -44,7 +34,7 @@ def _paired(view, seed=0, **params):
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 @pytest.mark.parametrize(("n", "n0"), [(200, 20), (1000, 100), (600, 300)])
 def test_paired_design_reads_everyone_exactly(seed, n, n0):
-    a, view = _world(seed, n, n0)
+    a, view = synthetic_world(seed, n, n0)
     rec, probes = drive_with_probes(_paired(view, seed), a)
     np.testing.assert_array_equal(rec.a_hat, a)
     info = rec.info
@@ -62,7 +52,7 @@ def test_paired_design_reads_everyone_exactly(seed, n, n0):
 
 
 def test_every_probe_is_the_reference_but_for_one_block():
-    a, view = _world(5, 400, 40)
+    a, view = synthetic_world(5, 400, 40)
     rec, probes = drive_with_probes(_paired(view, 5), a)
     ref = probes[0].predictions[0]
     assert probes[0].keep and all(p.relative_to == probes[0].name for p in probes[1:])
@@ -116,7 +106,7 @@ def test_meet_in_the_middle_finds_the_planted_subset_and_flags_twins():
 
 def test_a_block_read_gives_its_minority_and_the_group_size():
     """The sign convention of protocols/metrics.py: SP = mean over a=1 - mean over a=0."""
-    a, view = _world(3, 300, 45)
+    a, view = synthetic_world(3, 300, 45)
     rng = np.random.default_rng(3)
     ref = uniform_perturbations(view.base_scores, 1, 0.1, rng)[0]
     row, moved, _, _ = redraw_block(view.base_scores, ref, rng.permutation(300), 12, 0.1, rng)
@@ -139,7 +129,7 @@ def test_block_width_follows_the_released_precision():
 
 
 def test_rounded_answers_narrow_the_blocks_or_are_refused():
-    a, view = _world(0, 1000, 100)
+    a, view = synthetic_world(0, 1000, 100)
     rec, _ = drive_with_probes(_paired(view), a, decimals=10)
     np.testing.assert_array_equal(rec.a_hat, a)
     exact, _ = drive_with_probes(_paired(view), a)
@@ -154,7 +144,7 @@ def test_rounded_answers_narrow_the_blocks_or_are_refused():
 
 
 def test_noisy_answers_stop_the_attack_instead_of_a_guess():
-    a, view = _world(0, 300, 30)
+    a, view = synthetic_world(0, 300, 30)
     run = _paired(view).run()
     probe = next(run)
     noise = np.random.default_rng(1)
@@ -164,7 +154,7 @@ def test_noisy_answers_stop_the_attack_instead_of_a_guess():
 
 
 def test_query_cap_leaves_the_rest_undecided():
-    a, view = _world(0, 400, 40)
+    a, view = synthetic_world(0, 400, 40)
     rec, _ = drive_with_probes(_paired(view, max_queries=5), a)
     assert rec.queries == 5 and not rec.info["certified"] and "warning" in rec.info
     assert 0 < rec.decided.sum() < 400 and (rec.a_hat[rec.decided] == a[rec.decided]).all()

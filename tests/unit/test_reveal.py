@@ -5,22 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parties.attacks import Answer, AttackerView, get_attack
+from parties.attacks import Answer, get_attack
 from parties.attacks.counting import bits_per_answer, counting_bound, log2_binomial
 from parties.attacks.probes import flip_one, precision_block, uniform_perturbations
 from protocols.errors import AttackError
 from protocols.metrics import statistical_parity_difference
 from tests.oracle import drive as _drive
-
-
-def _world(seed: int, n: int, n0: int):
-    rng = np.random.default_rng(seed)
-    a = np.ones(n, dtype=np.int8)
-    a[rng.choice(n, n0, replace=False)] = 0
-    scores = rng.random(n)
-    view = AttackerView(n=n, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8),
-                        y=(rng.random(n) < 0.3).astype(np.int8))
-    return a, view
+from tests.oracle import synthetic_world
 
 
 def _attack(name, view, seed=0, **params):
@@ -31,7 +22,7 @@ def _attack(name, view, seed=0, **params):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("design", ["flip-one", "random-binary", "uniform"])
 def test_linear_system_recovers_everyone(seed, design):
-    a, view = _world(seed, 120, 15)
+    a, view = synthetic_world(seed, 120, 15)
     rec = _drive(_attack("linear", view, seed, design=design, batch=50), a)
     np.testing.assert_array_equal(rec.a_hat, a)
     assert rec.decided.all() and rec.queries == 120 and rec.info["certified"]
@@ -39,7 +30,7 @@ def test_linear_system_recovers_everyone(seed, design):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_compressed_sensing_stops_at_a_certified_exact_decode(seed):
-    a, view = _world(seed, 300, 30)
+    a, view = synthetic_world(seed, 300, 30)
     rec = _drive(_attack("compressed-sensing", view, seed, round_size=20), a)
     np.testing.assert_array_equal(rec.a_hat, a)
     assert rec.info["certified"] and rec.info["N0"] == 30
@@ -47,7 +38,7 @@ def test_compressed_sensing_stops_at_a_certified_exact_decode(seed):
 
 
 def test_compressed_sensing_with_too_few_models_says_so():
-    a, view = _world(0, 300, 30)
+    a, view = synthetic_world(0, 300, 30)
     rec = _drive(_attack("compressed-sensing", view, 0, max_queries=10, stop="cap", decoder="amp"), a)
     assert not rec.info["certified"]
 
@@ -55,7 +46,7 @@ def test_compressed_sensing_with_too_few_models_says_so():
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 @pytest.mark.parametrize(("n", "n0"), [(200, 20), (1000, 98), (3000, 1500)])
 def test_precision_probes_read_everyone_exactly(seed, n, n0):
-    a, view = _world(seed, n, n0)
+    a, view = synthetic_world(seed, n, n0)
     rec = _drive(_attack("precision", view, seed), a)
     np.testing.assert_array_equal(rec.a_hat, a)
     assert rec.decided.all() and rec.info["certified"] and rec.info["N0"] == n0
@@ -66,21 +57,21 @@ def test_precision_probes_read_everyone_exactly(seed, n, n0):
 
 
 def test_precision_probe_needs_30_queries_at_most_for_adult_sized_audits():
-    a, view = _world(7, 1000, 104)
+    a, view = synthetic_world(7, 1000, 104)
     rec = _drive(_attack("precision", view, 7), a)
     assert rec.queries <= 30 and (rec.a_hat == a).all()
 
 
 @pytest.mark.parametrize("decimals", [6, 4])
 def test_precision_adapts_to_rounded_answers(decimals):
-    a, view = _world(0, 400, 40)
+    a, view = synthetic_world(0, 400, 40)
     rec = _drive(_attack("precision", view, 0), a, decimals=decimals)
     np.testing.assert_array_equal(rec.a_hat, a)
     assert rec.info["block_width"] < 37 and rec.queries >= rec.info["counting_bound"]
 
 
 def test_precision_refuses_answers_that_are_not_exact():
-    a, view = _world(0, 300, 30)
+    a, view = synthetic_world(0, 300, 30)
     attack = _attack("precision", view, 0)
     run = attack.run()
     probe = next(run)
@@ -94,7 +85,7 @@ def test_probes_stay_realistic():
     rng = np.random.default_rng(0)
     h0 = rng.random(50)
     assert np.abs(uniform_perturbations(h0, 30, 0.1, rng) - h0).max() <= 0.1
-    row, signs = precision_block(h0, np.arange(10), 0.1)
+    row, _ = precision_block(h0, np.arange(10), 0.1)
     assert np.abs(row - h0).max() <= 0.1 and ((row >= 0) & (row <= 1)).all()
     H = flip_one((h0 > 0.5).astype(float), np.array([3, 4]))
     assert (H != (h0 > 0.5)).sum(axis=1).tolist() == [1, 1]
@@ -108,7 +99,7 @@ def test_counting_bound():
 
 
 def test_compressed_sensing_with_a_public_share_spends_no_size_queries():
-    a, view = _world(0, 300, 30)
+    a, view = synthetic_world(0, 300, 30)
     rec = _drive(_attack("compressed-sensing", view, 0, round_size=20, n0_prior=0.1), a)
     np.testing.assert_array_equal(rec.a_hat, a)
     assert rec.queries == rec.info["probe_models"]
