@@ -46,6 +46,7 @@ RECOVERIES_PER_CALL = 3
 #: Host actors are named ``parley-<slot>-<hex>`` in the job's namespace (``ray.util.list_named_actors``).
 HOST_PREFIX = "parley-"
 
+NO_SNAPSHOT = "the {slot!r} party was lost with its actor and this deployment did not load it, so cannot restore it"
 NOT_LOADED = "the party host holds no party (its actor restarted after the party was loaded)"
 PARTY_LOST = ("the {slot!r} party was lost: its actor died {times} times during one call to {method!r} (last: {error}) "
               "and was restored each time; giving up. The ledger and the transcript hold everything up to here")
@@ -173,9 +174,9 @@ class RayDeployment:
         except PartyLostError:
             raise
         except Exception:  # the party ran the call and raised: a replay runs it too (its ids drawn afresh)
-            self._journal[slot].append((method, args, kwargs, []))
+            self._journal.setdefault(slot, []).append((method, args, kwargs, []))
             raise
-        self._journal[slot].append((method, args, kwargs, drawn))
+        self._journal.setdefault(slot, []).append((method, args, kwargs, drawn))
         return result
 
     def _with_recovery(self, slot: str, method: str, submit: Any) -> Any:
@@ -198,6 +199,8 @@ class RayDeployment:
     def _restore(self, slot: str) -> None:
         """Load the party of ``slot`` again, replay its journal and tell it how many times it restarted."""
         restarts = self.recoveries.get(slot, 0) + 1
+        if slot not in self._loads:  # loaded by another deployment: nothing to rebuild it from
+            raise PartyLostError(NO_SNAPSHOT.format(slot=slot))
         cls, args, kwargs = self._loads[slot]
         self._get(self.hosts[slot].restore.remote(cls, args, kwargs, self._journal[slot], restarts))
         self.recoveries[slot] = restarts
