@@ -219,8 +219,9 @@ class Compliance(Party):
         old process stood some answers ago: the next query would reuse noise
         already released, and two answers with the same noise give away the
         exact difference of their metrics. ``jumped(restarts)`` moves PCG64
-        (``numpy.random.default_rng``) by ``restarts`` x ~2^127 draws, a stream
-        no earlier answer (nor an earlier restart's) touched.
+        (``numpy.random.default_rng``) ahead by ``restarts`` x (golden ratio x
+        2^128) draws, to a stream no earlier answer (nor an earlier restart's)
+        touched; the replay passes through earlier restarts' jumps as they happened.
         """
         bit_generator = self.rng.bit_generator
         if hasattr(bit_generator, "jumped"):
