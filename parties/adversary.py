@@ -11,7 +11,6 @@ Two threat models:
 
 from __future__ import annotations
 
-import uuid
 from typing import Generator, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -21,6 +20,7 @@ from protocols.queries import apply_edits, edit_form
 
 from .attacks.base import Answer, Attack, Exchange, Probe, Reconstruction
 from .confidential import is_sealed
+from .ids import new_query_id
 from .party import REFUSAL, Party
 from .wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
 
@@ -113,7 +113,7 @@ class Adversary(Party):
             self._run, self._pending = None, None
             self.failure = f"the attack stopped: {exc}"
             return None
-        self._pending = uuid.uuid4().hex
+        self._pending = new_query_id()
         payload = {"metric": probe.metric, "query_id": self._pending}
         H = np.atleast_2d(probe.predictions)
         edits = edit_form(H, self._kept[probe.relative_to][1]) if probe.relative_to in self._kept else None

@@ -211,6 +211,24 @@ class Compliance(Party):
         if query.m == 1:
             self._keep(kept, query.query_id, query.predictions[0])
 
+    def resume(self, restarts: int) -> None:
+        """Move the noise stream past every draw made before the restart.
+
+        The replay that rebuilt this party answered the ledger's queries from
+        their records, without drawing noise, so its generator stands where the
+        old process stood some answers ago: the next query would reuse noise
+        already released, and two answers with the same noise give away the
+        exact difference of their metrics. ``jumped(restarts)`` moves PCG64
+        (``numpy.random.default_rng``) ahead by ``restarts`` x (golden ratio x
+        2^128) draws, to a stream no earlier answer (nor an earlier restart's)
+        touched; the replay passes through earlier restarts' jumps as they happened.
+        """
+        bit_generator = self.rng.bit_generator
+        if hasattr(bit_generator, "jumped"):
+            self.rng = np.random.Generator(bit_generator.jumped(restarts))
+        else:  # a generator without jumps: fresh entropy (this run is no longer reproducible anyway)
+            self.rng = np.random.default_rng()
+
     def close(self) -> None:
         """Close the ledger (its write-ahead log is folded into ledger.sqlite); idempotent."""
         if self.ledger is not None:

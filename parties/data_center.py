@@ -8,7 +8,6 @@ its querier identity to the adversary, which then queries in its name.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -17,6 +16,7 @@ import numpy as np
 from protocols.errors import ParleyError, WireError
 
 from .attacks.base import AttackerView
+from .ids import new_query_id
 from .learners.base_model import ModelSpec, build_estimator
 from .party import REFUSAL, Party
 from .wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
@@ -77,7 +77,7 @@ class DataCenter(Party):
         """An honest query: ``metric`` of the base model's binary predictions on the audit set."""
         predictions = self._predict(self.data.X_audit).astype(np.float64)[None, :]
         return self.seal(self.compliance, "metric-query",
-                         {"metric": metric, "predictions": predictions, "query_id": uuid.uuid4().hex})
+                         {"metric": metric, "predictions": predictions, "query_id": new_query_id()})
 
     def _on_answer(self, envelope: Envelope) -> None:
         payload = envelope.payload
@@ -96,7 +96,7 @@ class DataCenter(Party):
 
         A ``query_id`` is added if ``payload`` has none; it makes a retry idempotent.
         """
-        return self.seal(self.compliance, kind, {"query_id": uuid.uuid4().hex, **payload})
+        return self.seal(self.compliance, kind, {"query_id": new_query_id(), **payload})
 
     def _on_reply(self, envelope: Envelope) -> None:
         self.replies.append((envelope.kind, dict(envelope.payload)))

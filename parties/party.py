@@ -80,6 +80,14 @@ class Party:
     def name(self) -> str:
         return self.identity.name if self.identity else "(retired)"
 
+    def resume(self, restarts: int) -> None:
+        """Called once this party was rebuilt after its process died (``restarts`` so far); default: nothing.
+
+        The rebuilt party has been fed again every call the old one completed
+        (:mod:`parties.actors`); a party whose replay cannot reproduce some state
+        (e.g. noise it drew for answers now read from a ledger) fixes it up here.
+        """
+
     def seal(self, recipient: str, kind: str, payload: Mapping[str, Any]) -> Envelope:
         """Sign ``payload`` as this party."""
         if self.identity is None:

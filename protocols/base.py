@@ -112,6 +112,9 @@ class Protocol(ABC):
     requests: ClassVar[Mapping[str, str]] = {}
     #: The sets whose A the compliance party needs: ``"audit"``, and ``"train"`` for protocols about the training set.
     holds: ClassVar[tuple[str, ...]] = ("audit",)
+    #: Reply kinds that carry one value per individual by design (e.g. a randomized-response release of A);
+    #: the transcript canary (``scenarios.canary``) flags any other reply holding a vector of n values.
+    per_individual_kinds: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: ProtocolParams | None = None) -> None:
         self.params = params if params is not None else self.Params()

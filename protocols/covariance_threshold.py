@@ -123,6 +123,7 @@ class CovarianceThreshold(Protocol):
     flow: ClassVar[str] = "cov-threshold"
     requests: ClassVar[Mapping[str, str]] = {REQUEST: REPLY}
     holds: ClassVar[tuple[str, ...]] = ("audit", "train")
+    per_individual_kinds: ClassVar[tuple[str, ...]] = ()  # the accept set indexes hypotheses, not individuals
 
     def respond(self, kind: str, payload: Mapping[str, Any], holdings: Holdings,
                 rng: np.random.Generator) -> dict[str, Any]:

@@ -61,6 +61,7 @@ class FairnessCertificate(Protocol):
     flow = "fairness-certificate"
     requests = {"certificate-request": "fairness-certificate"}
     holds = ("audit", "train")
+    per_individual_kinds = ()  # a metric and one value (or a tolerance): nothing per individual
 
     def respond(self, kind: str, payload: Mapping[str, Any], holdings: Holdings,
                 rng: np.random.Generator) -> dict[str, Any]:

@@ -67,6 +67,7 @@ class RRReleaseProtocol(Protocol):
     flow: ClassVar[str] = "rr-release"
     requests: ClassVar[Mapping[str, str]] = {RELEASE_REQUEST: ATTRIBUTE_RELEASE}
     holds: ClassVar[tuple[str, ...]] = ("audit", "train")
+    per_individual_kinds: ClassVar[tuple[str, ...]] = (ATTRIBUTE_RELEASE,)  # Z: one noisy code per owner
 
     @staticmethod
     def _set_name(payload: Mapping[str, Any], holdings: Holdings) -> str:

@@ -60,6 +60,39 @@ def test_the_canary_finds_what_is_planted_and_nothing_else(tmp_path):
     assert scan_envelopes([sealed_ids["compliance"].seal("data-center", "metric-answer", "raw", body)], a) == []
 
 
+def test_protocols_declare_their_per_individual_replies_and_the_canary_judges_the_rest():
+    """rr-release declares its release of A; the accept set and the certificate are judged group-level."""
+    from protocols import PROTOCOLS
+
+    for name, cls in PROTOCOLS.items():
+        assert set(cls.per_individual_kinds) <= set(cls.requests.values()), name  # only replies it sends
+    assert get_protocol("rr-release").per_individual_kinds == ("attribute-release",)
+    assert get_protocol("cov-threshold").per_individual_kinds == ()
+    assert get_protocol("fairness-certificate").per_individual_kinds == ()
+    ids, _ = _ids()
+    a = audit_set().a
+    seal = ids["compliance"].seal
+
+    def judged(kind, payload, protocol):
+        kinds = get_protocol(protocol).per_individual_kinds
+        return [(f.what, f.kind) for f in scan_envelopes([seal("data-center", kind, protocol, payload)], a,
+                                                          per_individual_kinds=kinds)]
+
+    # What the protocols send: hypothesis indices (fewer than n), a metric and its value.
+    assert judged("accept-set", {"accepted": np.arange(7), "m": 40, "rho": 0.1, "policy": "hard",
+                                 "query_id": "q"}, "cov-threshold") == []
+    assert judged("fairness-certificate", {"metric": "sp", "value": 0.01, "n": N, "query_id": "q",
+                                           "slices": ["all"]}, "fairness-certificate") == []
+    # The same kinds carrying n values would be flagged: neither protocol may release per individual.
+    assert judged("accept-set", {"accepted": np.arange(N)}, "cov-threshold") == [("per-individual", "accept-set")]
+    assert judged("fairness-certificate", {"gaps": np.full(N, 0.1)}, "fairness-certificate") == [
+        ("per-individual", "fairness-certificate")]
+    # A randomized-response release is per individual by design; the raw A never is.
+    z = np.where(np.arange(N) % 3 == 0, 1 - a, a)
+    assert judged("attribute-release", {"z": z}, "rr-release") == []
+    assert judged("attribute-release", {"z": a}, "rr-release") == [("raw-a", "attribute-release")]
+
+
 def _catalog() -> list[str]:
     from scenarios.catalog import __path__ as catalog_dirs
     from pathlib import Path
@@ -67,22 +100,57 @@ def _catalog() -> list[str]:
     return sorted(p.stem for p in Path(catalog_dirs[0]).glob("*.toml"))
 
 
+#: Every catalog scenario, with the overrides (as ``--set``) that keep its canary run small. A scenario
+#: added to the catalog without an entry here fails ``test_every_catalog_scenario_is_scanned``.
+SMALL: dict[str, dict[str, object]] = {
+    "adult-conceal": {},
+    "adult-correction": {"dataset.audit_size": 5000},
+    "adult-observer-honest": {},
+    "adult-raw-double-query": {},
+    "adult-raw-single-query": {},
+    "adult-reveal-abs-sp": {},
+    "adult-reveal-cs": {},
+    "adult-reveal-eo": {},
+    "adult-reveal-linear": {},
+    "adult-reveal-precision": {},
+    "adult-rr-audit": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
+    "adult-rr-fair-learning": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
+    "compas-cov-threshold": {"learner.hypotheses": 60},
+}
+
+
+def test_every_catalog_scenario_is_scanned():
+    """The campaign below scans exactly the catalog: a new scenario needs its small-size entry in SMALL."""
+    assert sorted(SMALL) == _catalog(), f"add to SMALL: {sorted(set(_catalog()) - set(SMALL))}; " \
+                                        f"drop from SMALL: {sorted(set(SMALL) - set(_catalog()))}"
+
+
 @pytest.mark.reliability
 @pytest.mark.parametrize("name", _catalog())
 def test_no_catalog_transcript_holds_a(tmp_path, name):
-    scenario = Scenario.from_toml(scenario_path(name)).with_values({"backend": "local"})
+    assert name in SMALL, f"catalog scenario {name!r} has no entry in SMALL: it would not be scanned"
+    scenario = Scenario.from_toml(scenario_path(name)).with_values({"backend": "local", **SMALL[name]})
     result = run(scenario, tmp_path / name)
     # The referee's split, drawn as scenarios/world.py draws it (the first of six streams of the seed).
     data_rng = np.random.default_rng(np.random.SeedSequence(scenario.seed).spawn(6)[0])
     split = load_split(scenario.dataset, data_rng)
-    exchanges = list(exchanges_from(read_transcript(result.transcript_path, verify=False)))
+    envelopes = read_transcript(result.transcript_path, verify=False)
+    exchanges = list(exchanges_from(envelopes))
     if scenario.protocol.name == "raw" and exchanges:  # the A used here is the run's A
         e = exchanges[0]
         np.testing.assert_allclose(e.values, evaluate(e.metric, e.predictions, split.a_audit, split.y_audit),
                                    atol=10.0 ** -(e.decimals or 12))
-    kinds = getattr(get_protocol(scenario.protocol.name), "per_individual_kinds", ())
-    found = scan_transcript(result.transcript_path, split.a_audit, per_individual_kinds=kinds)
-    if "train" in get_protocol(scenario.protocol.name).holds:
-        found += scan_transcript(result.transcript_path, split.a_train, per_individual_kinds=kinds)
-    print(f"{name}: {result.metrics['messages']} messages scanned, {len(found)} findings")
+    protocol = get_protocol(scenario.protocol.name)
+    # The scan is not vacuous: the protocol's own replies are on the wire.
+    sent = {e.kind for e in envelopes if e.sender == "compliance"}
+    replies = set(protocol.requests.values()) or {"metric-answer"}
+    assert replies <= sent, f"{name}: no {sorted(replies - sent)} on the wire to scan"
+    kinds = protocol.per_individual_kinds
+    truths = [split.a_audit] + ([split.a_train] if "train" in protocol.holds else [])
+    found = [f for a in truths for f in scan_transcript(result.transcript_path, a, per_individual_kinds=kinds)]
+    if kinds:  # the declaration is what lifts the per-individual release: without it the canary flags it
+        undeclared = [f for a in truths for f in scan_transcript(result.transcript_path, a)]
+        assert {f.kind for f in undeclared} == set(kinds) and all(f.what == "per-individual" for f in undeclared)
+    print(f"{name}: {result.metrics['messages']} messages scanned ({', '.join(sorted(sent))} from compliance), "
+          f"per-individual kinds declared: {', '.join(kinds) or 'none'}, {len(found)} findings")
     assert found == [], [str(f) for f in found]

@@ -14,6 +14,7 @@ import pytest
 from scenarios.cli import main
 from scenarios.study import Study
 from scenarios.study_workers import run_study
+from tests.reliability.faults import job_actor_pids
 
 pytestmark = pytest.mark.ray
 
@@ -52,18 +53,13 @@ def test_failing_cell_records_its_error_and_the_study_goes_on(ray_session, tmp_p
     assert len(pd.read_csv(tmp_path / "results-stale.csv")) == 2
 
 
-def _study_worker_pids() -> list[int]:
-    out = subprocess.run(["pgrep", "-f", "ray::StudyWorker"], capture_output=True, text=True).stdout
-    return [int(pid) for pid in out.split()]
-
-
 def test_worker_killed_mid_study_is_replaced_and_its_cell_rerun(ray_session, tmp_path):
     study = Study.from_dict({"name": "kill", "scenario": SYNTHETIC, "grid": {"attack.targets": [1, 2, 3, 4, 5, 6, 7, 8]}})
     killed: list[int] = []
 
     def kill_a_worker(row):
         if not killed:
-            pids = _study_worker_pids()
+            pids = job_actor_pids("StudyWorker")  # this job's workers only, never another session's
             assert pids, "no study worker process found"
             os.kill(pids[-1], signal.SIGKILL)
             killed.append(pids[-1])

@@ -1,0 +1,225 @@
+"""Fault injection for the fault campaign: party hosts and study workers killed at seeded points.
+
+Two ways to hit a run:
+
+* :class:`Injector` (a run in this process on the Ray backend): kills the host
+  actor of the compliance party or the data center with
+  ``ray.kill(host, no_restart=False)`` at the k-th call the run's deployment
+  makes (counted over every party), either just before that call goes out or
+  a seeded few milliseconds into it (the host dies mid-call). ``relentless``
+  also ends the host's process each time the deployment tries to restore it,
+  so the run must stop with :class:`parties.actors.PartyLostError`.
+* :class:`StudyKiller` (a study): a thread that, at seeded random times, kills
+  this job's party hosts (found by name in the job's namespace) or one of its
+  study-worker processes (by the PID Ray's actor table gives for this job; never
+  a machine-wide process search, which would hit other Ray sessions).
+
+:func:`check_run` then reads what a run left behind and fails on any broken
+promise: the transcript verifies; every answer the compliance party sent has
+its debit in the ledger with exactly the payload sent; no query id got two
+different answers; each querier's ledger total equals the sum of its debits;
+in a completed run every debit was delivered.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import threading
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import ray
+
+from parties.actors import HOST_PREFIX, RayDeployment
+from parties.ledger import Ledger
+from parties.party import REFUSAL
+from parties.transcript import read_transcript, verify_transcript
+from parties.wire import payload_digest
+
+__all__ = ["ANSWER_KINDS", "Fault", "Injector", "StudyKiller", "check_run", "job_actor_pids", "kill_host"]
+
+COMPLIANCE, DATA_CENTER, ADVERSARY = "compliance", "data-center", "adversary"
+
+
+def kill_host(handle: Any) -> None:
+    """Kill a party host as a crash would, leaving Ray free to restart it."""
+    ray.kill(handle, no_restart=False)
+
+
+def job_actor_pids(class_name: str, alive: bool = True) -> list[int]:
+    """PIDs of this job's actors of ``class_name`` (Ray's actor table: only this session, only this job)."""
+    from ray._private import state
+
+    job = ray.get_runtime_context().get_job_id()
+    return sorted(int(info["Pid"]) for info in state.actors().values()
+                  if info.get("ActorClassName") == class_name and info.get("JobID") == job and info.get("Pid")
+                  and (not alive or info.get("State") == "ALIVE"))
+
+
+def _restarts(handle: Any) -> tuple[int, str]:
+    """(restarts so far, state) of an actor, from Ray's actor table."""
+    from ray._private import state
+
+    info = state.actors(actor_id=handle._actor_id.hex())
+    return int(info.get("NumRestarts", 0)), str(info.get("State"))
+
+
+def _exit_process(host: Any) -> None:
+    """Run inside a host actor: its process ends at once, as in a crash."""
+    os._exit(1)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Where to strike: ``target``'s host, at deployment call ``at_call`` (1-based), ``mode`` before/during it."""
+
+    target: str
+    at_call: int
+    mode: str = "before"
+    delay_s: float = 0.0
+    relentless: bool = False
+
+
+@dataclass
+class Injector:
+    """Installs itself on :class:`RayDeployment` for one run and fires ``fault`` once (see the module docstring)."""
+
+    fault: Fault | None = None
+    calls: int = 0
+    fired: int = 0
+    slots_called: list[str] = field(default_factory=list)
+    deployment: RayDeployment | None = None
+
+    def _fire(self, deployment: RayDeployment, wait: bool = False) -> None:
+        handle = deployment.hosts[self.fault.target]
+        before = _restarts(handle)
+        kill_host(handle)
+        self.fired += 1
+        if wait:  # ray.kill returns at once: let the death land before the call goes out
+            deadline = time.monotonic() + 30.0
+            while _restarts(handle) == before and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+    @contextmanager
+    def installed(self) -> Iterator["Injector"]:
+        original_call, original_restore = RayDeployment.call, RayDeployment._restore
+        injector = self
+
+        def call(deployment: RayDeployment, slot: str, method: str, *args: Any, **kwargs: Any) -> Any:
+            injector.deployment = deployment
+            injector.calls += 1
+            injector.slots_called.append(slot)
+            fault = injector.fault
+            if fault is not None and injector.calls == fault.at_call:
+                if fault.mode == "before":
+                    injector._fire(deployment, wait=True)
+                else:  # mid-call: the kill lands while the call runs (or just after it returned)
+                    threading.Timer(fault.delay_s, injector._fire, args=(deployment,)).start()
+            return original_call(deployment, slot, method, *args, **kwargs)
+
+        def restore(deployment: RayDeployment, slot: str) -> None:
+            fault = injector.fault
+            if fault is not None and fault.relentless and slot == fault.target:
+                # It dies again each time it is brought back: its process exits while being restored
+                # (an unplanned exit, so Ray restarts it or the deployment replaces it).
+                injector.fired += 1
+                deployment._get(deployment.hosts[slot].__ray_call__.remote(_exit_process))
+            return original_restore(deployment, slot)
+
+        RayDeployment.call, RayDeployment._restore = call, restore
+        try:
+            yield self
+        finally:
+            RayDeployment.call, RayDeployment._restore = original_call, original_restore
+
+
+class StudyKiller:
+    """Kills, at seeded random times, a compliance host, a data-center host or a study worker of this job."""
+
+    def __init__(self, seed: int, every_s: tuple[float, float] = (1.0, 3.0), limit: int = 4) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.every_s = every_s
+        self.limit = limit
+        self.kills: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _strike(self) -> str | None:
+        what = ("compliance", "data-center", "worker")[int(self.rng.integers(3))]
+        if what == "worker":
+            pids = job_actor_pids("StudyWorker")
+            if not pids:
+                return None
+            os.kill(pids[int(self.rng.integers(len(pids)))], signal.SIGKILL)
+            return "worker"
+        names = sorted(n for n in ray.util.list_named_actors() if n.startswith(f"{HOST_PREFIX}{what}-"))
+        if not names:
+            return None
+        try:
+            kill_host(ray.get_actor(names[int(self.rng.integers(len(names)))]))
+        except ValueError:  # gone between listing and lookup
+            return None
+        return what
+
+    def _run(self) -> None:
+        while len(self.kills) < self.limit and not self._stop.wait(float(self.rng.uniform(*self.every_s))):
+            hit = self._strike()
+            if hit is not None:
+                self.kills.append(hit)
+
+    def __enter__(self) -> "StudyKiller":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+ANSWER_KINDS = ("metric-answer", "attribute-release", "accept-set", "fairness-certificate")
+
+
+def check_run(run_dir: Path, completed: bool) -> dict[str, int]:
+    """Check a run folder's transcript and ledger (see the module docstring); return what was checked.
+
+    Raises AssertionError naming the first broken promise.
+    """
+    transcript = Path(run_dir) / "transcript.jsonl"
+    messages = verify_transcript(transcript)  # raises TranscriptError at the first bad line
+    answers: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for envelope in read_transcript(transcript):
+        if envelope.sender == COMPLIANCE and envelope.kind in ANSWER_KINDS and envelope.kind != REFUSAL:
+            answers[(envelope.recipient, str(envelope.payload.get("query_id")))].add(envelope.digest)
+    twice = {key: digests for key, digests in answers.items() if len(digests) > 1}
+    assert not twice, f"query ids answered with different payloads: {twice}"
+    out = {"messages": messages, "answers": len(answers), "debits": 0, "undelivered_debits": 0}
+    ledger_path = Path(run_dir) / "ledger.sqlite"
+    if not ledger_path.is_file():
+        return out
+    with Ledger(ledger_path) as ledger:
+        entries = ledger.entries()
+        by_querier: dict[str, list[float]] = defaultdict(list)
+        for entry in entries:
+            by_querier[entry["querier"]].append(entry["epsilon"])
+        for querier, spent in ledger.total().items():
+            if ledger.method == "sequential":
+                assert math.isclose(spent.epsilon, math.fsum(by_querier.get(querier, [])), rel_tol=1e-12, abs_tol=1e-12), (
+                    f"{querier}: ledger total {spent.epsilon} != sum of its debits {by_querier.get(querier)}")
+        for (querier, query_id), digests in answers.items():
+            debit = ledger.debit(query_id)
+            assert debit is not None, f"answer to {query_id!r} sent to {querier} has no debit in the ledger"
+            assert debit.querier == querier, f"debit of {query_id!r} charged to {debit.querier}, answer sent to {querier}"
+            assert payload_digest(debit.answer) in digests, f"answer to {query_id!r} differs from the ledger's record"
+        undelivered = [e["query_id"] for e in entries if (e["querier"], e["query_id"]) not in answers]
+    if completed:
+        assert not undelivered, f"debits of a completed run never delivered: {undelivered}"
+    out.update(debits=len(entries), undelivered_debits=len(undelivered))
+    return out
+

@@ -1,0 +1,150 @@
+"""Fault campaign: party actors and study workers killed at seeded points; every run completes or stops typed.
+
+Each run here goes through the Ray backend. :class:`tests.reliability.faults.Injector`
+kills the compliance party's or the data center's host actor at a seeded deployment
+call (just before it, or a seeded few milliseconds into it); Ray restarts the host and
+:class:`parties.actors.RayDeployment` restores the party (load, journal replay, ledger
+reopened) and retries the call. After every run :func:`tests.reliability.faults.check_run`
+checks the transcript, the ledger and the answers. A run hit by a fault must give the
+result of the same run without one wherever the fault cannot change it: a data-center
+restart never does (its replay is exact), nor does a compliance restart under a protocol
+without noise. Under a noisy protocol the answers after a compliance restart draw fresh
+noise (never noise an earlier answer used), so the result may differ but the budget spent
+may not. ``test_default_run_survives_a_compliance_kill`` is the default-run smoke test.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from parties.actors import RECOVERIES_PER_CALL, PartyLostError
+from scenarios.catalog import scenario_path
+from scenarios.runner import VOLATILE, run
+from scenarios.spec import Scenario
+from scenarios.study import Study
+from scenarios.study_workers import run_study
+
+from .faults import ADVERSARY, COMPLIANCE, DATA_CENTER, Fault, Injector, StudyKiller, check_run
+
+pytestmark = pytest.mark.ray
+
+#: Small catalog runs, one per kind of exchange: Ray backend, sizes cut so the campaign stays fast.
+SCENARIOS = {
+    "adult-conceal": {},  # smooth-sensitivity Cauchy noise, ledger, 40 probes
+    "adult-raw-double-query": {"dataset.audit_size": 300},  # exact answers, one query per target
+    "adult-rr-audit": {"dataset.audit_size": 500, "dataset.train_size": 1500},  # a release charged once
+    "compas-cov-threshold": {"learner.hypotheses": 40},  # accept sets, learning in their span
+}
+#: Faults per scenario: the party whose host dies and when. The adversary is the data center's querier
+#: once it defects (it queries in the data center's name), so it is struck as the data center's side too.
+PLAN = ((COMPLIANCE, "before"), (DATA_CENTER, "before"), (COMPLIANCE, "during"), (ADVERSARY, "during"))
+NOISELESS = ("raw", "cov-threshold")
+SEED = 2026
+
+
+def _scenario(name: str) -> Scenario:
+    return Scenario.from_toml(scenario_path(name)).with_values({"backend": "ray", **SCENARIOS[name]})
+
+
+def _comparable(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if k not in VOLATILE}
+
+
+def _faulty_run(scenario: Scenario, fault: Fault, out) -> tuple[dict | None, str | None, Injector]:
+    """Run with ``fault``; (metrics, None) if it completed, (None, typed error) if it stopped."""
+    with Injector(fault).installed() as injector:
+        try:
+            metrics = run(scenario, out).metrics
+        except PartyLostError as exc:
+            return None, f"{type(exc).__name__}: {exc}", injector
+    return metrics, None, injector
+
+
+def _report(name: str, rows: list[dict]) -> None:
+    for row in rows:
+        print(f"FAULT {name}: " + json.dumps(row, sort_keys=True))
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_runs_survive_party_kills_at_seeded_points(ray_session, tmp_path, name):
+    scenario = _scenario(name)
+    with Injector().installed() as clean:  # no fault: counts the calls a fault may strike at
+        reference = run(scenario, tmp_path / "clean").metrics
+    check_run(tmp_path / "clean", completed=True)
+    rng = np.random.default_rng([SEED, sorted(SCENARIOS).index(name)])
+    rows = []
+    for i, (target, mode) in enumerate(PLAN):
+        # A call to the target itself; mid-call, not its last one (a kill landing just after it returned
+        # is then met by the target's next call).
+        if target not in clean.slots_called:  # no adversary party in this flow: the data center again
+            target = DATA_CENTER
+        points = [k for k, slot in enumerate(clean.slots_called, start=1) if slot == target]
+        if mode == "during" and len(points) > 1:
+            points = points[:-1]
+        fault = Fault(target, int(rng.choice(points)), mode, float(rng.uniform(0.0, 0.02)))
+        metrics, error, injector = _faulty_run(scenario, fault, tmp_path / f"fault-{i}")
+        assert error is None, f"{fault}: {error}"
+        assert injector.fired == 1
+        checked = check_run(tmp_path / f"fault-{i}", completed=True)
+        recoveries = dict(injector.deployment.recoveries)
+        # What a fault may not change: everything, unless the compliance party restarted under noise.
+        if not recoveries.get(COMPLIANCE) or scenario.protocol.name in NOISELESS:
+            assert _comparable(metrics) == _comparable(reference), fault
+        else:
+            assert metrics["epsilon_spent"] == reference["epsilon_spent"], fault
+        rows.append({"fault": f"{target} {mode} call {fault.at_call}/{clean.calls}", "recoveries": recoveries,
+                     "exercised": bool(recoveries.get(target)),
+                     "completed": True, **checked})
+    _report(name, rows)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("name", ["adult-conceal", "adult-rr-audit"])
+def test_a_party_that_dies_each_time_it_is_restored_stops_the_run_typed(ray_session, tmp_path, name):
+    scenario = _scenario(name)
+    fault = Fault(COMPLIANCE, at_call=3, mode="before", relentless=True)
+    metrics, error, injector = _faulty_run(scenario, fault, tmp_path / "run")
+    assert metrics is None and error.startswith("PartyLostError: the 'compliance' party was lost"), error
+    assert injector.fired == 1 + RECOVERIES_PER_CALL
+    checked = check_run(tmp_path / "run", completed=False)  # the transcript is closed, the ledger consistent
+    _report(name, [{"fault": f"compliance relentless from call 3 ({injector.fired} kills)", "completed": False,
+                    "error": error.split(":")[0], **checked}])
+
+
+@pytest.mark.reliability
+def test_a_study_survives_hosts_and_workers_killed_at_random_times(ray_session, tmp_path):
+    base = Scenario.from_toml(scenario_path("adult-conceal")).to_dict()
+    study = Study.from_dict({"name": "faults", "scenario": base, "repeats": 2,
+                             "grid": {"attack.max_queries": [20, 30, 40]}, "max_attempts": 3})
+    with StudyKiller(seed=SEED, every_s=(0.5, 2.5), limit=6) as killer:
+        done = run_study(study, tmp_path, workers=2, progress=False)
+    rows = done.results
+    assert len(rows) == 6
+    assert (rows["status"] == "ok").all(), rows[["status", "failure"]]
+    for folder in sorted((tmp_path / "cells").iterdir()):
+        check_run(folder, completed=True)
+    print("FAULT study: " + json.dumps({"kills": killer.kills, "cells": len(rows),
+                                        "attempts": rows["attempts"].tolist()}))
+    assert killer.kills, "no fault was injected"
+
+
+#: A small run with a ledger for the default run: Laplace answers (noise far below a unit step at this
+#: epsilon, so the double-query attack on 3 targets still reads them), one debit per query.
+TINY = {"name": "tiny-laplace", "backend": "ray",
+        "dataset": {"name": "synthetic", "audit_size": 200, "minority": 30, "train_size": 1000},
+        "protocol": {"name": "laplace", "epsilon": 1e12}, "attack": {"name": "double-query", "targets": 3}}
+
+
+def test_default_run_survives_a_compliance_kill(ray_session, tmp_path):
+    """Default run: the compliance actor killed mid-attack under a ledger; the run completes."""
+    scenario = Scenario.from_dict(TINY)
+    fault = Fault(COMPLIANCE, at_call=6, mode="before")
+    metrics, error, injector = _faulty_run(scenario, fault, tmp_path / "run")
+    assert error is None and injector.deployment.recoveries == {COMPLIANCE: 1}, injector.slots_called
+    checked = check_run(tmp_path / "run", completed=True)
+    # One debit per query: the honest audit queries and the attack's, none twice, every one delivered.
+    assert checked["debits"] == len(scenario.audit_metrics) + metrics["queries"] and checked["undelivered_debits"] == 0
