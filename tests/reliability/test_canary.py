@@ -110,11 +110,15 @@ SMALL: dict[str, dict[str, object]] = {
     "adult-raw-single-query": {},
     "adult-reveal-abs-sp": {},
     "adult-reveal-cs": {},
+    "adult-reveal-cs-iid": {},
     "adult-reveal-eo": {},
     "adult-reveal-linear": {},
     "adult-reveal-precision": {},
     "adult-rr-audit": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
     "adult-rr-fair-learning": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
+    "adult-rr-observer": {"dataset.audit_size": 1000},
+    "adult-rr-partial": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
+    "adult-rr-race": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
     "compas-cov-threshold": {"learner.hypotheses": 60},
 }
 
