@@ -25,6 +25,7 @@ __all__ = ["DataCenter", "DataCenterData"]
 
 BAD_ANSWER = "a metric answer needs a string query_id and a non-empty 1-d numeric values array (got keys: {keys})"
 NOT_TRAINED = "the data center has not trained its base model yet (call train() first)"
+UNASKED = "a {kind} for query {got!r}, which this data center never asked (it asked {asked} queries)"
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class DataCenter(Party):
         self.answers: dict[str, dict[str, Any]] = {}
         self.refusals: list[dict[str, Any]] = []
         self.replies: list[tuple[str, dict[str, Any]]] = []
+        self._asked: set[str] = set()  # query ids of its own queries and requests: only their answers are taken
 
     def train(self) -> dict[str, float]:
         """Fit the base model on the training set; return its accuracies."""
@@ -77,7 +79,18 @@ class DataCenter(Party):
         """An honest query: ``metric`` of the base model's binary predictions on the audit set."""
         predictions = self._predict(self.data.X_audit).astype(np.float64)[None, :]
         return self.seal(self.compliance, "metric-query",
-                         {"metric": metric, "predictions": predictions, "query_id": new_query_id()})
+                         {"metric": metric, "predictions": predictions, "query_id": self._ask()})
+
+    def _ask(self) -> str:
+        query_id = new_query_id()
+        self._asked.add(query_id)
+        return query_id
+
+    def _check_asked(self, envelope: Envelope) -> None:
+        """Refuse a reply to a query this data center never sent (a well-signed answer is not a solicited one)."""
+        got = envelope.payload.get("query_id")
+        if type(got) is not str or got not in self._asked:
+            raise WireError(INVALID_PAYLOAD, UNASKED.format(kind=envelope.kind, got=got, asked=len(self._asked)))
 
     def _on_answer(self, envelope: Envelope) -> None:
         payload = envelope.payload
@@ -85,6 +98,7 @@ class DataCenter(Party):
         if type(payload.get("query_id")) is not str or not isinstance(values, np.ndarray) \
                 or values.dtype.kind not in "iuf" or values.ndim != 1 or values.size == 0:
             raise WireError(INVALID_PAYLOAD, BAD_ANSWER.format(keys=", ".join(sorted(payload))))
+        self._check_asked(envelope)
         self.answers[payload["query_id"]] = payload
 
     def answers_received(self) -> list[dict[str, Any]]:
@@ -96,9 +110,12 @@ class DataCenter(Party):
 
         A ``query_id`` is added if ``payload`` has none; it makes a retry idempotent.
         """
-        return self.seal(self.compliance, kind, {"query_id": new_query_id(), **payload})
+        payload = {"query_id": new_query_id(), **payload}
+        self._asked.add(payload["query_id"])
+        return self.seal(self.compliance, kind, payload)
 
     def _on_reply(self, envelope: Envelope) -> None:
+        self._check_asked(envelope)
         self.replies.append((envelope.kind, dict(envelope.payload)))
 
     def replies_received(self) -> list[tuple[str, dict[str, Any]]]:

@@ -390,7 +390,7 @@ class DataCenterTarget(Target):
     """The data center: answers and replies arrive from the compliance party."""
 
     me, peer = DATA_CENTER, COMPLIANCE
-    attacks = Target.attacks + ("malformed-answer", "malformed-answer")
+    attacks = Target.attacks + ("malformed-answer", "malformed-answer", "unasked-answer")
 
     def __init__(self) -> None:
         super().__init__()
@@ -399,10 +399,13 @@ class DataCenterTarget(Target):
         y = (rng.random(N) < 0.5).astype(np.int8)
         self.party = DataCenter(self.ids[DATA_CENTER], self.keyring, DataCenterData(X, y, X, y), ModelSpec(),
                                 COMPLIANCE, "raw", rng)
+        self.party.train()
         self.rng = rng
 
     def good_message(self) -> tuple[str, dict[str, Any]]:
-        return "metric-answer", {"metric": "sp", "query_id": uuid.uuid4().hex, "values": self.rng.random(1)}
+        """An answer to a query the data center has just asked (it takes no other)."""
+        asked = self.party.audit_query().payload["query_id"]
+        return "metric-answer", {"metric": "sp", "query_id": asked, "values": self.rng.random(1)}
 
     def good_exchange(self) -> None:
         kind, payload = self.good_message()
@@ -417,6 +420,12 @@ class DataCenterTarget(Target):
         payload = data.draw(st.dictionaries(st.sampled_from(["metric", "query_id", "values", "decimals", "x"]),
                                             _values, max_size=4), label="payload")
         self.send(attack, self.honest(kind, payload), None)
+
+    def attack_unasked_answer(self, data, attack) -> None:
+        """A well-formed, honestly signed answer or reply to a query this data center never asked."""
+        kind = data.draw(st.sampled_from(["metric-answer", "attribute-release", "accept-set", "fairness-certificate"]))
+        payload = {**self.good_message()[1], "query_id": data.draw(st.text(max_size=40))}
+        self.send(attack, self.honest(kind, payload), {wire.INVALID_PAYLOAD})
 
     def check_answer(self, envelope, reply) -> None:  # the data center never answers with anything but a refusal
         raise AssertionError(f"the data center replied {reply.kind}")
