@@ -26,7 +26,7 @@ from parties.transcript import read_transcript
 
 from .catalog import resolve_scenario
 from .compare_plan import UTILITY, Plan, plan
-from .scenario_audit import AUDITABLE_FLOWS, audit_scenario
+from .scenario_audit import audit_scenario
 from .spec import Scenario
 from .study import Study
 

@@ -156,7 +156,8 @@ class DFGR(_LinearModel):
         P[:-1, :-1] = 2.0 * self.params.lam * n * (basis.T @ basis if self.params.penalty == "f" else np.eye(self.k_))
         theta = np.zeros(self.k_ + 1)
         self.n_iter_ = 0
-        for self.n_iter_ in range(1, self.params.max_iter + 1):
+        for iteration in range(1, self.params.max_iter + 1):
+            self.n_iter_ = iteration
             p = 1.0 / (1.0 + np.exp(-np.clip(Z @ theta, -30, 30)))
             grad = Z.T @ (p - y) + P @ theta  # (9), sign corrected
             hess = (Z * (p * (1.0 - p))[:, None]).T @ Z + P  # (10): H^T X^T M X H + 2 lambda H^T H
