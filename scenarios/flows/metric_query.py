@@ -71,9 +71,12 @@ def _explain_attack(world: World, reconstruction: Reconstruction, a: np.ndarray)
     """What the curious data center learned: after each answer its attack reports on, then its conclusion."""
     steps = world.deployment.call(ADVERSARY, "progress")
     position = {env.id: number for number, env in enumerate(iter_transcript(world.transcript.path, verify=False), 1)}
-    for envelope_id, known in steps:
-        world.learn(reconstruction_note("the adversary", known.indices, known.a_hat, known.decided, a),
-                    after=position[envelope_id])
+    targeted, a_hat, decided = np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int8), np.zeros(a.size, dtype=bool)
+    for envelope_id, change in steps:  # each step: what changed after that answer
+        targeted[change.indices], a_hat[change.indices], decided[change.indices] = True, change.a_hat, change.decided
+        known = np.flatnonzero(targeted)
+        world.learn(reconstruction_note("the adversary", known, a_hat[known], decided[known], a,
+                                        partition_only=change.partition_only), after=position[envelope_id])
     if reconstruction.info.get("stopped") == "budget-exceeded":
         world.learn("the privacy budget is spent: the compliance party refuses every further query, and the attack "
                     "ends without a conclusion")

@@ -160,3 +160,31 @@ def test_the_paired_design_pins_down_each_block_as_its_answer_arrives(audit_arra
             pinned.append(int(known.decided.sum()))
     assert len(pinned) > 2 and pinned == sorted(pinned) and pinned[-1] == a.size
     assert (final.a_hat == a).all()
+
+
+def test_the_adversary_keeps_progress_as_changes_that_add_up_to_each_report(identities, keyring, audit_arrays):
+    """The adversary party stores what changed after each answer; replayed in order, the changes give every report."""
+    from parties.adversary import Adversary
+    from parties.attacks.base import AttackerView
+    from parties.attacks.reveal import PrecisionReveal
+    from tests.party_world import local_compliance
+
+    a, y = audit_arrays
+    scores = np.random.default_rng(1).random(a.size)
+    view = AttackerView(n=a.size, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8), y=y)
+    attack = PrecisionReveal(None, view, np.random.default_rng(2))
+    compliance = local_compliance(identities, keyring, audit_arrays)
+    adversary = Adversary(identities["data-center"], keyring, attack, "compliance", "raw")
+    envelope, reports = adversary.start(), []
+    while envelope is not None:
+        envelope = adversary.receive(compliance.call("compliance", "receive", envelope))
+        if attack.progress() is not None:  # the first answer (the base model's) reads no block yet
+            reports.append(attack.progress())
+    steps = adversary.progress()
+    assert len(steps) == len(reports) >= 2
+    assert sum(change.indices.size for _, change in steps) == a.size  # each person changes once: read, exactly
+    known, guess = np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int8)
+    for (_, change), report in zip(steps, reports):
+        known[change.indices], guess[change.indices] = change.decided, change.a_hat
+        np.testing.assert_array_equal(np.flatnonzero(known), np.sort(report.indices[report.decided]))
+    np.testing.assert_array_equal(guess, a)
