@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from protocols import get_protocol
+
 __all__ = ["format_table", "write_report", "HEADLINE"]
 
 #: Metrics shown first, in this order, when present.
@@ -36,6 +38,13 @@ def format_table(metrics: dict[str, Any], keys: tuple[str, ...] | None = None) -
     return "\n".join(f"{k:<{width}}  {_fmt(metrics[k])}" for k in order)
 
 
+def _what_was_asked(protocol: str, count: Any) -> str:
+    """What ``queries`` counts: models queried, or the requests of a protocol with its own exchange."""
+    flow = get_protocol(protocol).flow
+    one, many = ("model query", "model queries") if flow == "metric-query" else (f"{flow} request", f"{flow} requests")
+    return one if count == 1 else many
+
+
 def write_report(record: dict[str, Any], run_dir: Path) -> Path:
     """Write ``report.md``: what ran, what leaked, every metric, the files of the run."""
     m = record["metrics"]
@@ -53,7 +62,8 @@ def write_report(record: dict[str, Any], run_dir: Path) -> Path:
         "",
         f"The adversary attacked {m['attacked']} individuals and reconstructed {m['correct']} correctly "
         f"({m['undecided']} undecided): "
-        f"leakage (balanced accuracy, Def. 5.1) {_fmt(m['leakage'])} % after {m['queries']} answered model queries.",
+        f"leakage (balanced accuracy, Def. 5.1) {_fmt(m['leakage'])} % after {m['queries']} answered "
+        f"{_what_was_asked(record['protocol'], m['queries'])}.",
         "",
         "| metric | value |",
         "|---|---|",
