@@ -181,9 +181,11 @@ def _audit_table(audits: pd.DataFrame) -> pd.DataFrame:
             verdict = "claim refuted at this confidence"
         else:
             verdict = "consistent with the claim"
-        rows.append({"protocol": r["protocol"], "claimed ε": _fmt(claimed), "empirical ε lower bound": _fmt(lower),
+        no_claim = lower is not None and pd.notna(lower) and (claimed is None or pd.isna(claimed))
+        rows.append({"protocol": r["protocol"], "claimed ε": "no claim" if no_claim else _fmt(claimed),
+                     "empirical ε lower bound": _fmt(lower),
                      "confidence": _fmt(r.get("confidence")), "runs per half": _fmt(r.get("runs")),
-                     "verdict": verdict})
+                     "verdict": verdict, "audited event": r.get("event", "") if pd.notna(r.get("event", "")) else ""})
     return pd.DataFrame(rows)
 
 
@@ -229,10 +231,16 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
         ("p", "Each auditable configuration runs as a whole scenario (local parties, signed envelopes, ledger) on a "
               "fixed audit set and on its neighbour that differs in one person's protected attribute, under many "
               "seeds; the output audited is the adversary's view of that person on the wire (the answer to a "
-              "query on a model accepting only them, or their released attribute). Clopper-Pearson bound at "
+              "query on a model accepting only them, or their released attribute). cov-threshold answers about "
+              "the training set: its neighbours differ in one person's A there, the data center's hypothesis "
+              "query is held fixed (DP must hold for every query), the pair is chosen so that the person's A "
+              "carries one hypothesis across rho, and the view is whether that hypothesis is in the accept set "
+              "on the wire. Clopper-Pearson bound at "
               f"alpha = 0.05; {p.audit_runs} runs per neighbour and half ({4 * p.audit_runs + 1} scenario runs per "
-              f"configuration) on an audit set of {p.audit_dataset['audit_size']} people of {p.dataset}. A bound at "
-              "or below the claim is consistent with it (an audit can refute a claim, never prove one)."),
+              f"configuration) on an audit set of {p.audit_dataset['audit_size']} people "
+              f"(training set {p.audit_dataset['train_size']}) of {p.dataset}. A bound at "
+              "or below the claim is consistent with it (an audit can refute a claim, never prove one); a "
+              "configuration without a claim has its bound reported beside \"no claim\"."),
         ("table", _audit_table(comparison.audits) if len(comparison.audits) else pd.DataFrame(
             [{"audit": "not run"}])),
     ]

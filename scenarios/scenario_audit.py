@@ -15,6 +15,16 @@ query on a model accepting only the audited person) or the released attribute
 derives from its view is post-processing of it, so a bound on the view bounds
 every attack's guess.
 
+cov-threshold (Alg. 1 of the distributed-fair-learning paper) answers about the
+training set, so its neighbours differ in one person's A of the training set,
+and its view is the accept set on the wire. The data center's hypotheses are its
+query: DP must hold for every query, so the audit fixes one (every run at one
+seed, :func:`cov_threshold_pair`) and picks the pair where one person's A moves a
+hypothesis across the threshold rho; the event is "that hypothesis is accepted".
+The compliance party draws no randomness under the hard policy without noise, so
+the runs are repeats of one deterministic answer; a soft or noisy configuration
+is refused (fixing the seed would freeze the very noise the audit must sample).
+
 With confidence ``1 - alpha`` the bound of an epsilon-DP scenario is at or below
 the epsilon the ledger charged; a raw protocol's bound is as large as the number
 of runs allows (``ln`` of the ratio of two Clopper-Pearson limits).
@@ -41,15 +51,22 @@ from .datasets import load_split
 from .runner import run
 from .spec import Scenario
 
-__all__ = ["AUDITABLE_FLOWS", "ScenarioAudit", "audit_scenario", "audit_spec", "worst_case_attributes",
-           "NOT_AUDITABLE"]
+__all__ = ["AUDITABLE_FLOWS", "ScenarioAudit", "audit_scenario", "audit_spec", "cov_threshold_pair",
+           "worst_case_attributes", "NOT_AUDITABLE", "RANDOMIZED_COV_THRESHOLD", "NO_CROSSING"]
 
 NOT_AUDITABLE = ("protocol {name!r} runs a {flow!r} exchange; the whole-scenario audit reads the answers of "
-                 "metric-query and rr-release exchanges")
+                 "metric-query, rr-release and cov-threshold exchanges")
+RANDOMIZED_COV_THRESHOLD = ("the whole-scenario audit of cov-threshold fixes the data center's query by fixing the "
+                            "seed, which would also freeze the compliance party's draws; it audits policy 'hard' "
+                            "with noise 0 only, got policy {policy!r} and noise {noise}")
+NO_CROSSING = ("no neighbouring pair found: no person's A moves any of the {m} hypotheses across rho = {rho} "
+               "(all predictions constant?)")
 #: The data center's model in audit runs: the audited view does not depend on it, hundreds of fits do cost.
 AUDIT_MODEL = {"estimator": "sklearn.naive_bayes.GaussianNB", "params": {}}
 #: The flows whose wire carries a per-person output the audit can read.
-AUDITABLE_FLOWS = ("metric-query", "rr-release")
+AUDITABLE_FLOWS = ("metric-query", "rr-release", "cov-threshold")
+#: The cov-threshold audit's attack: its view is read from the wire, the attack only has to be cheap.
+COV_ATTACK = {"name": "threshold-inversion", "decoder": "lp", "rounds": 0}
 
 
 @dataclass(frozen=True)
@@ -66,17 +83,20 @@ class ScenarioAudit:
     person: int
     p: float
     p_prime: float
+    event: str = ""  # what the audited event reads off the view
 
     def row(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def audit_spec(protocol: dict[str, Any], dataset: dict[str, Any], person: int = 0) -> dict[str, Any]:
+def audit_spec(protocol: dict[str, Any], dataset: dict[str, Any], person: int = 0,
+               learner: dict[str, Any] | None = None) -> dict[str, Any]:
     """The scenario (as a dict) whose adversary's view is audited for ``protocol``.
 
     Metric-query protocols: one single-query probe on a model accepting only ``person``, no honest
     queries (so the view holds exactly one answer about the person). rr-release: the one release of the
-    audit set. Backend local and a Gaussian naive Bayes base model: the audit runs hundreds of short
+    audit set. cov-threshold: the honest hypothesis query of ``learner`` (default DFRR), observed passively.
+    Backend local and a Gaussian naive Bayes base model: the audit runs hundreds of short
     scenarios, and the probe's answer does not depend on the base model.
     """
     flow = get_protocol(protocol["name"]).flow
@@ -84,14 +104,31 @@ def audit_spec(protocol: dict[str, Any], dataset: dict[str, Any], person: int = 
         attack = {"name": "single-query", "targets": [person], "batch": True}
     elif flow == "rr-release":
         attack = {"name": "rr-bayes"}
+    elif flow == "cov-threshold":
+        spec = {"name": f"audit-{protocol['name']}", "dataset": dataset, "protocol": protocol, "attack": COV_ATTACK,
+                "threat_model": "passive-observer", "audit_metrics": [], "backend": "local", "model": AUDIT_MODEL}
+        return {**spec, "learner": learner} if learner is not None else spec
     else:
         raise ConfigError(NOT_AUDITABLE.format(name=protocol["name"], flow=flow))
     return {"name": f"audit-{protocol['name']}", "dataset": dataset, "protocol": protocol, "attack": attack,
             "audit_metrics": [], "backend": "local", "model": AUDIT_MODEL}
 
 
-def _view_statistic(transcript: Path, flow: str, person: int) -> float:
-    """The audited person's output as the adversary reads it off the wire."""
+def _accept_sets(transcript: Path) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(predictions sent, accepted indices) of each answered hypothesis query, read off the wire."""
+    sent, out = {}, []
+    for env in read_transcript(transcript, verify=False):
+        if env.kind == "hypothesis-query":
+            sent[env.payload["query_id"]] = np.asarray(env.payload["predictions"])
+        elif env.kind == "accept-set" and env.payload["query_id"] in sent:
+            out.append((sent[env.payload["query_id"]], np.asarray(env.payload["accepted"], dtype=np.int64)))
+    return out
+
+
+def _view_statistic(transcript: Path, flow: str, person: int, hypothesis: int = 0) -> float:
+    """The audited person's output as the adversary reads it off the wire (cov-threshold: is ``hypothesis`` in)."""
+    if flow == "cov-threshold":
+        return float(hypothesis in set(_accept_sets(transcript)[0][1].tolist()))
     if flow == "metric-query":
         answers = [e.values for e in exchanges_from(iter_transcript(transcript, verify=False))]
         return float(answers[0][0])
@@ -137,9 +174,53 @@ def worst_case_attributes(n: int, person: int) -> np.ndarray:
     return a
 
 
+def cov_threshold_pair(predictions: np.ndarray, a: np.ndarray, rho: float) -> tuple[np.ndarray, int, int]:
+    """A neighbouring pair for the accept set of ``predictions``: (a, person, hypothesis).
+
+    With row-centred predictions ``q_t = (P_t - mean P_t) / n`` the covariance is linear in A,
+    ``cov_t = q_t . a``, and flipping person j moves it by ``q_tj (1 - 2 a_j)``. Starting from the data's
+    own A, take the hypothesis whose ``|cov_t|`` is nearest rho and flip, one at a time, the people who
+    push it toward the boundary (largest push first) until one flip carries it across; that flip is the
+    pair. The audit may choose the pair (DP holds for every pair of neighbours), and this one makes the
+    person's A decide whether the hypothesis comes back. Returns the A before the crossing flip (both
+    groups non-empty), the person and the hypothesis; :class:`ConfigError` if no hypothesis can be crossed.
+    """
+    P = np.asarray(predictions, dtype=np.float64)
+    n = P.shape[1]
+    Q = (P - P.mean(axis=1, keepdims=True)) / n
+    base = np.asarray(a, dtype=np.int64)
+    cov = Q @ base
+    for t in np.argsort(np.abs(np.abs(cov) - rho)):
+        s, c = base.copy(), float(cov[t])
+        inside = abs(c) <= rho
+        want = np.sign(c or 1.0) * (1.0 if inside else -1.0)  # direction that moves cov_t toward the boundary
+        push = Q[t] * (1 - 2 * s)  # the move of cov_t if person j flips
+        for j in np.argsort(-(push * want)):
+            if push[j] * want <= 0:
+                break
+            if (abs(c + push[j]) <= rho) != inside:
+                if 0 < s.sum() < n and 0 < s.sum() + (1 - 2 * s[j]) < n:
+                    return s, int(j), int(t)
+                break
+            c += push[j]
+            s[j] = 1 - s[j]
+    raise ConfigError(NO_CROSSING.format(m=P.shape[0], rho=rho))
+
+
+def _cov_threshold_setup(scenario: Scenario, split: Any, seed: int) -> tuple[Scenario, Any, np.ndarray, int, int]:
+    """Fix the data center's query (one seed for every run) and choose the pair on that query's predictions."""
+    params = scenario.protocol.params
+    fixed = scenario.with_values({"seed": int(np.random.default_rng([seed, 2]).integers(2**31 - 1))})
+    with tempfile.TemporaryDirectory(prefix="parley-audit-") as tmp:
+        run(fixed, out=tmp, split=split)
+        predictions = _accept_sets(Path(tmp) / "transcript.jsonl")[0][0]
+    a, person, hypothesis = cov_threshold_pair(predictions, split.a_train, float(params.rho))
+    return fixed, dataclasses.replace(split, a_train=a.astype(split.a_train.dtype)), a, person, hypothesis
+
+
 def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int, alpha: float, seed: int,
                    person: int = 0, on_run: Callable[[], None] | None = None,
-                   worst_case: bool = True) -> ScenarioAudit:
+                   worst_case: bool = True, learner: dict[str, Any] | None = None) -> ScenarioAudit:
     """Lower-bound the epsilon of a whole scenario under ``protocol`` from the adversary's view.
 
     Parameters
@@ -160,28 +241,40 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
         Called after each scenario run (progress).
     worst_case : bool
         Audit at the neighbouring pair :func:`worst_case_attributes` (default), where a metric answer moves
-        most; False keeps the data set's own attribute.
+        most; False keeps the data set's own attribute. cov-threshold chooses its own pair
+        (:func:`cov_threshold_pair`; ``person`` and ``worst_case`` do not apply).
+    learner : dict, optional
+        The cov-threshold learner table (its hypotheses are the audited query); default DFRR.
     """
-    spec = audit_spec(protocol, dataset, person)
+    spec = audit_spec(protocol, dataset, person, learner)
     scenario = Scenario.from_dict(spec)
     flow = get_protocol(scenario.protocol.name).flow
+    if flow == "cov-threshold" and (scenario.protocol.params.policy != "hard" or scenario.protocol.params.noise > 0.0):
+        raise ConfigError(RANDOMIZED_COV_THRESHOLD.format(policy=scenario.protocol.params.policy,
+                                                          noise=scenario.protocol.params.noise))
     split = load_split(scenario.dataset, np.random.default_rng(seed), None)
-    a = worst_case_attributes(split.a_audit.size, person) if worst_case else split.a_audit.astype(np.int64)
-    split = dataclasses.replace(split, a_audit=a.astype(split.a_audit.dtype))
+    field, hypothesis, fixed_seed = "a_audit", 0, None
+    if flow == "cov-threshold":  # the answers are about the training set; the query is fixed
+        field = "a_train"
+        scenario, split, a, person, hypothesis = _cov_threshold_setup(scenario, split, seed)
+        fixed_seed = scenario.seed
+    else:
+        a = worst_case_attributes(split.a_audit.size, person) if worst_case else split.a_audit.astype(np.int64)
+        split = dataclasses.replace(split, a_audit=a.astype(split.a_audit.dtype))
     a_prime = a.copy()
     a_prime[person] = 1 - a_prime[person]
     claimed_eps, claimed_delta = _claim(scenario, split, person)
     seeds = np.random.default_rng([seed, 1])
 
     def mechanism(attr: np.ndarray, _rng: np.random.Generator) -> np.ndarray:
-        neighbour = dataclasses.replace(split, a_audit=attr.astype(split.a_audit.dtype))
-        run_seed = int(seeds.integers(2**31 - 1))
+        neighbour = dataclasses.replace(split, **{field: attr.astype(getattr(split, field).dtype)})
+        run_seed = int(seeds.integers(2**31 - 1)) if fixed_seed is None else fixed_seed
         with tempfile.TemporaryDirectory(prefix="parley-audit-") as tmp:
             try:
                 run(scenario.with_values({"seed": run_seed}), out=tmp, split=neighbour)
             except ParleyError:
                 pass  # an attack that gives up (noisy answers) still saw the answers: the view is on the wire
-            value = _view_statistic(Path(tmp) / "transcript.jsonl", flow, person)
+            value = _view_statistic(Path(tmp) / "transcript.jsonl", flow, person, hypothesis)
         if on_run is not None:
             on_run()
         return np.array([value])
@@ -191,4 +284,13 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
     return ScenarioAudit(protocol=scenario.protocol.name, params=scenario.protocol.to_dict(),
                          claimed_epsilon=claimed_eps, claimed_delta=claimed_delta,
                          epsilon_lower=result.epsilon_lower, confidence=result.confidence, runs=runs, person=person,
-                         p=result.p, p_prime=result.p_prime)
+                         p=result.p, p_prime=result.p_prime, event=_event(flow, person, hypothesis, result.threshold,
+                                                                           result.direction))
+
+
+def _event(flow: str, person: int, hypothesis: int, threshold: float, direction: str) -> str:
+    """The audited event in words (the auditor chose it on the selection half)."""
+    if flow == "cov-threshold":
+        return f"hypothesis {hypothesis} accepted (1) or not (0), {direction} {threshold:.3g}; person {person} of the training set"
+    what = "answer" if flow == "metric-query" else "released attribute"
+    return f"{what} about person {person} {direction} {threshold:.3g}"

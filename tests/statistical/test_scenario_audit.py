@@ -1,13 +1,15 @@
-"""The whole-scenario audit (alpha = 0.05, seeded): raw's view gives a large bound, DP scenarios stay under their claim."""
+"""The whole-scenario audit (alpha = 0.05, seeded): raw's and cov-threshold's views give large bounds, DP scenarios
+stay under their claim."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from protocols.errors import ConfigError
-from scenarios.scenario_audit import NOT_AUDITABLE, audit_scenario
+from scenarios.scenario_audit import NOT_AUDITABLE, RANDOMIZED_COV_THRESHOLD, audit_scenario, cov_threshold_pair
 
 ALPHA = 0.05
 RUNS = 25
@@ -34,6 +36,36 @@ def test_dp_scenario_bound_stays_at_or_below_what_the_ledger_charged(protocol):
     assert audit.epsilon_lower <= audit.claimed_epsilon
 
 
-def test_exchanges_without_a_per_person_output_are_refused():
+def test_exchanges_the_audit_does_not_read_are_refused():
     with pytest.raises(ConfigError, match=NOT_AUDITABLE.split("{")[0]):
-        audit_scenario({"name": "cov-threshold", "rho": 0.1}, DATASET, runs=2, alpha=ALPHA, seed=0)
+        audit_scenario({"name": "fairness-certificate", "metric": "sp", "release": "value"}, DATASET, runs=2,
+                       alpha=ALPHA, seed=0)
+
+
+def test_cov_threshold_pair_lets_one_person_decide_one_hypothesis():
+    rng = np.random.default_rng(0)
+    P = rng.normal(size=(30, 200))
+    a = (rng.random(200) < 0.3).astype(np.int64)
+    rho = 0.02
+    s, person, t = cov_threshold_pair(P, a, rho)
+    s_prime = s.copy()
+    s_prime[person] = 1 - s_prime[person]
+    cov = lambda v: float(np.mean(P[t] * v) - P[t].mean() * v.mean())  # noqa: E731 (the protocol's 1/n covariance)
+    assert (abs(cov(s)) <= rho) != (abs(cov(s_prime)) <= rho)
+    assert 0 < s.sum() < s.size and 0 < s_prime.sum() < s.size
+
+
+def test_cov_threshold_scenario_bound_is_what_no_small_epsilon_could_give():
+    """The accept set is a deterministic function of A under the hard policy: the pair chosen at the threshold
+    tells the neighbours apart in every run, and the bound is the largest the runs allow, above epsilon = 1.5."""
+    audit = audit_scenario({"name": "cov-threshold", "rho": 0.1}, DATASET, runs=RUNS, alpha=ALPHA, seed=3,
+                           learner={"name": "dfrr", "hypotheses": 50})
+    assert audit.claimed_epsilon is None  # the protocol spends no budget: no claim
+    assert (audit.p, audit.p_prime) == (1.0, 0.0)
+    assert audit.epsilon_lower == pytest.approx(_largest_bound(RUNS, ALPHA), rel=1e-6)
+    assert audit.epsilon_lower > 1.5
+
+
+def test_randomized_cov_threshold_is_refused_rather_than_audited_with_frozen_noise():
+    with pytest.raises(ConfigError, match=RANDOMIZED_COV_THRESHOLD.split("{")[0]):
+        audit_scenario({"name": "cov-threshold", "rho": 0.1, "noise": 0.01}, DATASET, runs=2, alpha=ALPHA, seed=0)
