@@ -71,7 +71,7 @@ def test_role_matrix_on_the_compliance_party():
 
 
 def test_role_matrix_on_the_data_center():
-    """The data center takes answers and replies from the compliance role only."""
+    """The data center takes answers and replies from the compliance role only, and only to what it asked."""
     ids, ring = _world()
     rng = np.random.default_rng(0)
     X = rng.normal(size=(N, 2))
@@ -79,7 +79,8 @@ def test_role_matrix_on_the_data_center():
     dc = DataCenter(ids["dc-a"], ring, DataCenterData(X, y, X, y), ModelSpec(), "compliance", "raw", rng)
     for sender in ("compliance", "dc-b", "observer"):
         for kind in KINDS:
-            payload = {"metric": "sp", "query_id": uuid.uuid4().hex, "values": np.zeros(1)}
+            asked = dc.request("release-request", {}).payload["query_id"]  # a query id it asked
+            payload = {"metric": "sp", "query_id": asked, "values": np.zeros(1)}
             got = _reason(dc.receive(ids[sender].seal("dc-a", kind, "raw", payload)))
             if kind in ROLE_SENDS[ids[sender].role] and kind in dc.handlers:
                 assert got is None, (sender, kind, got)  # taken in
@@ -88,6 +89,9 @@ def test_role_matrix_on_the_data_center():
             else:
                 assert got == wire.KIND_NOT_ALLOWED, (sender, kind, got)
     assert len(dc.answers_received()) == 1  # the one metric-answer from the compliance party
+    unasked = {"metric": "sp", "query_id": uuid.uuid4().hex, "values": np.zeros(1)}
+    for kind in ("metric-answer", "attribute-release", "accept-set", "fairness-certificate"):
+        assert _reason(dc.receive(ids["compliance"].seal("dc-a", kind, "raw", unasked))) == wire.INVALID_PAYLOAD
 
 
 def test_passive_observer_cannot_send():
