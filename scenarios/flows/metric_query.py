@@ -26,7 +26,10 @@ from ..spec import Component
 from ..world import ADVERSARY, COMPLIANCE, DATA_CENTER, OBSERVER, World
 from . import register_flow
 
-__all__ = ["metric_query_flow", "score"]
+__all__ = ["MAX_PROGRESS_NOTES", "metric_query_flow", "score"]
+
+#: Progress sentences a run records at most (a 100,000-person attack answers thousands of queries).
+MAX_PROGRESS_NOTES = 200
 
 
 def _build_attack(component: Component, view: AttackerView, rng: np.random.Generator):
@@ -72,11 +75,14 @@ def _explain_attack(world: World, reconstruction: Reconstruction, a: np.ndarray)
     steps = world.deployment.call(ADVERSARY, "progress")
     position = {env.id: number for number, env in enumerate(iter_transcript(world.transcript.path, verify=False), 1)}
     targeted, a_hat, decided = np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int8), np.zeros(a.size, dtype=bool)
-    for envelope_id, change in steps:  # each step: what changed after that answer
+    # A sentence after every answer up to MAX_PROGRESS_NOTES answers, then after evenly spaced ones and the last.
+    told = set(np.linspace(0, len(steps) - 1, min(len(steps), MAX_PROGRESS_NOTES)).round().astype(int).tolist())
+    for step, (envelope_id, change) in enumerate(steps):  # each step: what changed after that answer
         targeted[change.indices], a_hat[change.indices], decided[change.indices] = True, change.a_hat, change.decided
-        known = np.flatnonzero(targeted)
-        world.learn(reconstruction_note("the adversary", known, a_hat[known], decided[known], a,
-                                        partition_only=change.partition_only), after=position[envelope_id])
+        if step in told:
+            known = np.flatnonzero(targeted)
+            world.learn(reconstruction_note("the adversary", known, a_hat[known], decided[known], a,
+                                            partition_only=change.partition_only), after=position[envelope_id])
     if reconstruction.info.get("stopped") == "budget-exceeded":
         world.learn("the privacy budget is spent: the compliance party refuses every further query, and the attack "
                     "ends without a conclusion")
