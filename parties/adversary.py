@@ -96,7 +96,6 @@ class Adversary(Party):
         self._kept: dict[str, tuple[str, np.ndarray]] = {}  # probe name -> (query id, model) kept by compliance
         self.failure: str | None = None
         self._progress: list[tuple[str, Reconstruction]] = []  # (answer envelope id, what changed after it)
-        self._known: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # per person: targeted, a_hat, decided
 
     def start(self) -> Envelope | None:
         """Begin the active attack; returns its first query (None if it needs none)."""
@@ -136,26 +135,8 @@ class Adversary(Party):
         reply = self._advance(lambda: self._run.send(answer))
         known = self.attack.progress()
         if known is not None:
-            self._progress.append((envelope.id, self._changes(known)))
+            self._progress.append((envelope.id, known))
         return reply
-
-    def _changes(self, known: Reconstruction) -> Reconstruction:
-        """The people whose guess or decidedness differs from the previous progress report.
-
-        A report covers everyone pinned down so far, so keeping whole reports would grow as
-        answers x n (gigabytes for thousands of answers about 100,000 people); the changes add
-        up to about n. Reports are taken to cover everyone an earlier one did.
-        """
-        if self._known is None:
-            n = self.attack.view.n
-            self._known = (np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int8), np.zeros(n, dtype=bool))
-        targeted, a_hat, decided = self._known
-        indices = np.asarray(known.indices, dtype=np.int64)
-        new_a, new_decided = np.asarray(known.a_hat, dtype=np.int8), np.asarray(known.decided, dtype=bool)
-        changed = ~targeted[indices] | (a_hat[indices] != new_a) | (decided[indices] != new_decided)
-        targeted[indices], a_hat[indices], decided[indices] = True, new_a, new_decided
-        return Reconstruction(indices[changed], new_a[changed], new_decided[changed], queries=known.queries,
-                              partition_only=known.partition_only)
 
     def progress(self) -> list[tuple[str, Reconstruction]]:
         """After each answer whose attack reported progress: (the answer's envelope id, what changed in what it

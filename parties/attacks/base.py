@@ -163,10 +163,12 @@ class Attack(ABC):
         raise AttackError(NOT_ACTIVE.format(name=self.name, models=", ".join(self.threat_models)))
 
     def progress(self) -> Reconstruction | None:
-        """What an active attack has pinned down so far (between answers), or None if it cannot say.
+        """What an active attack pinned down (or revised) since the previous call, or None if nothing.
 
-        The adversary asks after every answer, so a narration can show knowledge growing
-        message by message; an attack that decides only at its end keeps this default.
+        The adversary asks after every answer and keeps the changes in order, so a narration can
+        show knowledge growing message by message: applied in order, they give everything pinned
+        down so far. Reporting changes only keeps the cost per answer to what that answer taught.
+        An attack that decides only at its end keeps this default.
         """
         return None
 

@@ -206,12 +206,13 @@ class CompressedSensingReveal(Attack):
         return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=H.shape[0] + size_queries, info=info)
 
     def progress(self) -> Reconstruction | None:
-        """Paired design: the blocks read so far (each read is exact); the i.i.d. design decides only at its end."""
-        read = getattr(self, "_read_so_far", None)
-        if read is None:
+        """Paired design: the blocks read since the previous call (each read is exact); i.i.d. decides at its end."""
+        fresh = getattr(self, "_fresh", None)
+        if not fresh:
             return None
-        x_hat, decided = read
-        return Reconstruction(np.arange(x_hat.size), np.where(x_hat, 0, 1).astype(np.int8), decided.copy(),
+        moved = np.concatenate(fresh)
+        fresh.clear()
+        return Reconstruction(moved, np.where(self._x_hat[moved], 0, 1).astype(np.int8), np.ones(moved.size, dtype=bool),
                               queries=self._queries_so_far)
 
     def _paired(self) -> Generator[Probe, Answer, Reconstruction]:
@@ -235,7 +236,7 @@ class CompressedSensingReveal(Attack):
             sizes, queries = np.array([n1]), queries + 2
         pending = self.rng.permutation(n)
         x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-        self._read_so_far = (x_hat, decided)  # filled in place; :meth:`progress` reports it between answers
+        self._x_hat, self._fresh = x_hat, []  # filled as blocks are read; :meth:`progress` reports fresh ones
         self._queries_so_far = queries
         track = _ProbeTrack(self.view, h0, ref)
         reads, reasks, idle, worst_fit, seconds = 0, 0, 0, 0.0, 0.0
@@ -262,6 +263,7 @@ class CompressedSensingReveal(Attack):
                 pending = np.concatenate([moved, still, pending[used:]])
                 continue
             x_hat[moved], decided[moved] = read.x, True
+            self._fresh.append(moved)
             sizes = np.array([read.n1])
             reads += moved.size > 0
             worst_fit = max(worst_fit, read.fit)
@@ -436,22 +438,24 @@ class PrecisionReveal(Attack):
         return Reconstruction(np.arange(n), a_hat, decided, queries=queries, info=info)
 
     def progress(self) -> Reconstruction | None:
-        """The blocks read so far, decoded with every group size the answers still allow.
+        """The blocks read since the previous call, decoded with every group size the answers still allow.
 
-        An individual counts as pinned down where all those sizes give the same bit.
+        An individual counts as pinned down where all those sizes give the same bit. When an answer
+        rules out sizes, every block read so far is decoded again and reported again.
         """
         reads = getattr(self, "_reads", None)
         if not reads:
             return None
-        # Decodes are kept while the candidate sizes stay the same (they only shrink, so same count = same set).
-        cache = getattr(self, "_decoded", None)
-        if cache is None or cache[0] != self._candidates.size:
-            cache = self._decoded = (self._candidates.size, [])
-        for read in reads[len(cache[1]):]:
-            x, _ = self._blocks.decode(read.d, read.moves, self._candidates)
-            cache[1].append((read.block, (~x[0]).astype(np.int8), (x == x[0]).all(axis=0)))
-        indices, a_hat, decided = (np.concatenate(part) for part in zip(*cache[1]))
-        return Reconstruction(indices, a_hat, decided, queries=len(reads) + 1)
+        # The sizes only shrink, so the same count means the same set and earlier decodes still hold.
+        start = getattr(self, "_reported", 0) if getattr(self, "_reported_sizes", None) == self._candidates.size else 0
+        if start == len(reads):
+            return None
+        self._reported, self._reported_sizes = len(reads), self._candidates.size
+        x = [self._blocks.decode(read.d, read.moves, self._candidates)[0] for read in reads[start:]]
+        return Reconstruction(np.concatenate([read.block for read in reads[start:]]),
+                              np.concatenate([(~block[0]).astype(np.int8) for block in x]),
+                              np.concatenate([(block == block[0]).all(axis=0) for block in x]),
+                              queries=len(reads) + 1)
 
     @staticmethod
     def _reproduces(reads: list[_Read], a_hat: np.ndarray, n1: int, n: int, err: float) -> bool:

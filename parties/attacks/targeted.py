@@ -87,14 +87,18 @@ class _Stepwise:
     _targets: np.ndarray | None = None
     _steps: tuple[float, np.ndarray] = (0.0, np.empty(0))  # (reference answer, sign direction per target)
     _received: list[float]
+    _reported = 0  # answers already reported by :meth:`progress`
 
     def progress(self) -> Reconstruction | None:
-        if self._targets is None or not self._received:
+        """The targets answered since the previous call, each pinned down by the sign of its step."""
+        done, k = self._reported, len(getattr(self, "_received", ()))
+        if self._targets is None or k == done:
             return None
         reference, direction = self._steps
-        k = len(self._received)
-        steps = (np.asarray(self._received) - reference) * direction[:k]
-        return Reconstruction(self._targets[:k], np.where(steps > 0, 1, 0).astype(np.int8), steps != 0, queries=k)
+        steps = (np.asarray(self._received[done:]) - reference) * direction[done:k]
+        self._reported = k
+        return Reconstruction(self._targets[done:k], np.where(steps > 0, 1, 0).astype(np.int8), steps != 0,
+                              queries=k)
 
 
 @register_attack

@@ -91,6 +91,17 @@ def test_narrate_refuses_a_tampered_transcript(identities, keyring, tmp_path):
         narrate(path)
 
 
+class _Known:
+    """What an attack has pinned down so far, built from its progress reports (each: what changed)."""
+
+    def __init__(self, n: int) -> None:
+        self.targeted, self.a_hat, self.decided = np.zeros(n, bool), np.zeros(n, np.int8), np.zeros(n, bool)
+
+    def apply(self, change) -> None:
+        self.targeted[change.indices] = True
+        self.a_hat[change.indices], self.decided[change.indices] = change.a_hat, change.decided
+
+
 def test_a_targeted_attack_reports_each_target_as_its_answer_arrives(audit_arrays):
     """SingleQuery pins one more target per answer (the sign of SP, Example 1); progress says which."""
     from parties.attacks.base import Answer, AttackerView
@@ -102,15 +113,19 @@ def test_a_targeted_attack_reports_each_target_as_its_answer_arrives(audit_array
     run = attack.run()
     probe = next(run)
     assert attack.progress() is None  # nothing answered yet
+    known = _Known(a.size)
     for k in range(1, 4):
         answer = Answer(values=evaluate("sp", probe.predictions, a, y))
         try:
             probe = run.send(answer)
         except StopIteration:
             pass
-        known = attack.progress()
-        assert known.indices.tolist() == [3, 7, 11][:k]
-        assert known.decided.all() and (known.a_hat == a[known.indices]).all()
+        change = attack.progress()
+        assert change.indices.tolist() == [[3, 7, 11][k - 1]]  # the target this answer was about
+        known.apply(change)
+        assert np.flatnonzero(known.targeted).tolist() == [3, 7, 11][:k]
+        assert known.decided[known.targeted].all() and (known.a_hat == a)[known.targeted].all()
+    assert attack.progress() is None  # nothing new since
 
 
 def test_the_precision_attack_pins_down_a_block_per_answer(audit_arrays):
@@ -123,7 +138,7 @@ def test_the_precision_attack_pins_down_a_block_per_answer(audit_arrays):
     scores = rng.random(a.size)
     view = AttackerView(n=a.size, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8), y=y)
     attack = PrecisionReveal(None, view, np.random.default_rng(2))
-    run, pinned = attack.run(), []
+    run, pinned, known = attack.run(), [], _Known(a.size)
     probe = next(run)
     final = None
     while final is None:
@@ -131,8 +146,10 @@ def test_the_precision_attack_pins_down_a_block_per_answer(audit_arrays):
             probe = run.send(Answer(values=evaluate("sp", np.atleast_2d(probe.predictions), a, y)))
         except StopIteration as stop:
             final = stop.value
-        if attack.progress() is not None:  # asked after every answer, as the adversary party asks
-            pinned.append(int(attack.progress().decided.sum()))
+        change = attack.progress()  # asked after every answer, as the adversary party asks
+        if change is not None:
+            known.apply(change)
+            pinned.append(int(known.decided.sum()))
     assert pinned and pinned == sorted(pinned) and pinned[-1] == a.size
     assert (final.a_hat == a).all()
 
@@ -147,23 +164,25 @@ def test_the_paired_design_pins_down_each_block_as_its_answer_arrives(audit_arra
     scores = np.random.default_rng(3).random(a.size)
     view = AttackerView(n=a.size, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8), y=y)
     attack = CompressedSensingReveal(CompressedSensingReveal.Params(design="paired"), view, np.random.default_rng(4))
-    run, pinned = attack.run(), []
+    run, pinned, known = attack.run(), [], _Known(a.size)
     probe, final = next(run), None
     while final is None:
         try:
             probe = run.send(Answer(values=evaluate("sp", np.atleast_2d(probe.predictions), a, y)))
         except StopIteration as stop:
             final = stop.value
-        known = attack.progress()
-        if known is not None:
-            assert (known.a_hat[known.decided] == a[known.decided]).all()
+        change = attack.progress()
+        if change is not None:
+            assert (change.a_hat[change.decided] == a[change.indices][change.decided]).all()
+            known.apply(change)
             pinned.append(int(known.decided.sum()))
-    assert len(pinned) > 2 and pinned == sorted(pinned) and pinned[-1] == a.size
+    assert len(pinned) >= 2 and pinned == sorted(pinned) and pinned[-1] == a.size
     assert (final.a_hat == a).all()
 
 
-def test_the_adversary_keeps_progress_as_changes_that_add_up_to_each_report(identities, keyring, audit_arrays):
-    """The adversary party stores what changed after each answer; replayed in order, the changes give every report."""
+def test_the_adversary_keeps_each_progress_report_with_the_answer_that_brought_it(identities, keyring,
+                                                                                   audit_arrays):
+    """The adversary party asks after every answer; its reports, applied in order, end at everyone's A."""
     from parties.adversary import Adversary
     from parties.attacks.base import AttackerView
     from parties.attacks.reveal import PrecisionReveal
@@ -175,16 +194,16 @@ def test_the_adversary_keeps_progress_as_changes_that_add_up_to_each_report(iden
     attack = PrecisionReveal(None, view, np.random.default_rng(2))
     compliance = local_compliance(identities, keyring, audit_arrays)
     adversary = Adversary(identities["data-center"], keyring, attack, "compliance", "raw")
-    envelope, reports = adversary.start(), []
+    envelope, answers = adversary.start(), []
     while envelope is not None:
-        envelope = adversary.receive(compliance.call("compliance", "receive", envelope))
-        if attack.progress() is not None:  # the first answer (the base model's) reads no block yet
-            reports.append(attack.progress())
+        answer = compliance.call("compliance", "receive", envelope)
+        answers.append(answer.id)
+        envelope = adversary.receive(answer)
     steps = adversary.progress()
-    assert len(steps) == len(reports) >= 2
-    assert sum(change.indices.size for _, change in steps) == a.size  # each person changes once: read, exactly
-    known, guess = np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int8)
-    for (_, change), report in zip(steps, reports):
-        known[change.indices], guess[change.indices] = change.decided, change.a_hat
-        np.testing.assert_array_equal(np.flatnonzero(known), np.sort(report.indices[report.decided]))
-    np.testing.assert_array_equal(guess, a)
+    assert len(steps) >= 2 and [answer_id for answer_id, _ in steps] == answers[-len(steps):]
+    known, pinned = _Known(a.size), []
+    for _, change in steps:
+        known.apply(change)
+        pinned.append(int(known.decided.sum()))
+    assert pinned == sorted(pinned) and pinned[-1] == a.size
+    np.testing.assert_array_equal(known.a_hat, a)
