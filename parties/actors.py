@@ -100,11 +100,6 @@ class PartyHost:
         if resume is not None:
             resume(restarts)
 
-    def call(self, method: str, args: tuple, kwargs: dict) -> Any:
-        if self.party is None:
-            raise HostRestarted(NOT_LOADED)
-        return getattr(self.party, method)(*args, **kwargs)
-
     def call_recorded(self, method: str, args: tuple, kwargs: dict) -> tuple[Any, list[str]]:
         """:meth:`call`'s result with the query ids the call drew (for a later replay)."""
         if self.party is None:

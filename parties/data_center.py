@@ -18,7 +18,7 @@ from protocols.errors import ParleyError, WireError
 from .attacks.base import AttackerView
 from .ids import new_query_id
 from .learners.base_model import ModelSpec, build_estimator
-from .party import REFUSAL, Party
+from .party import REFUSAL, ROLE_SENDS, Party
 from .wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
 
 __all__ = ["DataCenter", "DataCenterData"]
@@ -41,8 +41,9 @@ class DataCenterData:
 class DataCenter(Party):
     """Model developers: train a base model, query its fairness, read answers."""
 
+    # Replies of the protocols' own exchanges: whatever else the compliance role may send.
     handlers = {"metric-answer": "_on_answer", REFUSAL: "_on_refusal",
-                **{kind: "_on_reply" for kind in ("attribute-release", "accept-set", "fairness-certificate")}}
+                **{kind: "_on_reply" for kind in sorted(ROLE_SENDS["compliance"] - {"metric-answer", REFUSAL})}}
 
     def __init__(self, identity: Identity, keyring: Keyring, data: DataCenterData, model: ModelSpec,
                  compliance: str, protocol: str, rng: np.random.Generator) -> None:
@@ -110,7 +111,8 @@ class DataCenter(Party):
 
         A ``query_id`` is added if ``payload`` has none; it makes a retry idempotent.
         """
-        payload = {"query_id": new_query_id(), **payload}
+        if "query_id" not in payload:
+            payload = {"query_id": self._ask(), **payload}
         self._asked.add(payload["query_id"])
         return self.seal(self.compliance, kind, payload)
 

@@ -82,7 +82,10 @@ class FairnessCertificate(Protocol):
         if params.release == "value":
             if params.decimals is not None:
                 scale = 10.0 ** params.decimals
-                value = math.ceil(value * scale - 1e-9) / scale  # up: the certificate stays an upper bound
+                # Up, so the certificate stays an upper bound; a product within float error of a grid point is on it.
+                scaled = value * scale
+                nearest = round(scaled)
+                value = (nearest if abs(scaled - nearest) <= 4 * math.ulp(scaled) else math.ceil(scaled)) / scale
             return {**certificate, "value": float(value), "decimals": params.decimals}
         if value > params.tolerance:
             raise QueryError(NOT_CERTIFIED.format(metric=params.metric, value=value, tolerance=params.tolerance))

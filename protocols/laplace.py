@@ -39,7 +39,7 @@ from .base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_prot
 from .budget import PureDP
 from .metrics import METRICS
 from .sensitivity import GLOBAL_METRICS, global_sensitivity
-from .snapping import snapping_laplace
+from .snapping import snapping_laplace, textbook_laplace
 
 __all__ = ["LaplaceParams", "LaplaceProtocol", "OutOfRange", "apply_out_of_range", "label_counts"]
 
@@ -106,14 +106,15 @@ class LaplaceProtocol(Protocol):
         self, exact: np.ndarray, query: MetricQuery, audit: AuditSet, rng: np.random.Generator
     ) -> tuple[np.ndarray, dict[str, Any]]:
         epsilon = self.params.epsilon
-        scale = self.sensitivity(query, audit) / epsilon
+        sensitivity = self.sensitivity(query, audit)
+        scale = sensitivity / epsilon
         notes: dict[str, Any] = {}
         if self.params.sampler == "snapping":  # floating-point safe; the grid makes the scale slightly larger
             low, high = METRICS[query.metric].range
-            noisy, notes = snapping_laplace(exact, self.sensitivity(query, audit), epsilon, max(abs(low), abs(high)), rng)
-            scale = notes["snap_lambda"] * self.sensitivity(query, audit)
+            noisy, notes = snapping_laplace(exact, sensitivity, epsilon, max(abs(low), abs(high)), rng)
+            scale = notes["snap_lambda"] * sensitivity
         else:
-            noisy = np.asarray(exact, dtype=np.float64) + rng.laplace(0.0, scale, size=query.m)
+            noisy = textbook_laplace(exact, scale, rng)
         values, clamped = apply_out_of_range(noisy, query.metric, self.params.out_of_range)
         return values, {"epsilon": epsilon, "noise": "laplace", "scale": float(scale),
                         "out_of_range": self.params.out_of_range, "clamped": clamped,

@@ -145,7 +145,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     print(f"compare {args.dataset}: {len(done.results)} runs, {int(stopped.sum()) - bugs} where the attack gave up "
           f"or was refused, {bugs} errors; {done.wall_s:.0f} s")
     print(f"report: {out / 'report.html'}\nmatrix: {out / 'matrix.csv'}")
-    return EXIT_OK
+    return EXIT_FAILED if bugs else EXIT_OK
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:

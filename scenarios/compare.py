@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from parties.confidential import is_sealed
 from parties.transcript import read_transcript
 
 from .catalog import resolve_scenario
@@ -195,7 +196,7 @@ def _wire_view(run_dir: Path) -> dict[str, Any]:
     """What a passive observer still sees of a run: envelope kinds, payload sizes, timing."""
     envelopes = read_transcript(run_dir / "transcript.jsonl", verify=False)
     times = np.array([e.timestamp for e in envelopes], dtype=np.float64) / 1e9
-    sealed = sum(isinstance(e.payload, dict) and "__sealed__" in e.payload for e in envelopes)
+    sealed = sum(is_sealed(e.payload) for e in envelopes)
     return {"envelopes": len(envelopes), "kinds_seen": ", ".join(sorted({e.kind for e in envelopes})),
             "sealed_payloads": int(sealed), "span_s": float(times.max() - times.min()) if times.size else 0.0}
 

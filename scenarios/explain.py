@@ -52,8 +52,12 @@ def _people(n: int) -> str:
     return f"{n:,} {'person' if n == 1 else 'people'}"
 
 
+#: Plurals that do not just add an "s".
+_PLURAL = {"hypothesis": "hypotheses"}
+
+
 def _models(m: int, word: str = "model") -> str:
-    return f"{m:,} {word}{'' if m == 1 else 's'}"
+    return f"{m:,} {word if m == 1 else _PLURAL.get(word, word + 's')}"
 
 
 def _number(value: float) -> str:
@@ -118,7 +122,7 @@ def _attribute_release(p: Mapping[str, Any]) -> str:
 def _accept_set(p: Mapping[str, Any]) -> str:
     accepted = np.asarray(p.get("accepted", []))
     return (f"an accept set: {accepted.size:,} of {_models(int(p.get('m', 0)), 'hypothesis')} have covariance with A "
-            f"within ρ = {_number(p.get('rho', float('nan')))}").replace("hypothesiss", "hypotheses")
+            f"within ρ = {_number(p.get('rho', float('nan')))}")
 
 
 def _certificate(p: Mapping[str, Any]) -> str:
@@ -134,8 +138,7 @@ def _requested_models(p: Mapping[str, Any], what: str, word: str = "model") -> s
     shape = _shape(p, "predictions")
     if shape is None:
         return what
-    text = f"{what}: predictions of {_models(shape[0], word)} over {_people(shape[1])}"
-    return text.replace("hypothesiss", "hypotheses")
+    return f"{what}: predictions of {_models(shape[0], word)} over {_people(shape[1])}"
 
 
 def describe(kind: str, payload: Mapping[str, Any]) -> str:

@@ -115,8 +115,7 @@ def post_process(step1: np.ndarray, y: np.ndarray, z: np.ndarray, epsilon: float
     # Objective: sum_{yhat, z} p[yhat, z] (P^S(yhat, z, Y=0) - P^S(yhat, z, Y=1)); variables p[0, :], p[1, :].
     sign = np.where(y == 0, 1.0, -1.0)
     c = np.concatenate([((1.0 - step1) * sign) @ onehot, (step1 * sign) @ onehot]) / n
-    notion = "equalized_odds" if constraint == "equalized_odds" else "demographic_parity"
-    rates1 = group_rates(notion, step1, y, z, epsilon, groups).debiased   # P~(Y-hat = 1 | cond, A = a): (c, k)
+    rates1 = group_rates(constraint, step1, y, z, epsilon, groups).debiased   # P~(Y-hat = 1 | cond, A = a): (c, k)
     rates = (1.0 - rates1, rates1)                                         # index y-hat
     Pi = rr_matrix(epsilon, groups)
     rows = []
@@ -194,10 +193,10 @@ def two_step_at_data_center(data: Any, replies: list[tuple[str, dict[str, Any]]]
     z_audit = np.asarray(audit["z"])
     step1 = learner.predict_step1(data.X_audit)
     two_step = learner.predict_proba(data.X_audit, z_audit)
-    notion = params.constraint
+    audit_rates = group_rates(params.constraint, step1, data.y_audit, z_audit, eps, k)
     return {
         "step1": step1, "two_step": two_step, "p": learner.derived_.p,
         # What the data center itself can tell from the audit set's release (no A needed).
-        "step1_disc_estimate": group_rates(notion, step1, data.y_audit, z_audit, eps, k).debiased_gap,
-        "step1_disc_naive": group_rates(notion, step1, data.y_audit, z_audit, eps, k).naive_gap,
+        "step1_disc_estimate": audit_rates.debiased_gap,
+        "step1_disc_naive": audit_rates.naive_gap,
     }

@@ -33,7 +33,7 @@ def _dead(ray, handle, timeout_s: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            ray.get(handle.call.remote("stats", (), {}), timeout=timeout_s)
+            ray.get(handle.call_recorded.remote("stats", (), {}), timeout=timeout_s)
         except ray.exceptions.RayActorError:
             return True
         time.sleep(0.05)

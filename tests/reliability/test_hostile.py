@@ -20,8 +20,7 @@ CAMPAIGN = {"compliance": 3500, "compliance-confidential": 2500, "data-center": 
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_hostile_smoke(target):
     t = campaign(target, examples=60, rng_seed=1)
-    assert sum(t.tried.values()) >= 60 and t.good >= 60
-    assert wire.INTERNAL not in t.outcomes
+    assert sum(t.tried.values()) >= 60 and t.good >= 60  # send() fails on any internal-error refusal
     print(report(target, t))
 
 
@@ -32,7 +31,7 @@ def test_hostile_campaign():
         t = campaign(target, examples=examples, rng_seed=2026)
         print(report(target, t))
         refused = sum(v for k, v in t.outcomes.items() if k in wire.REFUSAL_REASONS)
-        assert t.good >= examples and wire.INTERNAL not in t.outcomes
+        assert t.good >= examples  # send() fails on any internal-error refusal
         # Nearly every hostile case is refused; the rest are valid by chance (answered and checked) or refusals ignored.
         assert refused >= 0.9 * sum(t.tried.values()), t.outcomes
         total_tried += sum(t.tried.values())

@@ -115,7 +115,7 @@ def test_a_block_read_gives_its_minority_and_the_group_size():
     assert read.status == "read" and read.n1 == 255
     np.testing.assert_array_equal(read.x, a[moved] == 0)
     flipped = read_block(row[moved] - ref[moved], -diff, 300, np.array([255]), answer_error(None, 16), 256)
-    assert flipped.status == "none" or not np.array_equal(flipped.x, a[moved] == 0)
+    assert flipped.status == "none"  # the negated difference fits no subset: a bad read, not a wrong one
 
 
 def test_block_width_follows_the_released_precision():
