@@ -14,8 +14,8 @@ message it receives, every step a flow asks of it), so its state can be rebuilt:
 dies (a crash, or ``ray.kill(host, no_restart=False)``) Ray restarts the host
 (``max_restarts``), the deployment loads the party again from the same
 arguments, replays the journal into it (each call drawing the query ids it drew
-the first time, :mod:`parties.ids`), tells it it was restarted
-(:meth:`parties.party.Party.resume`) and retries the call that failed. Nothing
+the first time, :mod:`parley.parties.ids`), tells it it was restarted
+(:meth:`parley.parties.party.Party.resume`) and retries the call that failed. Nothing
 of the replay goes on the wire: the replies it produces are dropped (they were
 delivered the first time). What must survive beyond the journal survives on
 disk: the compliance party's ledger file is reopened, so a retried or replayed
@@ -32,9 +32,8 @@ from typing import Any
 
 import ray
 
-from protocols.errors import ParleyError
-
-from . import ids
+from parley.parties import ids
+from parley.protocols.errors import ParleyError
 
 __all__ = ["HOST_RESTARTS", "PartyHost", "PartyLostError", "RECOVERIES_PER_CALL", "RayDeployment", "ensure_ray",
            "start_hosts"]
@@ -67,8 +66,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if address:
         ray.init(address=address, **kwargs)
-    else:
-        ray.init(num_cpus=num_cpus, **kwargs)
+    else:  # a private instance: never join a cluster that happens to run on this machine
+        ray.init(address="local", num_cpus=num_cpus, **kwargs)
 
 
 class PartyHost:
@@ -86,7 +85,7 @@ class PartyHost:
                 restarts: int) -> None:
         """Load the party again and replay ``journal``, its completed calls in order, then ``resume(restarts)``.
 
-        Each call draws the query ids it drew the first time (:mod:`parties.ids`). A journaled call
+        Each call draws the query ids it drew the first time (:mod:`parley.parties.ids`). A journaled call
         that raised raises again (the party refused the same way); its error is dropped.
         """
         self.load(cls, args, kwargs)

@@ -3,7 +3,7 @@
 Two threat models:
 
 * curious data center (active): it holds the data center's querier identity and
-  view, turns each :class:`~parties.attacks.base.Probe` of its attack into a
+  view, turns each :class:`~parley.parties.attacks.base.Probe` of its attack into a
   signed ``metric-query``, and feeds each verified answer back to the attack;
 * passive observer: it sends nothing; :meth:`Adversary.observe` pairs the
   queries and answers of a transcript and hands them to a passive attack.
@@ -11,18 +11,17 @@ Two threat models:
 
 from __future__ import annotations
 
-from typing import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from protocols.errors import AttackError, RefusedError, WireError
-from protocols.queries import apply_edits, edit_form
-
-from .attacks.base import Answer, Attack, Exchange, Probe, Reconstruction
-from .confidential import is_sealed
-from .ids import new_query_id
-from .party import REFUSAL, Party
-from .wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
+from parley.parties.attacks.base import Answer, Attack, Exchange, Probe, Reconstruction
+from parley.parties.confidential import is_sealed
+from parley.parties.ids import new_query_id
+from parley.parties.party import REFUSAL, Party
+from parley.parties.wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
+from parley.protocols.errors import AttackError, RefusedError, WireError
+from parley.protocols.queries import apply_edits, edit_form
 
 __all__ = ["Adversary", "exchanges_from"]
 

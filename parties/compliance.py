@@ -1,13 +1,13 @@
 """The compliance party: holds A (and the labels) of the audit set, answers under one protocol.
 
 It accepts ``metric-query`` messages only from registered queriers whose role
-may send them, validates the query (:class:`protocols.base.MetricQuery`),
+may send them, validates the query (:class:`parley.protocols.base.MetricQuery`),
 and releases whatever its protocol releases: never A itself, nothing
 per-individual beyond the protocol's answer.
 
 Privacy accounting. When the protocol puts a cost on a query
-(:meth:`protocols.base.Protocol.cost` is not None), the answer goes through the
-party's :class:`parties.ledger.Ledger`: the debit and the answer payload are
+(:meth:`parley.protocols.base.Protocol.cost` is not None), the answer goes through the
+party's :class:`parley.parties.ledger.Ledger`: the debit and the answer payload are
 committed to the ledger file *before* the answer is sealed and sent, and a
 query id already answered for the same querier is answered again from the
 ledger: same values, no fresh noise, no new debit (the querier's retry after a
@@ -21,19 +21,19 @@ the process; an edit of a lost model is refused as an unknown base.)
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 import numpy as np
 
-from protocols.base import AuditSet, MetricQuery, Protocol
-from protocols.budget import Budget
-from protocols.errors import QueryError, WireError
-from protocols.queries import validate_query_id
-
-from .ledger import ID_REUSED, Ledger
-from .party import Party
-from .wire import BUDGET_EXCEEDED, INVALID_QUERY, NOT_REGISTERED, Envelope, Identity, Keyring
+from parley.parties.ledger import ID_REUSED, Ledger
+from parley.parties.party import Party
+from parley.parties.wire import BUDGET_EXCEEDED, INVALID_QUERY, NOT_REGISTERED, Envelope, Identity, Keyring
+from parley.protocols.base import AuditSet, MetricQuery, Protocol
+from parley.protocols.budget import Budget
+from parley.protocols.errors import QueryError, WireError
+from parley.protocols.queries import validate_query_id
 
 __all__ = ["Compliance", "has_costs"]
 
@@ -53,7 +53,7 @@ class Compliance(Party):
 
     Parameters
     ----------
-    identity, keyring : see :class:`parties.party.Party`
+    identity, keyring : see :class:`parley.parties.party.Party`
     audit : AuditSet
         A and y of the audit set.
     protocol : Protocol
@@ -63,7 +63,7 @@ class Compliance(Party):
     rng : numpy.random.Generator
         Source of the protocol's noise.
     ledger_path : str, optional
-        The ledger file (:class:`parties.ledger.Ledger`); reopened, not reset,
+        The ledger file (:class:`parley.parties.ledger.Ledger`); reopened, not reset,
         if it exists. Without it a protocol with costs is accounted in memory
         (lost with this object).
     budgets : mapping of querier name to Budget, optional
@@ -245,5 +245,5 @@ class Compliance(Party):
                 "delta_spent": {q: b.delta for q, b in spent.items()}}
 
     def ledger_summary(self) -> dict[str, Any] | None:
-        """:meth:`parties.ledger.Ledger.summary` of this party's ledger (None without one)."""
+        """:meth:`parley.parties.ledger.Ledger.summary` of this party's ledger (None without one)."""
         return self.ledger.summary() if self.ledger is not None else None

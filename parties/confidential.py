@@ -13,7 +13,7 @@ replaced on the wire by ``{"__sealed__": {"alg", "nonce", "ciphertext"}}``:
   message; the associated data binds the ciphertext to sender, recipient, kind
   and protocol, so it cannot be moved into another envelope unnoticed;
 * plaintext: the payload in the transcript's JSON form
-  (:func:`parties.wire.encode_payload`: arrays as dtype, shape and base64 bytes).
+  (:func:`parley.parties.wire.encode_payload`: arrays as dtype, shape and base64 bytes).
 
 The envelope is still signed, over the digest of the *sealed* payload, so the
 transcript verifies on its own (``parley verify``) and a passive observer sees
@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from cryptography.exceptions import InvalidTag
@@ -37,9 +38,16 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from protocols.errors import WireError
-
-from .wire import UNDECRYPTABLE, Envelope, Identity, Keyring, decode_payload, encode_payload, payload_digest
+from parley.parties.wire import (
+    UNDECRYPTABLE,
+    Envelope,
+    Identity,
+    Keyring,
+    decode_payload,
+    encode_payload,
+    payload_digest,
+)
+from parley.protocols.errors import WireError
 
 __all__ = ["ALGORITHM", "SEALED", "UNDECRYPTABLE", "incoming", "is_sealed", "kx_public_hex", "open_payload", "outgoing",
            "seal_payload"]

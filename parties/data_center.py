@@ -8,18 +8,18 @@ its querier identity to the adversary, which then queries in its name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from protocols.errors import ParleyError, WireError
-
-from .attacks.base import AttackerView
-from .ids import new_query_id
-from .learners.base_model import ModelSpec, build_estimator
-from .party import REFUSAL, ROLE_SENDS, Party
-from .wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
+from parley.parties.attacks.base import AttackerView
+from parley.parties.ids import new_query_id
+from parley.parties.learners.base_model import ModelSpec, build_estimator
+from parley.parties.party import REFUSAL, ROLE_SENDS, Party
+from parley.parties.wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
+from parley.protocols.errors import ParleyError, WireError
 
 __all__ = ["DataCenter", "DataCenterData"]
 

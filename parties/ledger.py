@@ -21,7 +21,7 @@ Durability
   same file serialize their charges and can never both squeeze into the last
   piece of a budget. Waiting writers retry for ``timeout`` seconds.
 
-Composition follows :func:`protocols.budget.compose` (``sequential`` or
+Composition follows :func:`parley.protocols.budget.compose` (``sequential`` or
 ``advanced`` with slack delta'). Advanced composition always spends delta', so a
 ledger using it needs budgets with ``delta >= slack``; a pure-epsilon budget
 cannot pay for an (epsilon, delta) cost and such a charge is refused.
@@ -34,7 +34,7 @@ Schema (``PRAGMA user_version`` = 1)::
     index debits_by_querier(querier, created_ns)
 
 ``answer_json`` holds the answer payload in the transcript's JSON form
-(:func:`parties.wire.encode_payload`: arrays as dtype, shape and base64 bytes),
+(:func:`parley.parties.wire.encode_payload`: arrays as dtype, shape and base64 bytes),
 so a stored answer decodes to the same values, bit for bit, and the same payload
 digest. ``request`` is the SHA-256 payload digest of the query that was
 answered: a retry must carry the same query.
@@ -46,15 +46,15 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, Literal
 
-from protocols.budget import Budget, budget, compose, within
-from protocols.errors import ConfigError, WireError
-
-from .wire import BUDGET_EXCEEDED, INVALID_QUERY, decode_payload, encode_payload
+from parley.parties.wire import BUDGET_EXCEEDED, INVALID_QUERY, decode_payload, encode_payload
+from parley.protocols.budget import Budget, budget, compose, within
+from parley.protocols.errors import ConfigError, WireError
 
 __all__ = ["Ledger", "Debit", "DEFAULT_SLACK", "SCHEMA_VERSION"]
 
@@ -77,7 +77,7 @@ BAD_METHOD = "composition must be 'sequential' or 'advanced', got {method!r}"
 BAD_SLACK = "slack (delta' of advanced composition) must be in (0, 1), got {slack!r}"
 ADVANCED_NEEDS_DELTA = ("advanced composition spends a slack delta'={slack:g}: the budget of {querier!r} needs "
                         "delta >= {slack:g}, got {delta:g}")
-NOT_A_BUDGET = "{what} must be a protocols.budget.Budget, got {value!r}"
+NOT_A_BUDGET = "{what} must be a parley.protocols.budget.Budget, got {value!r}"
 BAD_ID = "{what} must be a non-empty string, got {value!r}"
 NEWER_SCHEMA = "{path}: ledger schema version {found} is newer than this parley understands ({known})"
 NOT_A_LEDGER = "{path}: not a parley ledger ({error})"
@@ -131,7 +131,7 @@ class Ledger:
         every budget and debit). ``":memory:"`` keeps a ledger that dies with
         the object (no durability; for parties built without a file).
     method : {"sequential", "advanced"}
-        How a querier's debits compose (:func:`protocols.budget.compose`).
+        How a querier's debits compose (:func:`parley.protocols.budget.compose`).
     slack : float
         delta' of advanced composition.
     timeout : float
@@ -204,7 +204,7 @@ class Ledger:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> "Ledger":
+    def __enter__(self) -> Ledger:
         return self
 
     def __exit__(self, *exc: Any) -> None:

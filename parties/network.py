@@ -4,18 +4,18 @@ The network is what a passive observer taps: every envelope it carries is
 appended to the hash-chained transcript before delivery. Parties reach each
 other only through :meth:`Network.send`, whether they are plain objects in this
 process (:class:`LocalDeployment`) or Ray actors
-(:class:`parties.actors.RayDeployment`); both offer ``call(slot, method, ...)``.
+(:class:`parley.parties.actors.RayDeployment`); both offer ``call(slot, method, ...)``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Protocol as TypingProtocol
+from typing import Any
+from typing import Protocol as TypingProtocol
 
-from protocols.errors import ParleyError
-
-from .transcript import TranscriptWriter
-from .wire import Envelope
+from parley.parties.transcript import TranscriptWriter
+from parley.parties.wire import Envelope
+from parley.protocols.errors import ParleyError
 
 __all__ = ["Deployment", "LocalDeployment", "Network"]
 

@@ -1,8 +1,8 @@
 """Party base: identity, verify-then-dispatch, and signed typed refusals.
 
-A party is a plain Python object (Ray wraps it only in :mod:`parties.actors`).
+A party is a plain Python object (Ray wraps it only in :mod:`parley.parties.actors`).
 Its :meth:`Party.receive` is the single entry point for messages: every check
-of :func:`parties.wire.verify_envelope`, the role policy and the replay guard
+of :func:`parley.parties.wire.verify_envelope`, the role policy and the replay guard
 runs before any handler. A message that fails any check, or whose handler
 rejects the payload, gets a signed ``refusal`` naming the reason and the
 party keeps serving the next message. An envelope that passed the wire checks
@@ -13,12 +13,11 @@ refused query is retried in a new envelope, never by resending the old one.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, ClassVar, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
-from protocols.errors import ParleyError, QueryError, RefusedError, WireError
-
-from . import confidential
-from .wire import (
+from parley.parties import confidential
+from parley.parties.wire import (
     INTERNAL,
     INVALID_QUERY,
     KIND_NOT_ALLOWED,
@@ -28,6 +27,7 @@ from .wire import (
     ReplayGuard,
     verify_envelope,
 )
+from parley.protocols.errors import ParleyError, QueryError, RefusedError, WireError
 
 __all__ = ["Party", "ROLE_SENDS", "REFUSAL", "check_reply"]
 
@@ -84,7 +84,7 @@ class Party:
         """Called once this party was rebuilt after its process died (``restarts`` so far); default: nothing.
 
         The rebuilt party has been fed again every call the old one completed
-        (:mod:`parties.actors`); a party whose replay cannot reproduce some state
+        (:mod:`parley.parties.actors`); a party whose replay cannot reproduce some state
         (e.g. noise it drew for answers now read from a ledger) fixes it up here.
         """
 

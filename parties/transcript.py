@@ -18,14 +18,14 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
-from protocols.errors import TranscriptError, WireError
-
-from .wire import Envelope, Keyring, array_text, verify_envelope
+from parley.parties.wire import Envelope, Keyring, array_text, verify_envelope
+from parley.protocols.errors import TranscriptError, WireError
 
 __all__ = ["TranscriptWriter", "verify_transcript", "read_transcript", "iter_transcript", "GENESIS"]
 
@@ -101,7 +101,7 @@ class TranscriptWriter:
             self._write({"type": "end", "messages": self.lines - 1})
             self._file.close()
 
-    def __enter__(self) -> "TranscriptWriter":
+    def __enter__(self) -> TranscriptWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:

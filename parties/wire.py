@@ -24,9 +24,10 @@ import secrets
 import struct
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 from cryptography.exceptions import InvalidSignature
@@ -35,7 +36,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import BaseModel, ConfigDict, Field
 
-from protocols.errors import WireError
+from parley.protocols.errors import WireError
 
 __all__ = [
     "REFUSAL_REASONS",
@@ -107,7 +108,7 @@ def _raw_bytes(arr: np.ndarray) -> memoryview | bytes:
     return memoryview(arr).cast("B") if arr.size else b""
 
 
-def _feed(h: "hashlib._Hash", value: Any, path: str) -> None:
+def _feed(h: hashlib._Hash, value: Any, path: str) -> None:
     """Feed one payload value into ``h`` with a type tag and length prefix.
 
     Tags and length prefixes make the encoding injective: ``["ab"]`` and
@@ -229,7 +230,7 @@ class Envelope(BaseModel):
         return _envelope_from_fields, (fields,)
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> "Envelope":
+    def from_record(cls, record: Mapping[str, Any]) -> Envelope:
         """Rebuild an envelope read from a transcript line."""
         return cls(**{**record, "payload": decode_payload(record["payload"])})
 
@@ -250,11 +251,11 @@ def _payload_nbytes(value: Any) -> int:
     return 0
 
 
-def _envelope_from_fields(fields: tuple) -> "Envelope":
+def _envelope_from_fields(fields: tuple) -> Envelope:
     return Envelope.model_construct(**dict(zip(_ALL_FIELDS, fields)))
 
 
-def _envelope_from_blob(blob: bytes) -> "Envelope":
+def _envelope_from_blob(blob: bytes) -> Envelope:
     return _envelope_from_fields(pickle.loads(blob))
 
 
@@ -276,7 +277,7 @@ class Identity:
     kx_private: X25519PrivateKey | None = None
 
     @classmethod
-    def generate(cls, name: str, role: str, kx: bool = False) -> "Identity":
+    def generate(cls, name: str, role: str, kx: bool = False) -> Identity:
         """A fresh identity with a random key (keys are never derived from scenario seeds); ``kx``: an X25519 key too."""
         return cls(name=name, role=role, private_key=Ed25519PrivateKey.generate(),
                    kx_private=X25519PrivateKey.generate() if kx else None)
@@ -285,7 +286,7 @@ class Identity:
     def public_key_hex(self) -> str:
         return self.private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
 
-    def key_entry(self) -> "KeyEntry":
+    def key_entry(self) -> KeyEntry:
         kx = None
         if self.kx_private is not None:
             kx = self.kx_private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
@@ -367,7 +368,7 @@ class Keyring:
         return {name: e.model_dump(exclude_none=True) for name, e in sorted(self.entries.items())}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Keyring":
+    def from_json(cls, data: Mapping[str, Any]) -> Keyring:
         ring = cls()
         for entry in data.values():
             ring.add(KeyEntry(**entry))

@@ -4,10 +4,14 @@ Importing :mod:`protocols` registers every built-in protocol, so
 ``get_protocol("raw")`` works after a plain ``import protocols``.
 """
 
-from . import laplace, raw, smooth_sensitivity  # noqa: F401  (register the protocols)
-from . import fairness_certificate  # noqa: F401
-from . import covariance_threshold  # noqa: F401  (rho-fair hypothesis selection)
-from . import randomized_response  # noqa: F401  (registers rr-release)
-from .base import PROTOCOLS, AuditSet, MetricQuery, Protocol, get_protocol, register_protocol
+from parley.protocols.base import PROTOCOLS, AuditSet, MetricQuery, Protocol, get_protocol, register_protocol
+from parley.protocols.mechanisms import (  # noqa: F401  (register the protocols)
+    covariance_threshold,  # noqa: F401  (rho-fair hypothesis selection)
+    fairness_certificate,  # noqa: F401
+    laplace,
+    randomized_response,  # noqa: F401  (registers rr-release)
+    raw,
+    smooth_sensitivity,
+)
 
 __all__ = ["PROTOCOLS", "AuditSet", "MetricQuery", "Protocol", "get_protocol", "register_protocol"]

@@ -9,17 +9,25 @@ a protocol is one module with a ``@register_protocol`` class.
 from __future__ import annotations
 
 from abc import ABC
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from .budget import Budget
-from .errors import QueryError
-from .registry import add, lookup
-from .metrics import METRICS, evaluate
-from .queries import apply_edits, require_fields, validate_edits, validate_metric, validate_predictions, validate_query_id
+from parley.protocols.budget import Budget
+from parley.protocols.errors import QueryError
+from parley.protocols.metrics import METRICS, evaluate
+from parley.protocols.queries import (
+    apply_edits,
+    require_fields,
+    validate_edits,
+    validate_metric,
+    validate_predictions,
+    validate_query_id,
+)
+from parley.protocols.registry import add, lookup
 
 __all__ = ["PROTOCOLS", "AuditSet", "Holdings", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol", "register_protocol"]
 
@@ -68,7 +76,7 @@ class MetricQuery:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any], n: int, kept: Mapping[str, np.ndarray] | None = None
-                     ) -> "MetricQuery":
+                     ) -> MetricQuery:
         """Validate a ``metric-query`` payload against an audit set of size ``n``.
 
         A payload either carries ``predictions`` (m, n), or names with
@@ -106,14 +114,14 @@ class Protocol(ABC):
     Params: ClassVar[type[ProtocolParams]] = ProtocolParams
     #: Metrics this protocol will answer (all of them unless a subclass narrows it).
     metrics: ClassVar[tuple[str, ...]] = tuple(METRICS)
-    #: The scenario flow that drives this protocol's exchange (see ``scenarios.flows``).
+    #: The scenario flow that drives this protocol's exchange (see ``parley.scenarios.flows``).
     flow: ClassVar[str] = "metric-query"
     #: Request kind -> reply kind, for the requests beyond ``metric-query`` this protocol serves.
     requests: ClassVar[Mapping[str, str]] = {}
     #: The sets whose A the compliance party needs: ``"audit"``, and ``"train"`` for protocols about the training set.
     holds: ClassVar[tuple[str, ...]] = ("audit",)
     #: Reply kinds that carry one value per individual by design (e.g. a randomized-response release of A);
-    #: the transcript canary (``scenarios.canary``) flags any other reply holding a vector of n values.
+    #: the transcript canary (``parley.scenarios.canary``) flags any other reply holding a vector of n values.
     per_individual_kinds: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: ProtocolParams | None = None) -> None:
@@ -132,7 +140,7 @@ class Protocol(ABC):
         values, notes = self.release(exact, query, audit, rng)
         return {"metric": query.metric, "query_id": query.query_id, "values": values, **notes}
 
-    def cost(self, query: MetricQuery) -> "Budget | None":
+    def cost(self, query: MetricQuery) -> Budget | None:
         """Privacy cost of answering ``query`` (None: the protocol spends no budget, e.g. ``raw``)."""
         return None
 
@@ -142,7 +150,7 @@ class Protocol(ABC):
         """Turn exact metric values into released values plus notes recorded in the answer."""
         raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed="no metric", metric=query.metric))
 
-    def request_cost(self, kind: str, payload: Mapping[str, Any], holdings: Holdings) -> "Budget | None":
+    def request_cost(self, kind: str, payload: Mapping[str, Any], holdings: Holdings) -> Budget | None:
         """Privacy cost of answering a ``kind`` request (None: free). Raise QueryError to refuse it."""
         return None
 

@@ -15,11 +15,12 @@ which is smaller than the plain sum when many small costs are spent.
 from __future__ import annotations
 
 import math
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import ConfigError
+from parley.protocols.errors import ConfigError
 
 __all__ = ["Budget", "PureDP", "ApproxDP", "budget", "compose", "within", "ZERO"]
 
@@ -38,7 +39,7 @@ class Budget(BaseModel):
     def pure(self) -> bool:
         return self.delta == 0.0
 
-    def __add__(self, other: "Budget") -> "Budget":
+    def __add__(self, other: Budget) -> Budget:
         """Sequential composition."""
         return budget(self.epsilon + other.epsilon, self.delta + other.delta)
 

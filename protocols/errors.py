@@ -48,7 +48,7 @@ class WireError(ParleyError):
     Parameters
     ----------
     reason : str
-        One of the codes in :data:`parties.wire.REFUSAL_REASONS`.
+        One of the codes in :data:`parley.parties.wire.REFUSAL_REASONS`.
     detail : str
         Human-readable explanation naming what was wrong.
     """

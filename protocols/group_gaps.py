@@ -9,7 +9,7 @@ groups and slices. This is the quantity fairlearn's ``DemographicParity``,
 ``FalsePositiveRateParity``, ``TruePositiveRateParity`` and ``EqualizedOdds``
 bound by ``difference_bound``, and it is linear in the group counts once the
 slice's overall rate is fixed, which the correction models rely on.
-(``protocols.metrics`` holds the between-group differences of the query-leakage
+(``parley.protocols.metrics`` holds the between-group differences of the query-leakage
 paper instead; for two groups the between-group gap is at most twice this one.)
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import QueryError
+from parley.protocols.errors import QueryError
 
 __all__ = ["GAP_METRICS", "BAD_GAP_METRIC", "NEEDS_LABELS", "metric_slices", "slice_gap", "unfairness"]
 

@@ -65,7 +65,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from protocols.errors import EmptyGroupError, QueryError
+from parley.protocols.errors import EmptyGroupError, QueryError
 
 __all__ = [
     "EMPTY_AUDIT",

@@ -8,12 +8,13 @@ infinite scores, scores outside [0, 1], no models, too many values.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from .errors import QueryError
-from .metrics import METRICS
+from parley.protocols.errors import QueryError
+from parley.protocols.metrics import METRICS
 
 __all__ = ["MAX_QUERY_VALUES", "apply_edits", "edit_form", "validate_edits", "validate_predictions",
            "validate_metric", "validate_query_id"]
@@ -119,7 +120,7 @@ def apply_edits(base: np.ndarray, indices: np.ndarray, values: np.ndarray) -> np
 
 def edit_form(H: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``H`` as edits of ``base`` when every row changes the same number of entries (else None)."""
-    changed = H != base[None, :]
+    changed = base[None, :] != H
     counts = changed.sum(axis=1)
     if counts.size == 0 or (counts != counts[0]).any():
         return None

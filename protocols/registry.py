@@ -7,9 +7,10 @@ a bug, not an override), and a miss names every known plug-in.
 
 from __future__ import annotations
 
-from typing import Mapping, MutableMapping, TypeVar
+from collections.abc import Mapping, MutableMapping
+from typing import TypeVar
 
-from .errors import ConfigError, ParleyError
+from parley.protocols.errors import ConfigError, ParleyError
 
 __all__ = ["add", "lookup"]
 

@@ -15,14 +15,15 @@ observer could not read them either. The scanner streams the transcript.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
-from parties.confidential import is_sealed
-from parties.transcript import iter_transcript
+from parley.parties.confidential import is_sealed
+from parley.parties.transcript import iter_transcript
 
 __all__ = ["Finding", "scan_transcript", "scan_envelopes"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 __all__ = ["main"]
 
@@ -63,12 +63,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_list() -> int:
-    from parties.attacks import ATTACKS
-    from protocols import PROTOCOLS
-
-    from .catalog import DEFAULT_SCENARIO, scenario_names, scenario_path
-    from .datasets import DATASET_NAMES
-    from .spec import load_toml
+    from parley.parties.attacks import ATTACKS
+    from parley.protocols import PROTOCOLS
+    from parley.scenarios.catalog import DEFAULT_SCENARIO, scenario_names, scenario_path
+    from parley.scenarios.datasets import DATASET_NAMES
+    from parley.scenarios.spec import load_toml
 
     print("scenarios:")
     for name in scenario_names():
@@ -82,12 +81,12 @@ def _cmd_list() -> int:
     print("attacks:")
     for name, cls in sorted(ATTACKS.items()):
         print(f"  {name:<16} [{', '.join(cls.threat_models)}] {cls.summary}")
-    from parties.learners import LEARNERS
+    from parley.parties.learners import LEARNERS
 
     print("learners:")
     for name, cls in sorted(LEARNERS.items()):
         print(f"  {name:<22} [{', '.join(cls.flows)}] {cls.summary}")
-    from .catalog import study_names
+    from parley.scenarios.catalog import study_names
 
     print("studies:")
     for name in study_names():
@@ -98,10 +97,10 @@ def _cmd_list() -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .catalog import DEFAULT_SCENARIO, resolve_scenario
-    from .report import HEADLINE, format_table
-    from .runner import run
-    from .spec import Scenario
+    from parley.scenarios.catalog import DEFAULT_SCENARIO, resolve_scenario
+    from parley.scenarios.report import HEADLINE, format_table
+    from parley.scenarios.runner import run
+    from parley.scenarios.spec import Scenario
 
     scenario = Scenario.from_toml(resolve_scenario(args.scenario or DEFAULT_SCENARIO))
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
@@ -114,15 +113,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(format_table(result.metrics, keys=HEADLINE))
     print(f"\nrun folder: {result.run_dir}")
     if args.explain:
-        from .explain import explain_record
+        from parley.scenarios.explain import explain_record
 
         print("\n" + explain_record(result.record, result.transcript_path))
     return EXIT_OK
 
 
 def _cmd_study(args: argparse.Namespace) -> int:
-    from .study import Study
-    from .study_workers import run_study
+    from parley.scenarios.study import Study
+    from parley.scenarios.study.engine import run_study
 
     study = Study.load(args.study)
     if args.overrides:
@@ -136,7 +135,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import compare
+    from parley.scenarios.compare import compare
 
     out = args.out if args.out is not None else Path("compare") / args.dataset
     done = compare(args.dataset, out, quick=args.quick, address=args.address, workers=args.workers)
@@ -149,9 +148,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from protocols.errors import TranscriptError
-
-    from parties.transcript import verify_transcript
+    from parley.parties.transcript import verify_transcript
+    from parley.protocols.errors import TranscriptError
 
     if not args.path.is_file():
         print(f"parley: error: transcript {args.path} does not exist", file=sys.stderr)
@@ -167,7 +165,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``parley`` console script."""
-    from protocols.errors import InternalError, ParleyError
+    from parley.protocols.errors import InternalError, ParleyError
 
     parser = _parser()
     args = parser.parse_args(argv)

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from parties.attacks.scoring import leakage
-from parties.confidential import SEALED, is_sealed
-from parties.transcript import read_transcript
+from parley.parties.attacks.scoring import leakage
+from parley.parties.confidential import SEALED, is_sealed
+from parley.parties.transcript import read_transcript
 
 __all__ = ["SEALED_NOTE", "describe", "explain_record", "narrate", "reconstruction_note", "set_name"]
 
@@ -186,7 +186,7 @@ def narrate(transcript: str | Path, learned: Iterable[Sequence[Any]] = ()) -> li
     ----------
     transcript : path-like
         A run's ``transcript.jsonl``; it is verified as it is read (a tampered file raises
-        :class:`protocols.errors.TranscriptError`).
+        :class:`parley.protocols.errors.TranscriptError`).
     learned : iterable of (int, str)
         What was learned after message number ``k`` (1-based; 0 = before any message).
     """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from protocols import get_protocol
+from parley.protocols import get_protocol
 
 __all__ = ["format_table", "write_report", "HEADLINE"]
 

@@ -1,7 +1,7 @@
 """Run one scenario end to end and write its run folder.
 
-The runner is the referee: :func:`scenarios.world.build_world` gives each party
-only what its role holds, the protocol's flow (:mod:`scenarios.flows`) drives
+The runner is the referee: :func:`parley.scenarios.world.build_world` gives each party
+only what its role holds, the protocol's flow (:mod:`parley.scenarios.flows`) drives
 the exchange and scores the adversary's reconstruction against the truth that
 no party handed over, and the runner adds what every run reports (messages,
 bytes, budget spent, timings) and writes the run folder. Randomness: one
@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from .datasets import Table
-from .flows import get_flow
-from .report import write_report
-from .spec import Scenario
-from .world import COMPLIANCE, DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, build_world
+from parley.scenarios.datasets import Table
+from parley.scenarios.flows import get_flow
+from parley.scenarios.report import write_report
+from parley.scenarios.spec import Scenario
+from parley.scenarios.world import COMPLIANCE, DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, build_world
 
 __all__ = ["LEDGER_FILE", "PARTY_SLOTS", "Result", "VOLATILE", "leakage_bound", "run"]
 
@@ -57,7 +57,7 @@ class Result:
     def transcript_path(self) -> Path:
         return self.run_dir / "transcript.jsonl"
 
-    def to_pandas(self) -> "Any":
+    def to_pandas(self) -> Any:
         """One-row DataFrame: scenario fields and metrics side by side (for studies and notebooks)."""
         import pandas as pd
 
@@ -116,7 +116,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     table : Table, optional
         The data set's parsed table, if the caller holds it already (studies).
     hosts : dict, optional
-        Party host actors to reuse (studies); see :class:`parties.actors.RayDeployment`.
+        Party host actors to reuse (studies); see :class:`parley.parties.actors.RayDeployment`.
     split : Split, optional
         A fixed split to use instead of the seed's (the whole-scenario privacy audit).
     """

@@ -42,21 +42,20 @@ from __future__ import annotations
 
 import tomllib
 import typing
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, create_model
 
-import protocols
-from parties.attacks import ATTACKS, PASSIVE, get_attack
-from parties.learners import LEARNERS, ModelSpec, get_learner
-from protocols.errors import ConfigError
-from protocols.metrics import METRICS
-
-from parties.ledger import DEFAULT_SLACK
-from protocols.budget import Budget, budget
-
-from .datasets import DatasetParams
+from parley import protocols
+from parley.parties.attacks import ATTACKS, PASSIVE, get_attack
+from parley.parties.learners import LEARNERS, ModelSpec, get_learner
+from parley.parties.ledger import DEFAULT_SLACK
+from parley.protocols.budget import Budget, budget
+from parley.protocols.errors import ConfigError
+from parley.protocols.metrics import METRICS
+from parley.scenarios.datasets import DatasetParams
 
 __all__ = ["BudgetSpec", "Component", "Scenario", "THREAT_MODELS", "parse_assignment", "load_toml"]
 
@@ -222,7 +221,7 @@ class Scenario(BaseModel):
         default=False, description="payloads encrypted between parties (X25519 + ChaCha20-Poly1305); observers see sizes")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Scenario":
+    def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
         """Validate a scenario given as nested dicts (the TOML structure)."""
         if not isinstance(data, Mapping):
             raise ConfigError(NOT_A_TABLE.format(key="scenario", value=_describe(data)))
@@ -287,7 +286,7 @@ class Scenario(BaseModel):
                                                      protocol=self.protocol.name, takes=takes))
 
     @classmethod
-    def from_toml(cls, path: str | Path) -> "Scenario":
+    def from_toml(cls, path: str | Path) -> Scenario:
         """Read and validate a scenario file; a relative CSV path is taken from the file's folder."""
         data = load_toml(path)
         dataset = data.get("dataset")
@@ -318,7 +317,7 @@ class Scenario(BaseModel):
             out["confidential"] = True
         return out
 
-    def with_values(self, values: Mapping[str, Any]) -> "Scenario":
+    def with_values(self, values: Mapping[str, Any]) -> Scenario:
         """A copy with fields changed by dotted path (``{"protocol.decimals": 4}``), re-validated.
 
         Changing a plug-in's ``name`` (``attack.name``, ``protocol.name``, ...)
@@ -339,7 +338,7 @@ class Scenario(BaseModel):
                 raise ConfigError(str(exc) + EPSILON_ALIAS.format(name=name)) from None
             raise
 
-    def _with_values(self, values: Mapping[str, Any]) -> "Scenario":
+    def _with_values(self, values: Mapping[str, Any]) -> Scenario:
         data = self.to_dict()
         for dotted, value in values.items():
             table, _, leaf = dotted.partition(".")
@@ -358,7 +357,7 @@ class Scenario(BaseModel):
             node[leaf] = value
         return Scenario.from_dict(data)
 
-    def with_overrides(self, assignments: Sequence[str]) -> "Scenario":
+    def with_overrides(self, assignments: Sequence[str]) -> Scenario:
         """Apply ``key=value`` strings as given on the command line."""
         return self.with_values(dict(parse_assignment(text) for text in assignments))
 

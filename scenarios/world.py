@@ -4,7 +4,7 @@
 holds (the data center X and y, the compliance party A and y of the audit set,
 and of the training set where the protocol answers about it), opens the
 transcript and the network, and, for a protocol that spends privacy budget,
-the run's ledger. A flow (:mod:`scenarios.flows`) then drives the exchange.
+the run's ledger. A flow (:mod:`parley.scenarios.flows`) then drives the exchange.
 """
 
 from __future__ import annotations
@@ -15,16 +15,15 @@ from typing import Any
 
 import numpy as np
 
-import protocols
-from parties.compliance import Compliance, has_costs
-from parties.data_center import DataCenter, DataCenterData
-from parties.network import LocalDeployment, Network
-from parties.transcript import TranscriptWriter
-from parties.wire import Identity, Keyring
-from protocols.base import AuditSet
-
-from .datasets import Table, load_split
-from .spec import Scenario
+from parley import protocols
+from parley.parties.compliance import Compliance, has_costs
+from parley.parties.data_center import DataCenter, DataCenterData
+from parley.parties.network import LocalDeployment, Network
+from parley.parties.transcript import TranscriptWriter
+from parley.parties.wire import Identity, Keyring
+from parley.protocols.base import AuditSet
+from parley.scenarios.datasets import Table, load_split
+from parley.scenarios.spec import Scenario
 
 __all__ = ["ADVERSARY", "COMPLIANCE", "DATA_CENTER", "LEDGER_FILE", "OBSERVER", "PARTY_SLOTS", "World", "build_world"]
 
@@ -43,7 +42,7 @@ class World:
     (anything else the flow draws, e.g. a learner's seed), each independent of the parties' own.
     ``learned`` holds what the flow reports a party or the adversary learned, as (message number,
     sentence) pairs: the sentence applies after that many messages were on the wire
-    (``parley run --explain`` prints it under that message; see :mod:`scenarios.explain`).
+    (``parley run --explain`` prints it under that message; see :mod:`parley.scenarios.explain`).
     """
 
     scenario: Scenario
@@ -66,7 +65,7 @@ class World:
 def _deployment(scenario: Scenario, address: str | None, hosts: dict | None) -> Any:
     if scenario.backend == "local":
         return LocalDeployment()
-    from parties.actors import RayDeployment, ensure_ray
+    from parley.parties.actors import RayDeployment, ensure_ray
 
     ensure_ray(address)
     return RayDeployment(hosts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parties.wire import Identity, Keyring
+from parley.parties.wire import Identity, Keyring
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def ray_session():
     """One local Ray instance shared by every test that needs it."""
     import ray
 
-    from parties.actors import ensure_ray
+    from parley.parties.actors import ensure_ray
 
     ensure_ray(num_cpus=2)
     yield ray

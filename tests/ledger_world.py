@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams
-from protocols.budget import Budget, PureDP
+from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams
+from parley.protocols.budget import Budget, PureDP
 
 
 class NoisyParams(ProtocolParams):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from parties.attacks import Answer, AttackerView
-from protocols.metrics import evaluate
+from parley.parties.attacks import Answer, AttackerView
+from parley.protocols.metrics import evaluate
 
 
 def drive_with_probes(attack, a, y=None, decimals=None):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from parties import wire
-from parties.compliance import Compliance
-from parties.network import LocalDeployment
-from protocols import get_protocol
-from protocols.base import AuditSet
+from parley.parties import wire
+from parley.parties.compliance import Compliance
+from parley.parties.network import LocalDeployment
+from parley.protocols import get_protocol
+from parley.protocols.base import AuditSet
 
 
 def deploy_compliance(deployment, identities, keyring, audit_arrays, decimals=None):

@@ -9,10 +9,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from parties.transcript import verify_transcript
-from scenarios.catalog import scenario_path
-from scenarios.runner import run
-from scenarios.spec import Scenario
+from parley.parties.transcript import verify_transcript
+from parley.scenarios.catalog import scenario_path
+from parley.scenarios.runner import run
+from parley.scenarios.spec import Scenario
 
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="parley-example-"))
 

@@ -10,14 +10,15 @@ and the adversary party only moves messages. A passive attack instead reads the
 from __future__ import annotations
 
 from abc import ABC
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generator, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from protocols.errors import AttackError
-from protocols.registry import add, lookup
+from parley.protocols.errors import AttackError
+from parley.protocols.registry import add, lookup
 
 __all__ = [
     "ATTACKS", "ACTIVE", "PASSIVE", "Answer", "Attack", "AttackParams", "AttackerView", "Exchange", "Probe",

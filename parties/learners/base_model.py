@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from protocols.errors import ConfigError
+from parley.protocols.errors import ConfigError
 
 __all__ = ["ModelSpec", "build_estimator"]
 

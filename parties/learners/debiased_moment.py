@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 from fairlearn.reductions import ClassificationMoment, ErrorRate
 
-from protocols.errors import QueryError
-from protocols.rr_estimators import WITHHELD, rr_matrix
+from parley.protocols.errors import QueryError
+from parley.protocols.estimators.rr_estimators import WITHHELD, rr_matrix
 
 __all__ = ["BAD_CODES", "EMPTY_GROUP", "NO_REPORTERS", "DebiasedParity", "constraint_matrix"]
 

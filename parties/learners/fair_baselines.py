@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from .fair_span import CovThresholdLearner, HypothesisParams
-from .registry import LearnerParams, register_learner
+from parley.parties.learners.fair_span import CovThresholdLearner, HypothesisParams
+from parley.parties.learners.registry import LearnerParams, register_learner
 
 __all__ = ["ExponentiatedGradientBaseline", "FRR"]
 
@@ -53,7 +53,7 @@ class FRR(AttributeLearner):
         super().__init__(params)
         self.coef_: np.ndarray | None = None
 
-    def fit(self, X: np.ndarray, y: np.ndarray, s: np.ndarray) -> "FRR":
+    def fit(self, X: np.ndarray, y: np.ndarray, s: np.ndarray) -> FRR:
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         s = np.asarray(s).astype(bool)
@@ -88,7 +88,7 @@ class ExponentiatedGradientBaseline(AttributeLearner):
         self.random_state = random_state
         self.model_: Any = None
 
-    def fit(self, X: np.ndarray, y: np.ndarray, s: np.ndarray) -> "ExponentiatedGradientBaseline":
+    def fit(self, X: np.ndarray, y: np.ndarray, s: np.ndarray) -> ExponentiatedGradientBaseline:
         from fairlearn.reductions import DemographicParity, ExponentiatedGradient
         from sklearn.linear_model import LogisticRegression
 

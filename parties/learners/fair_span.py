@@ -42,8 +42,8 @@ import numpy as np
 import scipy.linalg
 from pydantic import Field
 
-from .hypotheses import Family, rbf_kernel
-from .registry import Learner, LearnerParams, register_learner
+from parley.parties.learners.hypotheses import Family, rbf_kernel
+from parley.parties.learners.registry import Learner, LearnerParams, register_learner
 
 __all__ = ["CovThresholdLearner", "DFGR", "DFKRR", "DFPCA", "DFRR", "HypothesisParams", "SpanLearner"]
 
@@ -120,7 +120,7 @@ class DFRR(_LinearModel):
     Params: ClassVar[type[LearnerParams]] = DFRRParams
     summary: ClassVar[str] = "ridge regression in the span of the accepted hypotheses (Eq. 4)"
 
-    def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> "DFRR":
+    def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> DFRR:
         Xc, yc = self._centred(X, y, basis)
         n = Xc.shape[0]
         Z = Xc @ basis  # (n, k): the accepted hypotheses' centred predictions
@@ -147,7 +147,7 @@ class DFGR(_LinearModel):
     Params: ClassVar[type[LearnerParams]] = DFGRParams
     summary: ClassVar[str] = "logistic regression in the span of the accepted hypotheses (Newton, Eq. 9-10)"
 
-    def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> "DFGR":
+    def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> DFGR:
         Xc, _ = self._centred(X, y, basis)
         y = np.asarray(y, dtype=np.float64)
         n = Xc.shape[0]
@@ -195,7 +195,7 @@ class DFKRR(SpanLearner):
         super().__init__(params)
         self.weights_: np.ndarray | None = None
 
-    def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> "DFKRR":
+    def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> DFKRR:
         X = np.asarray(X, dtype=np.float64)
         _, yc = self._centred(X, y, basis)
         gamma = self.params.gamma if self.params.gamma is not None else 1.0 / X.shape[1]
@@ -239,7 +239,7 @@ class DFPCA(SpanLearner):
         super().__init__(params)
         self.classifier_: Any = None
 
-    def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> "DFPCA":
+    def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> DFPCA:
         from sklearn.linear_model import LogisticRegression
 
         Xc, _ = self._centred(X, y, basis)

@@ -24,9 +24,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from protocols.errors import ParleyError
-
-from .registry import Learner, LearnerParams, register_learner
+from parley.parties.learners.registry import Learner, LearnerParams, register_learner
+from parley.protocols.errors import ParleyError
 
 __all__ = ["ExponentiatedGradientTarget", "ThresholdOptimizerTarget", "NOT_FITTED"]
 
@@ -35,8 +34,7 @@ FLOWS = ("fairness-certificate",)
 
 
 def _constraint(metric: str, bound: float | None):
-    from fairlearn.reductions import (DemographicParity, EqualizedOdds, FalsePositiveRateParity,
-                                      TruePositiveRateParity)
+    from fairlearn.reductions import DemographicParity, EqualizedOdds, FalsePositiveRateParity, TruePositiveRateParity
 
     kinds = {"sp": DemographicParity, "pe": FalsePositiveRateParity, "eo": TruePositiveRateParity,
              "eodds": EqualizedOdds}
@@ -71,7 +69,7 @@ class ExponentiatedGradientTarget(Learner):
         super().__init__(params)
         self.model_: Any = None
 
-    def fit(self, X: np.ndarray, y: np.ndarray, a: np.ndarray, seed: int = 0) -> "ExponentiatedGradientTarget":
+    def fit(self, X: np.ndarray, y: np.ndarray, a: np.ndarray, seed: int = 0) -> ExponentiatedGradientTarget:
         from fairlearn.reductions import ExponentiatedGradient
 
         p = self.params
@@ -111,7 +109,7 @@ class ThresholdOptimizerTarget(Learner):
         super().__init__(params)
         self.model_: Any = None
 
-    def fit(self, X: np.ndarray, y: np.ndarray, a: np.ndarray, seed: int = 0) -> "ThresholdOptimizerTarget":
+    def fit(self, X: np.ndarray, y: np.ndarray, a: np.ndarray, seed: int = 0) -> ThresholdOptimizerTarget:
         from fairlearn.postprocessing import ThresholdOptimizer
 
         p = self.params

@@ -50,9 +50,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from protocols.rr_estimators import WITHHELD, group_rates
-
-from .registry import Learner, LearnerParams, register_learner
+from parley.parties.learners.registry import Learner, LearnerParams, register_learner
+from parley.protocols.estimators.rr_estimators import WITHHELD, group_rates
 
 __all__ = ["PartialReportingLearner", "PartialReportingParams", "partial_reporting_at_data_center"]
 
@@ -101,7 +100,7 @@ class PartialReportingLearner(Learner):
 
     def fit(self, X: np.ndarray, y: np.ndarray, z: np.ndarray, epsilon: float, groups: int) -> PartialReportingLearner:
         """Solve (14) on S = all rows, S_l = rows with z != -1; returns self (scikit-learn style)."""
-        from .debiased_moment import DebiasedParity  # (imports fairlearn)
+        from parley.parties.learners.debiased_moment import DebiasedParity  # (imports fairlearn)
 
         p = self.params
         X, y, z = np.asarray(X), np.asarray(y), np.asarray(z).astype(np.int64)
@@ -121,7 +120,7 @@ class PartialReportingLearner(Learner):
 
 def partial_reporting_at_data_center(data: Any, replies: list[tuple[str, dict[str, Any]]],
                                      params: PartialReportingParams, seed: int) -> dict[str, Any]:
-    """Run inside the data center (:meth:`parties.data_center.DataCenter.compute`).
+    """Run inside the data center (:meth:`parley.parties.data_center.DataCenter.compute`).
 
     Fits (14) on the training set and its release (withheld entries allowed), and, with
     ``baselines``, the same exponentiated gradient on the reporters alone (S_l, the data a learner
@@ -132,7 +131,7 @@ def partial_reporting_at_data_center(data: Any, replies: list[tuple[str, dict[st
     """
     from sklearn.linear_model import LogisticRegression
 
-    from .two_step import release_of
+    from parley.parties.learners.two_step import release_of
 
     train = release_of(replies, "train", allow_withheld=True)
     held = {p.get("set") for kind, p in replies if kind == "attribute-release"}

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from protocols.registry import add, lookup
+from parley.protocols.registry import add, lookup
 
 __all__ = ["LEARNERS", "Learner", "LearnerParams", "get_learner", "register_learner"]
 

@@ -15,7 +15,7 @@ probabilities p[y-hat, z] = P(Y~ = 1 | Y-hat = y-hat, Z = z), chosen on S2 to
 minimise the error subject to equalized odds *with respect to A*, which the
 data center never sees. Two facts make that possible: Y-hat ignores Z, so its
 rates P~(Y-hat = y-hat | Y = y, A = a) come from the debiased estimator of
-Lemma 1 (:func:`protocols.rr_estimators.group_rates`); and the derived
+Lemma 1 (:func:`parley.protocols.estimators.rr_estimators.group_rates`); and the derived
 predictor's rates given A follow from eq. (12) with
 p~[y-hat, a] = sum_z Pi[a, z] p[y-hat, z] (= pi p[y-hat, a] + pi_bar sum_{a' != a} p[y-hat, a']).
 The constraint of (13), for every y and a != 0:
@@ -42,10 +42,9 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from protocols.errors import ConfigError, InternalError, QueryError
-from protocols.rr_estimators import WITHHELD, group_rates, rr_matrix
-
-from .registry import Learner, LearnerParams, register_learner
+from parley.parties.learners.registry import Learner, LearnerParams, register_learner
+from parley.protocols.errors import ConfigError, InternalError, QueryError
+from parley.protocols.estimators.rr_estimators import WITHHELD, group_rates, rr_matrix
 
 __all__ = ["DerivedPredictor", "TwoStepLearner", "TwoStepParams", "fit_step1", "post_process", "release_of",
            "two_step_at_data_center"]
@@ -160,7 +159,7 @@ class TwoStepLearner(Learner):
     summary: ClassVar[str] = "fairlearn exponentiated gradient on the released Z, then LP (13) post-processing w.r.t. A"
 
     def fit(self, X: np.ndarray, y: np.ndarray, z: np.ndarray, epsilon: float, groups: int,
-            rng: np.random.Generator) -> "TwoStepLearner":
+            rng: np.random.Generator) -> TwoStepLearner:
         """Split into S1 and S2, run step 1 on S1 and LP (13) on S2; optionally step 1 on all of S too."""
         p = self.params
         order = rng.permutation(y.shape[0])
@@ -183,7 +182,7 @@ class TwoStepLearner(Learner):
 
 def two_step_at_data_center(data: Any, replies: list[tuple[str, dict[str, Any]]], params: TwoStepParams,
                             seed: int) -> dict[str, Any]:
-    """Run inside the data center (:meth:`parties.data_center.DataCenter.compute`): fit on the training
+    """Run inside the data center (:meth:`parley.parties.data_center.DataCenter.compute`): fit on the training
     set's release, predict on the audit set with its release, and audit both predictors with the
     debiased estimator. Returns soft predictions for the referee to score against the true A."""
     train, audit = release_of(replies, "train"), release_of(replies, "audit")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from protocols.errors import ConfigError
+from parley.protocols.errors import ConfigError
 
 __all__ = ["DEFAULT_SCENARIO", "scenario_names", "scenario_path", "resolve_scenario", "study_names", "resolve_study"]
 

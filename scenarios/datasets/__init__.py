@@ -14,14 +14,14 @@ Sources (vendored, gzip, SHA-256 checked on every load):
 Examples
 --------
 >>> import numpy as np
->>> from scenarios.datasets import AdultParams, load_split
+>>> from parley.scenarios.datasets import AdultParams, load_split
 >>> split = load_split(AdultParams(protected="race"), np.random.default_rng(0))
 >>> split.X_audit.shape[0]
 1000
 """
 
-from ._load import load_table
-from ._params import (
+from parley.scenarios.datasets._load import load_table
+from parley.scenarios.datasets._params import (
     DATASET_NAMES,
     AdultParams,
     CompasParams,
@@ -30,8 +30,8 @@ from ._params import (
     GermanParams,
     SyntheticParams,
 )
-from ._split import load_split
-from ._table import Split, Table
+from parley.scenarios.datasets._split import load_split
+from parley.scenarios.datasets._table import Split, Table
 
 __all__ = [
     "DatasetParams",

@@ -14,10 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from protocols.errors import DatasetError
-
-from ._params import CsvParams
-from ._table import Table
+from parley.protocols.errors import DatasetError
+from parley.scenarios.datasets._params import CsvParams
+from parley.scenarios.datasets._table import Table
 
 __all__ = [
     "read_csv",

@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from protocols.errors import DatasetError, InternalError
+from parley.protocols.errors import DatasetError, InternalError
 
 __all__ = ["DATA_DIR", "EXPECTED_SHA256", "MSG_ALTERED", "MSG_MISSING", "sha256_of", "verify"]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
-# Digests of the files as vendored (sources: the scenarios.datasets module docstring).
+# Digests of the files as vendored (sources: the parley.scenarios.datasets module docstring).
 EXPECTED_SHA256: dict[str, str] = {
     "adult.data.gz": "17d54d261040d3301495fe44932cb3d244c56468004f2b945a6d8fcf30828bfa",
     "adult.test.gz": "61ec5494b184c38ee9aa225a69e4504f5438f7875c6c01a8d92c9122cb4cc2d6",

@@ -15,14 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from protocols.errors import ConfigError, InternalError
-
-from ._csv import read_csv
-from ._integrity import verify
-from ._params import AdultParams, CompasParams, CsvParams, GermanParams, SyntheticParams
-from ._real import FILES, read_adult, read_compas, read_german
-from ._synthetic import generate
-from ._table import Table
+from parley.protocols.errors import ConfigError, InternalError
+from parley.scenarios.datasets._csv import read_csv
+from parley.scenarios.datasets._integrity import verify
+from parley.scenarios.datasets._params import AdultParams, CompasParams, CsvParams, GermanParams, SyntheticParams
+from parley.scenarios.datasets._real import FILES, read_adult, read_compas, read_german
+from parley.scenarios.datasets._synthetic import generate
+from parley.scenarios.datasets._table import Table
 
 __all__ = ["load_table", "clear_cache", "MSG_NOT_PARAMS", "MSG_SYNTHETIC_RNG"]
 

@@ -43,7 +43,7 @@ class _Params(BaseModel):
 
 
 class AdultParams(_Params):
-    """UCI Adult (1994 census income); see :mod:`scenarios.datasets._real`."""
+    """UCI Adult (1994 census income); see :mod:`parley.scenarios.datasets._real`."""
 
     name: Literal["adult"] = "adult"
     protected: Literal["race", "sex", "race3"] = "race"
@@ -57,7 +57,7 @@ class AdultParams(_Params):
 
 
 class GermanParams(_Params):
-    """UCI Statlog German Credit; see :mod:`scenarios.datasets._real`."""
+    """UCI Statlog German Credit; see :mod:`parley.scenarios.datasets._real`."""
 
     name: Literal["german"] = "german"
     protected: Literal["sex", "age"] = "sex"
@@ -66,7 +66,7 @@ class GermanParams(_Params):
 
 
 class CompasParams(_Params):
-    """ProPublica COMPAS two-year recidivism; see :mod:`scenarios.datasets._real`.
+    """ProPublica COMPAS two-year recidivism; see :mod:`parley.scenarios.datasets._real`.
 
     ``filter="propublica"`` applies ProPublica's row filter, ``"none"`` keeps every row.
     """
@@ -79,7 +79,7 @@ class CompasParams(_Params):
 
 
 class SyntheticParams(_Params):
-    """Synthetic data with an exact minority count; see :mod:`scenarios.datasets._synthetic`.
+    """Synthetic data with an exact minority count; see :mod:`parley.scenarios.datasets._synthetic`.
 
     ``minority`` is N0, the exact number of ``a = 0`` rows in the audit set; the training
     set gets the same minority share, rounded. ``strength`` scales how far every feature's
@@ -101,7 +101,7 @@ class SyntheticParams(_Params):
 
 
 class CsvParams(_Params):
-    """A user CSV file; see :mod:`scenarios.datasets._csv`.
+    """A user CSV file; see :mod:`parley.scenarios.datasets._csv`.
 
     ``favourable`` is the ``label`` value meaning ``y = 1`` and ``privileged`` the
     ``protected`` value meaning ``a = 1``; both are compared to the file's cells after
@@ -133,7 +133,7 @@ class CsvParams(_Params):
 
 
 DatasetParams = Annotated[
-    Union[AdultParams, GermanParams, CompasParams, SyntheticParams, CsvParams],
+    AdultParams | GermanParams | CompasParams | SyntheticParams | CsvParams,
     Field(discriminator="name"),
 ]
 """Any data set's parameters; pydantic picks the model from the ``name`` key."""

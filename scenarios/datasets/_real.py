@@ -19,9 +19,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from ._integrity import verify
-from ._params import AdultParams, CompasParams, GermanParams
-from ._table import Table
+from parley.scenarios.datasets._integrity import verify
+from parley.scenarios.datasets._params import AdultParams, CompasParams, GermanParams
+from parley.scenarios.datasets._table import Table
 
 __all__ = ["read_adult", "read_german", "read_compas", "FILES"]
 

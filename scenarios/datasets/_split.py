@@ -12,11 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from protocols.errors import ConfigError, DatasetError
-
-from ._load import load_table
-from ._params import SyntheticParams
-from ._table import Split, Table
+from parley.protocols.errors import ConfigError, DatasetError
+from parley.scenarios.datasets._load import load_table
+from parley.scenarios.datasets._params import SyntheticParams
+from parley.scenarios.datasets._table import Split, Table
 
 __all__ = [
     "load_split",
@@ -76,7 +75,7 @@ def _is_categorical(dtype) -> bool:
 
 
 def _preprocess(table: Table, train_idx: np.ndarray, audit_idx: np.ndarray):
-    # Imported here so that `import scenarios.datasets` (done by spec parsing and the
+    # Imported here so that `import parley.scenarios.datasets` (done by spec parsing and the
     # CLI) does not pay for scikit-learn.
     from sklearn.compose import ColumnTransformer
     from sklearn.preprocessing import OneHotEncoder, StandardScaler

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._params import SyntheticParams
-from ._table import Table
+from parley.scenarios.datasets._params import SyntheticParams
+from parley.scenarios.datasets._table import Table
 
 __all__ = ["generate", "train_minority"]
 

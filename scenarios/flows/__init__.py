@@ -1,7 +1,7 @@
 """Scenario flows: how a run's parties exchange messages under one kind of protocol.
 
-A protocol names its flow (:attr:`protocols.base.Protocol.flow`); the runner
-builds the world (:func:`scenarios.world.build_world`), calls the flow, and
+A protocol names its flow (:attr:`parley.protocols.base.Protocol.flow`); the runner
+builds the world (:func:`parley.scenarios.world.build_world`), calls the flow, and
 adds what every run reports (messages, bytes, budget spent, timings). A flow
 is a function ``flow(world) -> metrics``: it drives the honest exchange and the
 attack through the network, scores what the adversary concluded against the
@@ -11,9 +11,10 @@ a kind of protocol = one module here with a ``@register_flow`` function.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from protocols.registry import add, lookup
+from parley.protocols.registry import add, lookup
 
 __all__ = ["FLOWS", "Flow", "get_flow", "register_flow"]
 
@@ -33,7 +34,9 @@ def get_flow(name: str) -> Flow:
     return lookup(FLOWS, name, UNKNOWN_FLOW)
 
 
-from . import metric_query  # noqa: E402,F401  (registers the flows)
-from . import fairness_certificate  # noqa: E402,F401  (the fairness-certificate flow)
-from . import cov_threshold  # noqa: E402,F401
-from . import rr_release  # noqa: E402,F401  (registers the rr-release flow)
+from parley.scenarios.flows import (
+    cov_threshold,  # noqa: E402,F401
+    fairness_certificate,  # noqa: E402,F401  (the fairness-certificate flow)
+    metric_query,  # noqa: E402,F401  (registers the flows)
+    rr_release,  # noqa: E402,F401  (registers the rr-release flow)
+)

@@ -4,7 +4,7 @@
    seed the flow gives it, and sends their predictions on its training set in
    one signed ``hypothesis-query`` (Alg. 1 steps 1-3).
 2. The compliance party, which holds s of the training set, replies with the
-   ``accept-set`` (step 4, :mod:`protocols.covariance_threshold`).
+   ``accept-set`` (step 4, :mod:`parley.protocols.mechanisms.covariance_threshold`).
 3. The data center rebuilds the hypotheses from the same seed and learns in the
    span of the accepted ones (step 5; :meth:`DataCenter.compute`, so X and y
    never leave it). A baseline that needs s (FRR, ExponentiatedGradient) is
@@ -22,22 +22,21 @@ from typing import Any
 
 import numpy as np
 
-from parties.attacks import get_attack
-from parties.attacks.base import AttackerView
-from parties.attacks.threshold_inversion import AcceptAnswer
-from parties.learners import get_learner
-from parties.learners import hypotheses as hyp
-from parties.learners.evaluation import classification_metrics
-from parties.learners.fair_span import DFRR
-from parties.transcript import read_transcript
-from protocols.errors import ParleyError
-from protocols.metrics import covariance
-
-from ..spec import Component
-from ..explain import reconstruction_note
-from ..world import DATA_CENTER, World
-from . import register_flow
-from .metric_query import score
+from parley.parties.attacks import get_attack
+from parley.parties.attacks.base import AttackerView
+from parley.parties.attacks.threshold_inversion.inversion import AcceptAnswer
+from parley.parties.learners import get_learner
+from parley.parties.learners import hypotheses as hyp
+from parley.parties.learners.evaluation import classification_metrics
+from parley.parties.learners.fair_span import DFRR
+from parley.parties.transcript import read_transcript
+from parley.protocols.errors import ParleyError
+from parley.protocols.metrics import covariance
+from parley.scenarios.explain import reconstruction_note
+from parley.scenarios.flows import register_flow
+from parley.scenarios.flows.metric_query import score
+from parley.scenarios.spec import Component
+from parley.scenarios.world import DATA_CENTER, World
 
 __all__ = ["cov_threshold_flow", "draw_predictions", "fit_in_span"]
 

@@ -26,15 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from parties.attacks import AttackerView, get_attack, leakage
-from parties.attacks.reconstruction_correction import BlackBoxKnowledge
-from parties.learners import get_learner
-from parties.transcript import read_transcript
-from protocols.errors import ConfigError
-from protocols.group_gaps import unfairness
-
-from ..world import COMPLIANCE, DATA_CENTER, World
-from . import register_flow
+from parley.parties.attacks import AttackerView, get_attack, leakage
+from parley.parties.attacks.reconstruction_correction.attack import BlackBoxKnowledge
+from parley.parties.learners import get_learner
+from parley.parties.transcript import read_transcript
+from parley.protocols.errors import ConfigError
+from parley.protocols.group_gaps import unfairness
+from parley.scenarios.flows import register_flow
+from parley.scenarios.world import COMPLIANCE, DATA_CENTER, World
 
 __all__ = ["fairness_certificate_flow", "published_certificate", "NO_LEARNER", "NOT_BLACK_BOX"]
 

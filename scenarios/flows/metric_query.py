@@ -14,17 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from parties.adversary import Adversary, exchanges_from
-from parties.attacks import AttackerView, Reconstruction, get_attack, leakage
-from parties.confidential import is_sealed
-from parties.transcript import iter_transcript, read_transcript
-from protocols.errors import AttackError
-from protocols.metrics import evaluate
-
-from ..explain import reconstruction_note
-from ..spec import Component
-from ..world import ADVERSARY, COMPLIANCE, DATA_CENTER, OBSERVER, World
-from . import register_flow
+from parley.parties.adversary import Adversary, exchanges_from
+from parley.parties.attacks import AttackerView, Reconstruction, get_attack, leakage
+from parley.parties.confidential import is_sealed
+from parley.parties.transcript import iter_transcript, read_transcript
+from parley.protocols.errors import AttackError
+from parley.protocols.metrics import evaluate
+from parley.scenarios.explain import reconstruction_note
+from parley.scenarios.flows import register_flow
+from parley.scenarios.spec import Component
+from parley.scenarios.world import ADVERSARY, COMPLIANCE, DATA_CENTER, OBSERVER, World
 
 __all__ = ["MAX_PROGRESS_NOTES", "metric_query_flow", "score"]
 

@@ -10,7 +10,7 @@ Mozannar, Ohannessian & Srebro, ICML 2020 (the private-demographics paper).
    estimates of its base model's discrimination under every notion of Def. 1,
    from the audit set's release; the referee puts the true value beside them.
 3. Learning (Sec. 5): the learner runs inside the data center
-   (:meth:`parties.data_center.DataCenter.compute`); the referee scores the
+   (:meth:`parley.parties.data_center.DataCenter.compute`); the referee scores the
    step-1 and the two-step predictors on the audit set against the true A.
    With withheld entries (``report_probability`` < 1, Sec. 6) the learner
    ``partial-reporting`` solves the two-dataset Lagrangian (14) instead; the
@@ -27,24 +27,23 @@ from typing import Any
 
 import numpy as np
 
-from parties.attacks import AttackerView, get_attack, leakage
-from parties.confidential import is_sealed
-from parties.learners import get_learner
-from parties.learners.partial_reporting import partial_reporting_at_data_center
-from parties.learners.two_step import release_of, two_step_at_data_center
-from parties.transcript import read_transcript
-from protocols.errors import InternalError
-from protocols.randomized_response import ATTRIBUTE_RELEASE, RELEASE_REQUEST
-from protocols.rr_estimators import (
+from parley.parties.attacks import AttackerView, get_attack, leakage
+from parley.parties.confidential import is_sealed
+from parley.parties.learners import get_learner
+from parley.parties.learners.partial_reporting import partial_reporting_at_data_center
+from parley.parties.learners.two_step import release_of, two_step_at_data_center
+from parley.parties.transcript import read_transcript
+from parley.protocols.errors import InternalError
+from parley.protocols.estimators.rr_estimators import (
     FAIRNESS_NOTIONS,
     discrimination,
     group_rates,
     rr_keep_probability,
 )
-
-from ..explain import set_name
-from ..world import ADVERSARY, DATA_CENTER, World
-from . import register_flow
+from parley.protocols.mechanisms.randomized_response import ATTRIBUTE_RELEASE, RELEASE_REQUEST
+from parley.scenarios.explain import set_name
+from parley.scenarios.flows import register_flow
+from parley.scenarios.world import ADVERSARY, DATA_CENTER, World
 
 __all__ = ["fairness_of", "rr_release_flow"]
 

@@ -24,9 +24,15 @@ import time
 
 import numpy as np
 
-from parties.attacks.baseline_adversary import weights
-from parties.attacks.correction import OPTIMAL, FairnessConstraint, solve_efficient, solve_enumeration, solve_general
-from protocols.group_gaps import unfairness
+from parley.parties.attacks.reconstruction_correction.baseline_adversary import weights
+from parley.parties.attacks.solvers.correction import (
+    OPTIMAL,
+    FairnessConstraint,
+    solve_efficient,
+    solve_enumeration,
+    solve_general,
+)
+from parley.protocols.group_gaps import unfairness
 
 LIMIT_S = 60.0
 N_EFFICIENT = 15_000

@@ -7,7 +7,7 @@ are biased and pile up near 0 and 1) is perturbed m times by U(-b, b), b = 0.1,
 and clipped to [0, 1]. Exact answers sp = H v. Same seeded instance for every
 decoder.
 
-Timed: :func:`parties.attacks.decoders.decode_l1` (basis pursuit, HiGHS; run
+Timed: :func:`parley.parties.attacks.decoders.sp_decoders.decode_l1` (basis pursuit, HiGHS; run
 once, capped by ``time_limit`` at n = 10,000) and the fastest certified exact
 decoder (AMP; the box/count LP is also timed at n = 1,000 for reference).
 ``speedup`` = l1 time / fastest time. When the l1 LP hits its cap, its time is
@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-from parties.attacks.decoders import decode_amp, decode_box_count, decode_l1
+from parley.parties.attacks.decoders.sp_decoders import decode_amp, decode_box_count, decode_l1
 
 B = 0.1
 SEED = 20230612
@@ -165,9 +165,9 @@ def end_to_end(n: int = 100_000, n0: int = 10_000) -> dict:
     """Exact recovery through the Ray actors (design, queries, decode) at n individuals, with peak memory."""
     import tempfile
 
-    from scenarios.catalog import scenario_path
-    from scenarios.runner import run
-    from scenarios.spec import Scenario
+    from parley.scenarios.catalog import scenario_path
+    from parley.scenarios.runner import run
+    from parley.scenarios.spec import Scenario
 
     scenario = Scenario.from_toml(scenario_path("adult-reveal-precision")).with_values({
         "name": f"reveal-precision-{n}", "dataset.name": "synthetic", "dataset.audit_size": n,

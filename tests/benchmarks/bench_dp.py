@@ -18,12 +18,12 @@ import sys
 
 import numpy as np
 
-from parties.attacks.decoders import decode_l1, decode_robust
-from parties.attacks.probes import uniform_perturbations
-from parties.attacks.scoring import leakage
-from protocols import get_protocol
-from protocols.base import AuditSet, MetricQuery
-from protocols.metrics import statistical_parity_difference
+from parley.parties.attacks.decoders.sp_decoders import decode_l1, decode_robust
+from parley.parties.attacks.query_leakage.probes import uniform_perturbations
+from parley.parties.attacks.scoring import leakage
+from parley.protocols import get_protocol
+from parley.protocols.base import AuditSet, MetricQuery
+from parley.protocols.metrics import statistical_parity_difference
 
 SEEDS = range(5)
 CASES = {"n100": (100, 40), "n1000": (1000, 400)}

@@ -1,7 +1,7 @@
 """Cost of the snapping sampler against numpy's textbook Laplace sampler, and what each leaks.
 
 Same run, same machine: time per sample of ``Generator.laplace`` and of
-:func:`protocols.snapping.snapping_laplace` (best of 5 repeats of 10^6
+:func:`parley.protocols.dp.snapping.snapping_laplace` (best of 5 repeats of 10^6
 samples), the variance the snapping grid adds, and the share of 2,000
 textbook releases for which Mironov's attack rules out the neighbouring input
 (an SP answer x vs x + 1/250, global sensitivity 1/2 + 1/999, epsilon 1).
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from protocols.snapping import snapping_laplace
+from parley.protocols.dp.snapping import snapping_laplace
 from tests.reliability.fp_attack import distinguish
 
 SAMPLES, REPEATS = 1_000_000, 5

@@ -23,11 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from parties.actors import ensure_ray
-from scenarios.runner import run
-from scenarios.spec import Scenario
-from scenarios.study import Study
-from scenarios.study_workers import run_study
+from parley.parties.actors import ensure_ray
+from parley.scenarios.runner import run
+from parley.scenarios.spec import Scenario
+from parley.scenarios.study import Study
+from parley.scenarios.study.engine import run_study
 
 LIGHT = {"name": "bench-speedup", "scenario": "adult-raw-double-query",
          "grid": {"dataset.audit_size": [500, 1000], "attack.name": ["single-query", "double-query"],

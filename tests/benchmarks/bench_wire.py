@@ -28,14 +28,14 @@ from pathlib import Path
 import numpy as np
 import ray
 
-from parties.actors import RayDeployment, ensure_ray
-from parties.compliance import Compliance
-from parties.party import check_reply
-from parties.transcript import TranscriptWriter
-from parties.wire import Identity, Keyring
-from protocols import get_protocol
-from protocols.base import AuditSet
-from protocols.metrics import evaluate
+from parley.parties.actors import RayDeployment, ensure_ray
+from parley.parties.compliance import Compliance
+from parley.parties.party import check_reply
+from parley.parties.transcript import TranscriptWriter
+from parley.parties.wire import Identity, Keyring
+from parley.protocols import get_protocol
+from parley.protocols.base import AuditSet
+from parley.protocols.metrics import evaluate
 
 REPEATS = {"one_float": 1500, "400x1000": 200}
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parties import wire
-from parties.actors import RayDeployment
-from parties.adversary import Adversary
-from parties.attacks import AttackerView, get_attack
-from parties.party import REFUSAL, check_reply
-from protocols.errors import AttackError, ParleyError
-from protocols.metrics import statistical_parity_difference
+from parley.parties import wire
+from parley.parties.actors import RayDeployment
+from parley.parties.adversary import Adversary
+from parley.parties.attacks import AttackerView, get_attack
+from parley.parties.party import REFUSAL, check_reply
+from parley.protocols.errors import AttackError, ParleyError
+from parley.protocols.metrics import statistical_parity_difference
 from tests.party_world import deploy_compliance, hostile_envelopes, query
 
 pytestmark = pytest.mark.ray

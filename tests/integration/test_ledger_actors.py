@@ -7,13 +7,13 @@ import time
 import numpy as np
 import pytest
 
-from parties import wire
-from parties.actors import RayDeployment
-from parties.compliance import Compliance
-from parties.ledger import Ledger
-from parties.party import REFUSAL, check_reply
-from protocols.base import AuditSet
-from protocols.budget import PureDP
+from parley.parties import wire
+from parley.parties.actors import RayDeployment
+from parley.parties.compliance import Compliance
+from parley.parties.ledger import Ledger
+from parley.parties.party import REFUSAL, check_reply
+from parley.protocols.base import AuditSet
+from parley.protocols.budget import PureDP
 from tests.ledger_world import noisy
 from tests.party_world import query
 

@@ -8,7 +8,7 @@ Two ways to hit a run:
   makes (counted over every party), either just before that call goes out or
   a seeded few milliseconds into it (the host dies mid-call). ``relentless``
   also ends the host's process each time the deployment tries to restore it,
-  so the run must stop with :class:`parties.actors.PartyLostError`.
+  so the run must stop with :class:`parley.parties.actors.PartyLostError`.
 * :class:`StudyKiller` (a study): a thread that, at seeded random times, kills
   this job's party hosts (found by name in the job's namespace) or one of its
   study-worker processes (by the PID Ray's actor table gives for this job; never
@@ -29,19 +29,20 @@ import signal
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import ray
 
-from parties.actors import HOST_PREFIX, RayDeployment
-from parties.ledger import Ledger
-from parties.party import REFUSAL
-from parties.transcript import read_transcript, verify_transcript
-from parties.wire import payload_digest
+from parley.parties.actors import HOST_PREFIX, RayDeployment
+from parley.parties.ledger import Ledger
+from parley.parties.party import REFUSAL
+from parley.parties.transcript import read_transcript, verify_transcript
+from parley.parties.wire import payload_digest
 
 __all__ = ["ANSWER_KINDS", "Fault", "Injector", "StudyKiller", "check_run", "job_actor_pids", "kill_host"]
 
@@ -108,7 +109,7 @@ class Injector:
                 time.sleep(0.01)
 
     @contextmanager
-    def installed(self) -> Iterator["Injector"]:
+    def installed(self) -> Iterator[Injector]:
         original_call, original_restore = RayDeployment.call, RayDeployment._restore
         injector = self
 
@@ -174,7 +175,7 @@ class StudyKiller:
             if hit is not None:
                 self.kills.append(hit)
 
-    def __enter__(self) -> "StudyKiller":
+    def __enter__(self) -> StudyKiller:
         self._thread.start()
         return self
 

@@ -7,7 +7,7 @@ sends it, and checks that
 
 * the party did not raise (``receive`` returned),
 * the reply is a signed ``refusal`` whose reason is one of
-  :data:`parties.wire.REFUSAL_REASONS`, never ``internal-error`` (a bug), and is
+  :data:`parley.parties.wire.REFUSAL_REASONS`, never ``internal-error`` (a bug), and is
   among the reasons that attack may earn (a refusal kind is silently ignored
   instead: parties never refuse a refusal),
 * the party then answers one good message correctly (the compliance party's
@@ -31,16 +31,16 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from parties import confidential, wire
-from parties.adversary import Adversary
-from parties.attacks import AttackerView, get_attack
-from parties.compliance import Compliance
-from parties.data_center import DataCenter, DataCenterData
-from parties.learners.base_model import ModelSpec
-from parties.party import REFUSAL, ROLE_SENDS
-from protocols import get_protocol
-from protocols.base import AuditSet
-from protocols.metrics import METRICS, evaluate
+from parley.parties import confidential, wire
+from parley.parties.adversary import Adversary
+from parley.parties.attacks import AttackerView, get_attack
+from parley.parties.compliance import Compliance
+from parley.parties.data_center import DataCenter, DataCenterData
+from parley.parties.learners.base_model import ModelSpec
+from parley.parties.party import REFUSAL, ROLE_SENDS
+from parley.protocols import get_protocol
+from parley.protocols.base import AuditSet
+from parley.protocols.metrics import METRICS, evaluate
 
 N = 40
 COMPLIANCE, DATA_CENTER, OBSERVER = "compliance", "data-center", "observer"

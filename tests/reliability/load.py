@@ -27,22 +27,22 @@ from typing import Any
 
 import numpy as np
 
-from parties import wire
-from parties.compliance import Compliance
-from parties.network import LocalDeployment
-from parties.party import REFUSAL
-from protocols import get_protocol
-from protocols.base import AuditSet
-from protocols.budget import PureDP
+from parley.parties import wire
+from parley.parties.compliance import Compliance
+from parley.parties.network import LocalDeployment
+from parley.parties.party import REFUSAL
+from parley.protocols import get_protocol
+from parley.protocols.base import AuditSet
+from parley.protocols.budget import PureDP
 
 EPSILON = 0.25  # a power of two: sums of debits are exact, so the budget boundary is exact too
 
 
 def adult_audit() -> AuditSet:
     """A and y of Adult's audit set (race), as the catalog scenarios draw it."""
-    from scenarios.catalog import scenario_path
-    from scenarios.datasets import load_split
-    from scenarios.spec import Scenario
+    from parley.scenarios.catalog import scenario_path
+    from parley.scenarios.datasets import load_split
+    from parley.scenarios.spec import Scenario
 
     spec = Scenario.from_toml(scenario_path("adult-raw-single-query")).dataset
     split = load_split(spec, np.random.default_rng(0))
@@ -83,7 +83,7 @@ def run_load(ledger_path: Path, queriers: int = 8, queries: int = 1000, quota: i
     for identity in (compliance, *ids.values()):
         ring.add(identity.key_entry())
     if backend == "ray":
-        from parties.actors import RayDeployment, ensure_ray
+        from parley.parties.actors import RayDeployment, ensure_ray
 
         ensure_ray()
         deployment = RayDeployment()
@@ -121,7 +121,7 @@ def run_load(ledger_path: Path, queriers: int = 8, queries: int = 1000, quota: i
     deployment.call("compliance", "close")
     deployment.shutdown()
     messages = sum(queries + r["counts"].get("retries", 0) for r in results.values())
-    from parties.ledger import Ledger
+    from parley.parties.ledger import Ledger
 
     with Ledger(ledger_path) as ledger:
         debits = ledger.entries()

@@ -1,6 +1,6 @@
 """Access control: who may send what to whom, and whose budget a query spends.
 
-The policy is :data:`parties.party.ROLE_SENDS` (what each role may send) plus
+The policy is :data:`parley.parties.party.ROLE_SENDS` (what each role may send) plus
 each party's handlers (what it accepts) plus the compliance party's list of
 registered queriers (whom it serves), with budgets kept per querier in one
 ledger. These tests exercise every role against every kind on real parties.
@@ -13,14 +13,14 @@ import uuid
 import numpy as np
 import pytest
 
-from parties import confidential, wire
-from parties.compliance import Compliance
-from parties.data_center import DataCenter, DataCenterData
-from parties.learners.base_model import ModelSpec
-from parties.party import REFUSAL, ROLE_SENDS, Party
-from protocols import get_protocol
-from protocols.budget import PureDP
-from protocols.errors import ParleyError
+from parley.parties import confidential, wire
+from parley.parties.compliance import Compliance
+from parley.parties.data_center import DataCenter, DataCenterData
+from parley.parties.learners.base_model import ModelSpec
+from parley.parties.party import REFUSAL, ROLE_SENDS, Party
+from parley.protocols import get_protocol
+from parley.protocols.budget import PureDP
+from parley.protocols.errors import ParleyError
 
 from .hostile import N, audit_set
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parties import wire
-from parties.adversary import exchanges_from
-from parties.confidential import outgoing
-from parties.transcript import TranscriptWriter, read_transcript
-from protocols import get_protocol
-from protocols.metrics import evaluate
-from scenarios.canary import scan_envelopes, scan_transcript
-from scenarios.catalog import scenario_path
-from scenarios.datasets import load_split
-from scenarios.runner import run
-from scenarios.spec import Scenario
+from parley.parties import wire
+from parley.parties.adversary import exchanges_from
+from parley.parties.confidential import outgoing
+from parley.parties.transcript import TranscriptWriter, read_transcript
+from parley.protocols import get_protocol
+from parley.protocols.metrics import evaluate
+from parley.scenarios.canary import scan_envelopes, scan_transcript
+from parley.scenarios.catalog import scenario_path
+from parley.scenarios.datasets import load_split
+from parley.scenarios.runner import run
+from parley.scenarios.spec import Scenario
 
 from .hostile import N, audit_set
 
@@ -62,7 +62,7 @@ def test_the_canary_finds_what_is_planted_and_nothing_else(tmp_path):
 
 def test_protocols_declare_their_per_individual_replies_and_the_canary_judges_the_rest():
     """rr-release declares its release of A; the accept set and the certificate are judged group-level."""
-    from protocols import PROTOCOLS
+    from parley.protocols import PROTOCOLS
 
     for name, cls in PROTOCOLS.items():
         assert set(cls.per_individual_kinds) <= set(cls.requests.values()), name  # only replies it sends
@@ -94,8 +94,9 @@ def test_protocols_declare_their_per_individual_replies_and_the_canary_judges_th
 
 
 def _catalog() -> list[str]:
-    from scenarios.catalog import __path__ as catalog_dirs
     from pathlib import Path
+
+    from parley.scenarios.catalog import __path__ as catalog_dirs
 
     return sorted(p.stem for p in Path(catalog_dirs[0]).glob("*.toml"))
 

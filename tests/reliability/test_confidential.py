@@ -14,17 +14,17 @@ import json
 import numpy as np
 import pytest
 
-from parties import wire
-from parties.adversary import Adversary
-from parties.attacks import AttackerView, get_attack
-from parties.compliance import Compliance
-from parties.confidential import SEALED, is_sealed
-from parties.network import LocalDeployment, Network
-from parties.transcript import TranscriptWriter, read_transcript, verify_transcript
-from protocols import get_protocol
-from scenarios.catalog import scenario_path
-from scenarios.runner import run
-from scenarios.spec import Scenario
+from parley.parties import wire
+from parley.parties.adversary import Adversary
+from parley.parties.attacks import AttackerView, get_attack
+from parley.parties.compliance import Compliance
+from parley.parties.confidential import SEALED, is_sealed
+from parley.parties.network import LocalDeployment, Network
+from parley.parties.transcript import TranscriptWriter, read_transcript, verify_transcript
+from parley.protocols import get_protocol
+from parley.scenarios.catalog import scenario_path
+from parley.scenarios.runner import run
+from parley.scenarios.spec import Scenario
 
 from .hostile import N, audit_set
 

@@ -3,7 +3,7 @@
 Each run here goes through the Ray backend. :class:`tests.reliability.faults.Injector`
 kills the compliance party's or the data center's host actor at a seeded deployment
 call (just before it, or a seeded few milliseconds into it); Ray restarts the host and
-:class:`parties.actors.RayDeployment` restores the party (load, journal replay, ledger
+:class:`parley.parties.actors.RayDeployment` restores the party (load, journal replay, ledger
 reopened) and retries the call. After every run :func:`tests.reliability.faults.check_run`
 checks the transcript, the ledger and the answers. A run hit by a fault must give the
 result of the same run without one wherever the fault cannot change it: a data-center
@@ -20,12 +20,12 @@ import json
 import numpy as np
 import pytest
 
-from parties.actors import RECOVERIES_PER_CALL, PartyLostError
-from scenarios.catalog import scenario_path
-from scenarios.runner import VOLATILE, run
-from scenarios.spec import Scenario
-from scenarios.study import Study
-from scenarios.study_workers import run_study
+from parley.parties.actors import RECOVERIES_PER_CALL, PartyLostError
+from parley.scenarios.catalog import scenario_path
+from parley.scenarios.runner import VOLATILE, run
+from parley.scenarios.spec import Scenario
+from parley.scenarios.study import Study
+from parley.scenarios.study.engine import run_study
 
 from .faults import ADVERSARY, COMPLIANCE, DATA_CENTER, Fault, Injector, StudyKiller, check_run
 

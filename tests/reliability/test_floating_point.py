@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols import get_protocol
-from protocols.base import MetricQuery
-from protocols.snapping import snapping_laplace, uniform_doubles
+from parley.protocols import get_protocol
+from parley.protocols.base import MetricQuery
+from parley.protocols.dp.snapping import snapping_laplace, uniform_doubles
 
 from .fp_attack import distinguish
 from .hostile import N, audit_set

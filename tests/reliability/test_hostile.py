@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from parties import wire
+from parley.parties import wire
 
 from .hostile import TARGETS, campaign, report
 

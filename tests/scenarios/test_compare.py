@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from protocols.errors import ConfigError
-from scenarios.compare import compare
-from scenarios.compare_plan import BAD_DATASET_FOR_COMPARE, UNKNOWN_ROW, plan
-from scenarios.spec import WRONG_FLOW
+from parley.protocols.errors import ConfigError
+from parley.scenarios.compare import compare
+from parley.scenarios.compare.plan import BAD_DATASET_FOR_COMPARE, UNKNOWN_ROW, plan
+from parley.scenarios.spec import WRONG_FLOW
 
 ROWS = ("raw", "laplace ε=1", "cov-threshold m=100")
 ATTACKS = ("double-query", "differencing", "threshold-inversion")

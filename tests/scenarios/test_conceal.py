@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from scenarios.cli import main
+from parley.scenarios.cli import main
 
 pytestmark = pytest.mark.ray
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from parties.transcript import read_transcript, verify_transcript
-from scenarios.catalog import scenario_path
-from scenarios.runner import run
-from scenarios.spec import Scenario
+from parley.parties.transcript import read_transcript, verify_transcript
+from parley.scenarios.catalog import scenario_path
+from parley.scenarios.runner import run
+from parley.scenarios.spec import Scenario
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from parties.transcript import read_transcript, verify_transcript
-from protocols.errors import ConfigError
-from scenarios.catalog import scenario_path
-from scenarios.cli import main
-from scenarios.runner import run
-from scenarios.spec import LEARNER_FLOW, Scenario
+from parley.parties.transcript import read_transcript, verify_transcript
+from parley.protocols.errors import ConfigError
+from parley.scenarios.catalog import scenario_path
+from parley.scenarios.cli import main
+from parley.scenarios.runner import run
+from parley.scenarios.spec import LEARNER_FLOW, Scenario
 
 SMALL = ["backend=local", "dataset.train_size=300", "dataset.audit_size=300", "learner.hypotheses=60"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.catalog import scenario_path
-from scenarios.runner import run
-from scenarios.spec import Scenario
+from parley.scenarios.catalog import scenario_path
+from parley.scenarios.runner import run
+from parley.scenarios.spec import Scenario
 
 pytestmark = pytest.mark.ray
 

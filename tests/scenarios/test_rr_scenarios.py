@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from parties.transcript import verify_transcript
-from scenarios.cli import main
+from parley.parties.transcript import verify_transcript
+from parley.scenarios.cli import main
 
 SMALL = ["--set", "backend=local", "--set", "dataset.audit_size=1500", "--set", "dataset.train_size=1500"]
 

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from parties.transcript import verify_transcript
-from scenarios.catalog import DEFAULT_SCENARIO, scenario_path
-from scenarios.cli import main
-from scenarios.runner import VOLATILE, run
-from scenarios.spec import Scenario
-from protocols import PROTOCOLS
+from parley.parties.transcript import verify_transcript
+from parley.protocols import PROTOCOLS
+from parley.scenarios.catalog import DEFAULT_SCENARIO, scenario_path
+from parley.scenarios.cli import main
+from parley.scenarios.runner import VOLATILE, run
+from parley.scenarios.spec import Scenario
 
 pytestmark = pytest.mark.ray
 
@@ -111,7 +111,7 @@ def test_user_mistakes_print_one_line_and_exit_2(ray_session, tmp_path, capsys, 
 
 
 def test_protocols_and_wire_import_without_ray():
-    code = "import protocols, parties.wire, parties.transcript, sys; assert 'ray' not in sys.modules"
+    code = "import protocols, parley.parties.wire, parley.parties.transcript, sys; assert 'ray' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -11,9 +11,9 @@ import textwrap
 import pandas as pd
 import pytest
 
-from scenarios.cli import main
-from scenarios.study import Study
-from scenarios.study_workers import run_study
+from parley.scenarios.cli import main
+from parley.scenarios.study import Study
+from parley.scenarios.study.engine import run_study
 from tests.reliability.faults import job_actor_pids
 
 pytestmark = pytest.mark.ray
@@ -75,8 +75,8 @@ def test_two_node_cluster_spreads_cells(tmp_path):
     script = textwrap.dedent(f"""
         import ray
         from ray.cluster_utils import Cluster
-        from scenarios.study import Study
-        from scenarios.study_workers import run_study
+        from parley.scenarios.study import Study
+        from parley.scenarios.study.engine import run_study
         cluster = Cluster(initialize_head=True, head_node_args={{"num_cpus": 1}})
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from parties.attacks import ATTACKS
-from parties.party import ROLE_SENDS
-from parties.transcript import read_transcript
-from scenarios.catalog import resolve_scenario
-from scenarios.cli import main
-from scenarios.explain import SEALED_NOTE
-from scenarios.spec import THREAT_MODELS, Scenario
+from parley.parties.attacks import ATTACKS
+from parley.parties.party import ROLE_SENDS
+from parley.parties.transcript import read_transcript
+from parley.scenarios.catalog import resolve_scenario
+from parley.scenarios.cli import main
+from parley.scenarios.explain import SEALED_NOTE
+from parley.scenarios.spec import THREAT_MODELS, Scenario
 
 WORKSHOP = Path(__file__).resolve().parents[2] / "docs" / "workshop"
 RUN = re.compile(r"\*\*Catalog scenario:\*\* `parley run ([\w.-]+) --explain`")
@@ -91,7 +91,7 @@ def test_explain_on_a_confidential_channel_shows_only_sizes(tmp_path, capsys):
 
 
 def test_list_shows_learners(capsys):
-    from parties.learners import LEARNERS
+    from parley.parties.learners import LEARNERS
 
     assert main(["list"]) == 0
     out = capsys.readouterr().out

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import binomtest
 
-from parties.attacks.baseline_adversary import weights
-from parties.attacks.correction import OPTIMAL, FairnessConstraint, correct
-from protocols.group_gaps import unfairness
+from parley.parties.attacks.reconstruction_correction.baseline_adversary import weights
+from parley.parties.attacks.solvers.correction import OPTIMAL, FairnessConstraint, correct
+from parley.protocols.group_gaps import unfairness
 
 ALPHA = 0.01
 SEEDS = 30

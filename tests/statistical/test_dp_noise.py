@@ -17,13 +17,13 @@ import pytest
 from pydantic import ValidationError
 from scipy import stats
 
-from protocols import AuditSet, MetricQuery, get_protocol
-from protocols.base import METRIC_NOT_ANSWERED
-from protocols.budget import ApproxDP, PureDP
-from protocols.errors import QueryError
-from protocols.metrics import METRICS, evaluate
-from protocols.privacy_audit import clopper_pearson
-from protocols.sensitivity import GLOBAL_METRICS
+from parley.protocols import AuditSet, MetricQuery, get_protocol
+from parley.protocols.audit.privacy_audit import clopper_pearson
+from parley.protocols.base import METRIC_NOT_ANSWERED
+from parley.protocols.budget import ApproxDP, PureDP
+from parley.protocols.dp.sensitivity import GLOBAL_METRICS
+from parley.protocols.errors import QueryError
+from parley.protocols.metrics import METRICS, evaluate
 
 ALPHA = 1e-4
 ANSWERS = 10_000

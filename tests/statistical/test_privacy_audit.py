@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocols.metrics import statistical_parity_difference
-from protocols.privacy_audit import audit_epsilon, clopper_pearson
+from parley.protocols.audit.privacy_audit import audit_epsilon, clopper_pearson
+from parley.protocols.metrics import statistical_parity_difference
 
 ALPHA = 1e-4
 

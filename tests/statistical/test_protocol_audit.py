@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocols import get_protocol
-from protocols.base import AuditSet, MetricQuery
-from protocols.privacy_audit import audit_epsilon
+from parley.protocols import get_protocol
+from parley.protocols.audit.privacy_audit import audit_epsilon
+from parley.protocols.base import AuditSet, MetricQuery
 
 ALPHA = 1e-4
 RUNS = 30_000

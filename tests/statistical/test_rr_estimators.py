@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from parties.attacks.rr_inference import RRBayesAttack
-from parties.attacks import AttackerView, leakage
-from protocols.rr_estimators import group_rates, privacy_penalty, privatize, rr_matrix
+from parley.parties.attacks import AttackerView, leakage
+from parley.parties.attacks.randomized_response.rr_inference import RRBayesAttack
+from parley.protocols.estimators.rr_estimators import group_rates, privacy_penalty, privatize, rr_matrix
 
 ALPHA = 0.01
 P_A1 = 0.3

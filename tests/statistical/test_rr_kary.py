@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from parties.attacks import AttackerView, leakage
-from parties.attacks.rr_inference import RRBayesAttack
-from parties.learners.two_step import post_process
-from protocols.errors import QueryError
-from protocols.proxy_estimator import BAD_PROXY, proxy_rates
-from protocols.rr_estimators import group_rates, privatize, rr_keep_probability
+from parley.parties.attacks import AttackerView, leakage
+from parley.parties.attacks.randomized_response.rr_inference import RRBayesAttack
+from parley.parties.learners.two_step import post_process
+from parley.protocols.errors import QueryError
+from parley.protocols.estimators.proxy_estimator import BAD_PROXY, proxy_rates
+from parley.protocols.estimators.rr_estimators import group_rates, privatize, rr_keep_probability
 
 ALPHA = 0.01
 SHARES = np.array([0.5, 0.3, 0.2])           # P(A = a), k = 3

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from protocols.errors import ConfigError
-from scenarios.scenario_audit import NOT_AUDITABLE, RANDOMIZED_COV_THRESHOLD, audit_scenario, cov_threshold_pair
+from parley.protocols.errors import ConfigError
+from parley.scenarios.compare.audit import NOT_AUDITABLE, RANDOMIZED_COV_THRESHOLD, audit_scenario, cov_threshold_pair
 
 ALPHA = 0.05
 RUNS = 25

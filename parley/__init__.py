@@ -1,0 +1,186 @@
+"""parley: simulate the parties around a fairness audit and measure what leaks between them.
+
+The public API is small; everything else lives in three subpackages, kept as the
+project's top-level folders and installed under this package:
+
+- :mod:`parley.protocols`: fairness metrics, budgets, answer mechanisms, DP mathematics (pure);
+- :mod:`parley.parties`: signed messages, the transcript, the ledger, the roles, attacks, learners;
+- :mod:`parley.scenarios`: scenario specs, data sets, the runner, studies, comparisons, the CLI.
+
+Importing :mod:`parley` imports neither Ray nor the data sets: each function below
+imports what it needs when called.
+
+>>> import parley
+>>> sorted(parley.__all__)
+['ParleyError', 'Scenario', 'Study', '__version__', 'compare', 'run', 'study', 'verify']
+"""
+
+from __future__ import annotations
+
+import os as _os
+from importlib import metadata as _metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+# In a source checkout the subpackages are the sibling folders parties/, protocols/ and
+# scenarios/ (pyproject.toml maps them the same way when it builds the wheel): extend the
+# package path so that `python -m pytest` and scripts run from the checkout import them.
+_HERE = _os.path.dirname(__file__)
+_CHECKOUT = _os.path.dirname(_HERE)
+if not _os.path.isdir(_os.path.join(_HERE, "protocols")) and _os.path.isfile(
+        _os.path.join(_CHECKOUT, "protocols", "__init__.py")):
+    __path__.append(_CHECKOUT)  # noqa: F821  (the package's own __path__)
+
+from parley.protocols.errors import ParleyError  # noqa: E402
+
+if TYPE_CHECKING:
+    from parley.scenarios.compare.run import Comparison
+    from parley.scenarios.runner import Result
+    from parley.scenarios.spec import Scenario
+    from parley.scenarios.study.engine import StudyRun
+    from parley.scenarios.study.plan import Study
+
+__all__ = ["ParleyError", "Scenario", "Study", "__version__", "compare", "run", "study", "verify"]
+
+try:
+    __version__ = _metadata.version("parley-fairness")
+except _metadata.PackageNotFoundError:  # a source checkout that was never installed
+    __version__ = "0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    """``parley.Scenario`` and ``parley.Study`` are imported on first use (they pull in pydantic and pandas)."""
+    if name == "Scenario":
+        from parley.scenarios.spec import Scenario
+
+        return Scenario
+    if name == "Study":
+        from parley.scenarios.study.plan import Study
+
+        return Study
+    raise AttributeError(f"module 'parley' has no attribute {name!r}")
+
+
+def _scenario(scenario: str | Path | Scenario) -> Scenario:
+    from parley.scenarios.catalog import resolve_scenario
+    from parley.scenarios.spec import Scenario
+
+    if isinstance(scenario, Scenario):
+        return scenario
+    return Scenario.from_toml(resolve_scenario(str(scenario)))
+
+
+def run(scenario: str | Path | Scenario, out: str | Path | None = None, *, address: str | None = None,
+        **values: Any) -> Result:
+    """Run one scenario end to end and write its run folder.
+
+    Parameters
+    ----------
+    scenario : str, path or Scenario
+        A catalog name (``parley list``), a TOML file, or a :class:`Scenario`.
+    out : path-like, optional
+        The run folder (default: ``runs/<scenario name>``).
+    address : str, optional
+        A Ray cluster to join (``"auto"`` or ``HOST:PORT``); by default a private local instance.
+    **values
+        Fields to change, by dotted path with ``__`` for the dot (``attack__targets=5``).
+
+    Returns
+    -------
+    Result
+        ``metrics`` (the figures of ``result.json``), ``run_dir`` and ``transcript_path``.
+
+    Examples
+    --------
+    >>> import tempfile, parley
+    >>> scenario = parley.Scenario.from_dict({
+    ...     "name": "doc-single-query", "backend": "local",
+    ...     "dataset": {"name": "synthetic", "audit_size": 100, "minority": 20},
+    ...     "protocol": {"name": "raw"}, "attack": {"name": "single-query", "targets": 4}})
+    >>> result = parley.run(scenario, out=tempfile.mkdtemp())
+    >>> result.metrics["leakage"], result.metrics["queries"]
+    (100.0, 4)
+    """
+    from parley.scenarios.runner import run as _run
+
+    spec = _scenario(scenario)
+    if values:
+        spec = spec.with_values({key.replace("__", "."): value for key, value in values.items()})
+    return _run(spec, out=Path(out) if out is not None else Path("runs") / spec.name, address=address)
+
+
+def study(study: str | Path | Study, out: str | Path | None = None, *, workers: int | None = None,
+          address: str | None = None, progress: bool = False) -> StudyRun:
+    """Run a study (a grid of scenarios, repeated); resumable: finished rows are not run again.
+
+    Parameters
+    ----------
+    study : str, path or Study
+        A catalog study name, a TOML file, or a :class:`Study`.
+    out : path-like, optional
+        The study folder (default: ``studies/<study name>``): ``results.csv``, ``summary.md``, plots.
+    workers : int, optional
+        Parallel study workers (default: the CPUs Ray reports).
+    address : str, optional
+        A Ray cluster to join; by default a private local instance.
+    progress : bool
+        Show a progress bar on stderr.
+
+    Examples
+    --------
+    >>> import tempfile, parley
+    >>> grid = parley.Study.from_dict({
+    ...     "name": "doc-grid", "base": {
+    ...         "name": "doc-base", "backend": "local",
+    ...         "dataset": {"name": "synthetic", "audit_size": 60, "minority": 10},
+    ...         "protocol": {"name": "raw"}, "attack": {"name": "single-query", "targets": 2}},
+    ...     "grid": {"protocol.decimals": [2, 6]}})
+    >>> done = parley.study(grid, out=tempfile.mkdtemp(), workers=1)
+    >>> done.ran, done.failed
+    (2, 0)
+    """
+    from parley.scenarios.study.engine import run_study
+    from parley.scenarios.study.plan import Study as _Study
+
+    spec = study if isinstance(study, _Study) else _Study.load(str(study))
+    folder = Path(out) if out is not None else Path("studies") / spec.name
+    return run_study(spec, folder, workers=workers, address=address, progress=progress)
+
+
+def compare(dataset: str = "adult", out: str | Path | None = None, *, quick: bool = False,
+            address: str | None = None, workers: int | None = None) -> Comparison:
+    """Every protocol against every applicable attack on one data set: matrix, frontier, audit, report.
+
+    Examples
+    --------
+    >>> import parley
+    >>> parley.compare("no-such-data")
+    Traceback (most recent call last):
+    ...
+    parley.protocols.errors.ConfigError: unknown data set 'no-such-data'; known: adult, compas, german
+    """
+    from parley.scenarios.compare.run import compare as _compare
+
+    folder = Path(out) if out is not None else Path("compare") / dataset
+    return _compare(dataset, folder, quick=quick, address=address, workers=workers)
+
+
+def verify(transcript: str | Path) -> int:
+    """Check every signature, digest and chain link of a transcript; return the number of messages.
+
+    Raises :class:`parley.protocols.errors.TranscriptError` naming the first bad line.
+
+    Examples
+    --------
+    >>> import tempfile, parley
+    >>> scenario = parley.Scenario.from_dict({
+    ...     "name": "doc-verify", "backend": "local",
+    ...     "dataset": {"name": "synthetic", "audit_size": 100, "minority": 20},
+    ...     "protocol": {"name": "raw"}, "attack": {"name": "single-query", "targets": 2}})
+    >>> result = parley.run(scenario, out=tempfile.mkdtemp())
+    >>> parley.verify(result.transcript_path) == result.metrics["messages"]
+    True
+    """
+    from parley.parties.transcript import verify_transcript
+
+    return verify_transcript(Path(transcript))

@@ -1,0 +1,484 @@
+"""Attribute-Reveal at full strength: the linear system, compressed sensing, and precision probes.
+
+All three are attacks of a curious data center on statistical-parity answers
+(query-leakage paper, Hamman, Chen, Dutta, FAccT 2023, Sec. 3):
+
+* ``linear`` (Thm. 1, Alg. 1): n models whose prediction matrix has rank n;
+  solve SP = H v, read a_j from the sign of v_j.
+* ``compressed-sensing`` (Thm. 2, Alg. 2): rounds of bounded uniform
+  perturbations of the base model's scores, decoded after each round; stops as
+  soon as a decoder certifies a binary A that reproduces every answer (or at the
+  query cap). Group sizes come first, from one double query (Remark 4).
+  ``design = "paired"`` (parley's design) asks the same Alg. 2 models, each
+  marginally i.i.d., as a reference and block re-draws of it, and reads each
+  block exactly from an answer difference (:mod:`parley.parties.attacks.query_leakage.paired`).
+* ``precision`` (parley's design): an answer released in float64 carries about
+  45 bits. After one query on the base scores h0, each probe moves a block of K
+  individuals by ±b·2^-k (k = 0..K-1; |h - h0| <= b everywhere), so
+
+      SP(h) - SP(h0) = (1/N1) sum_j d_j - c * sum_{j in block, a_j = 0} d_j,  c = 1/N1 + 1/N0,
+
+  and the second sum, a binary number with one digit per individual, is read
+  off exactly. K is as large as the released precision allows (about 37 at
+  n = 1,000 in float64, 2 at four decimals). The first block is narrower so that
+  its answer also singles out N1 among every possible size: no query is spent on
+  group sizes. Every block's decode is checked; a block that does not decode is
+  asked again in halves.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from parley.parties.attacks.base import (
+    Answer,
+    Attack,
+    AttackParams,
+    Probe,
+    Reconstruction,
+    probe_accuracy,
+    register_attack,
+)
+from parley.parties.attacks.decoders import sp_decoders as decoders
+from parley.parties.attacks.query_leakage import paired
+from parley.parties.attacks.query_leakage.counting import counting_bound
+from parley.parties.attacks.query_leakage.probes import (
+    flip_one,
+    max_deviation,
+    precision_block,
+    random_binary,
+    uniform_perturbations,
+)
+from parley.parties.attacks.query_leakage.targeted import decide_from_steps
+from parley.protocols.errors import AttackError, ConfigError
+
+__all__ = ["CompressedSensingReveal", "LinearReveal", "PrecisionReveal"]
+
+NO_SIZES = "group sizes are not identified at the released precision; the {name} attack needs N0 and N1"
+UNCERTIFIED = ("no decoder certified a reconstruction with {m} probe models for n={n}: the result is the decoder's "
+               "best guess (scored as such), not a proven recovery")
+SIZES_AMBIGUOUS = "the first block's answer fits no group size: answers are noisy or not exact ({detail})"
+PAIRED_WITH_PRIOR = ("attack.n0_prior applies to the i.i.d. designs (uniform, binary); the paired design reads the "
+                     "group sizes from its first block and needs exact answers")
+PAIRED_REFERENCE = "paired-reference"
+DECODERS = {
+    "fastest": decoders.decode_fastest, "l1": decoders.decode_l1, "box-count": decoders.decode_box_count,
+    "amp": decoders.decode_amp, "robust": decoders.decode_robust,
+}
+
+
+def _rows(H: np.ndarray, batch: int, purpose: str) -> Generator[Probe, Answer, tuple[np.ndarray, int | None]]:
+    """Ask ``H`` in envelopes of ``batch`` models; return all answers and their precision."""
+    out, decimals = [], None
+    for start in range(0, H.shape[0], batch):
+        answer = yield Probe("sp", H[start:start + batch], purpose)
+        out.append(np.asarray(answer.values, dtype=np.float64))
+        decimals = answer.decimals
+    return np.concatenate(out), decimals
+
+
+def _sizes(view, rng) -> Generator[Probe, Answer, tuple[int, int, int | None]]:
+    """Remark 4 with realistic models: base predictions and the same flipped at one individual."""
+    base = view.base_predictions.astype(np.float64)
+    j = int(rng.integers(view.n))
+    H = flip_one(base, np.array([j]))
+    answers, decimals = yield from _rows(np.vstack([base, H]), 2, "group sizes (double query)")
+    step = (answers[1] - answers[0]) * (1.0 - 2.0 * base[j])
+    _, _, info = decide_from_steps(np.array([step]), view.n, decimals)
+    if "N0" not in info:
+        raise AttackError(NO_SIZES.format(name="reveal"))
+    return info["N0"], info["N1"], decimals
+
+
+class LinearParams(AttackParams):
+    design: Literal["flip-one", "random-binary", "uniform"] = Field(
+        default="flip-one", description="flip-one (Alg. 1), random binary models, or bounded uniform perturbations")
+    b: float = Field(default=0.1, gt=0.0, le=0.5, description="perturbation bound of the uniform design")
+    batch: int = Field(default=100, ge=1, description="models per query message")
+
+
+@register_attack
+class LinearReveal(Attack):
+    """Thm. 1 / Alg. 1: n models of rank n; A from the linear system SP = H v."""
+
+    name = "linear"
+    Params = LinearParams
+    summary = "n probe models of full rank; solve SP = H v (Thm. 1, Alg. 1)"
+
+    def run(self) -> Generator[Probe, Answer, Reconstruction]:
+        n, p = self.view.n, self.params
+        if p.design == "flip-one":
+            H = flip_one(self.view.base_predictions, np.arange(n))
+        elif p.design == "random-binary":
+            H = random_binary(n, n, self.rng)
+        else:
+            H = uniform_perturbations(self.view.base_scores, n, p.b, self.rng)
+        answers, _ = yield from _rows(H, p.batch, f"linear system ({p.design})")
+        dec = decoders.decode_linear(H, answers)
+        info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds,
+                **probe_accuracy(H, self.view)}
+        return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=n, info=info)
+
+
+class CompressedSensingParams(AttackParams):
+    design: Literal["uniform", "binary", "paired"] = Field(
+        default="uniform", description="Alg. 2 i.i.d. perturbations, random binary, or Alg. 2 models asked in pairs "
+                                       "(a reference and block re-draws of it, read exactly by meet in the middle; "
+                                       "parley's design, which ignores round_size, decoder and stop)")
+    b: float = Field(default=0.1, gt=0.0, le=0.5, description="perturbation bound (Alg. 2)")
+    round_size: int = Field(default=25, ge=1, description="probe models added between two decodes")
+    max_queries: int | None = Field(default=None, ge=1, description="probe models at most (default n)")
+    decoder: Literal["fastest", "l1", "box-count", "amp", "robust"] = "fastest"
+    stop: Literal["certified", "cap"] = Field(
+        default="certified", description="stop at the first certified decode, or always ask max_queries")
+    n0_prior: float | None = Field(
+        default=None, gt=0.0, lt=1.0,
+        description="assume N0 = round(share * n) from public statistics (e.g. a census) instead of querying the "
+                    "group sizes; needed when answers are noisy")
+    safety_ulps: float = Field(default=16.0, gt=0.0,
+                               description="paired: float64 error allowance of an answer difference, in ulps of 1")
+    margin: float = Field(default=256.0, ge=1.0,
+                          description="paired, float64: a block is read only if one subset fits within margin x the "
+                                      "error allowance (rounded answers: 1, their error bound is exact)")
+    ambiguity: float = Field(default=0.01, gt=0.0, lt=1.0,
+                             description="paired: expected wrong candidates per block the block width allows")
+
+    @model_validator(mode="after")
+    def _paired_reads_its_own_sizes(self) -> CompressedSensingParams:
+        if self.design == "paired" and self.n0_prior is not None:
+            raise ConfigError(PAIRED_WITH_PRIOR)
+        return self
+
+
+@register_attack
+class CompressedSensingReveal(Attack):
+    """Thm. 2 / Alg. 2: bounded random perturbations, decoded round by round."""
+
+    name = "compressed-sensing"
+    Params = CompressedSensingParams
+    summary = "rounds of perturbations within b of the base model, sparse decoding (Thm. 2, Alg. 2)"
+
+    def run(self) -> Generator[Probe, Answer, Reconstruction]:
+        if self.params.design == "paired":
+            return (yield from self._paired())
+        n, p = self.view.n, self.params
+        if p.n0_prior is None:
+            n0, n1, decimals = yield from _sizes(self.view, self.rng)
+            size_queries = 2
+        else:  # an assumption about the population, not a query: no answer is spent on it
+            n0 = min(max(1, round(p.n0_prior * n)), n - 1)
+            n1, decimals, size_queries = n - n0, None, 0
+        cap = p.max_queries or n
+        decode = DECODERS[p.decoder]
+        H = np.empty((0, n))
+        sp = np.empty(0)
+        dec = None
+        while H.shape[0] < cap:
+            k = min(p.round_size, cap - H.shape[0]) if p.stop == "certified" else cap
+            if p.design == "uniform":
+                rows = uniform_perturbations(self.view.base_scores, k, p.b, self.rng)
+            else:
+                rows = random_binary(n, k, self.rng)
+            answers, decimals = yield from _rows(rows, k, f"compressed sensing ({p.design}, b={p.b})")
+            H, sp = np.vstack([H, rows]), np.concatenate([sp, answers])
+            if p.stop == "cap" and H.shape[0] < cap:
+                continue
+            try:
+                dec = decode(H, sp, n0, n1) if p.decoder != "fastest" else decode(H, sp, n0, n1, allow_uncertified=True)
+            except AttackError:
+                continue
+            if dec.certified:
+                break
+        self.decoded = dec  # kept for attacks that post-process the decode (reconstruction correction)
+        if dec is None:
+            raise AttackError(f"no decode succeeded with {H.shape[0]} probe models for n={n}")
+        info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds, "probe_models": H.shape[0],
+                **({} if dec.certified else {"warning": UNCERTIFIED.format(m=H.shape[0], n=n)}),
+                "N0": n0, "N1": n1, "probe_max_deviation": max_deviation(H, self.view.base_scores),
+                "counting_bound": counting_bound(n, n0, p.b, decimals), **probe_accuracy(H, self.view)}
+        return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=H.shape[0] + size_queries, info=info)
+
+    def progress(self) -> Reconstruction | None:
+        """Paired design: the blocks read since the previous call (each read is exact); i.i.d. decides at its end."""
+        fresh = getattr(self, "_fresh", None)
+        if not fresh:
+            return None
+        moved = np.concatenate(fresh)
+        fresh.clear()
+        return Reconstruction(moved, np.where(self._x_hat[moved], 0, 1).astype(np.int8), np.ones(moved.size, dtype=bool),
+                              queries=self._queries_so_far)
+
+    def _paired(self) -> Generator[Probe, Answer, Reconstruction]:
+        """Paired design (:mod:`parley.parties.attacks.query_leakage.paired`): a reference Alg. 2 model, then block re-draws of it."""
+        n, p = self.view.n, self.params
+        h0 = np.asarray(self.view.base_scores, dtype=np.float64)
+        cap = p.max_queries or n
+        ref = uniform_perturbations(h0, 1, p.b, self.rng)[0]
+        answer = yield Probe("sp", ref[None, :], f"paired design: reference model (Alg. 2, b={p.b})", keep=True,
+                             name=PAIRED_REFERENCE)
+        sp_ref, decimals = float(np.asarray(answer.values).reshape(-1)[0]), answer.decimals
+        err = paired.answer_error(decimals, p.safety_ulps)
+        margin = p.margin if decimals is None else 1.0  # a rounded answer's error bound is exact
+        sizes = np.arange(1, n)  # every N1 is possible until an answer rules it out
+        queries, c_worst = 1, float(_c(sizes, n).min())
+        if paired.block_width(1, err, c_worst, p.b, margin, p.ambiguity) < 1:
+            raise AttackError(paired.NEEDS_PRECISION.format(decimals=decimals, err=err, need=_decimals_needed(n, p)))
+        if paired.block_width(sizes.size, err, c_worst, p.b, margin, p.ambiguity) < 1:
+            # too coarse (or n too large) for a first block to rule out every size: Remark 4's double query
+            _, n1, _ = yield from _sizes(self.view, self.rng)
+            sizes, queries = np.array([n1]), queries + 2
+        pending = self.rng.permutation(n)
+        x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        self._x_hat, self._fresh = x_hat, []  # filled as blocks are read; :meth:`progress` reports fresh ones
+        self._queries_so_far = queries
+        track = _ProbeTrack(self.view, h0, ref)
+        reads, reasks, idle, worst_fit, seconds = 0, 0, 0, 0.0, 0.0
+        first_width = width = None
+        while pending.size and queries < cap:
+            width = paired.block_width(sizes.size, err, float(_c(sizes, n).min()), p.b, margin, p.ambiguity)
+            first_width = first_width or width
+            row, moved, still, used = paired.redraw_block(h0, ref, pending, width, p.b, self.rng)
+            answer = yield Probe("sp", row[None, :], f"paired design: block of {moved.size}",
+                                 relative_to=PAIRED_REFERENCE)
+            queries += 1
+            self._queries_so_far = queries
+            track.add(row)
+            idle += still.size
+            start = time.perf_counter()
+            read = paired.read_block(row[moved] - ref[moved], float(np.asarray(answer.values).reshape(-1)[0]) - sp_ref,
+                                     n, sizes, err, margin)
+            seconds += time.perf_counter() - start
+            if read.status == "none":
+                raise AttackError(paired.NO_FIT.format(k=moved.size, window=read.window, sizes=sizes.size))
+            if read.status == "ambiguous":  # the truth is among the candidates: keep their sizes, ask again later
+                sizes = read.sizes
+                reasks += 1
+                pending = np.concatenate([moved, still, pending[used:]])
+                continue
+            x_hat[moved], decided[moved] = read.x, True
+            self._fresh.append(moved)
+            sizes = np.array([read.n1])
+            reads += moved.size > 0
+            worst_fit = max(worst_fit, read.fit)
+            # unmoved individuals go first into the next block, so that every block but the last reads K
+            pending = np.concatenate([still, pending[used:]])
+        a_hat = np.where(x_hat, 0, 1).astype(np.int8)
+        n1 = int(sizes[0]) if sizes.size == 1 else None
+        count_ok = n1 is not None and int(x_hat.sum()) == n - n1
+        certified = bool(decided.all() and count_ok and worst_fit <= 1.0)
+        self.decoded = decoders.Decoded(a_hat=a_hat, decided=decided, certified=certified, residual=worst_fit,
+                                        decoder="subset-sum", seconds=seconds)
+        info = {"design": "paired", "decoder": "subset-sum", "certified": certified, "decode_s": seconds,
+                "probe_models": queries, "block_width": width, "first_block_width": first_width,
+                "blocks_read": reads, "ambiguous_blocks": reasks, "unmoved_redraws": idle,
+                "worst_fit_tolerances": worst_fit, "N1_candidates": int(sizes.size),
+                "probe_max_deviation": track.max_deviation, **track.accuracy(),
+                "counting_bound": counting_bound(n, n - (n1 or int(np.median(sizes))), p.b, decimals,
+                                                 max(abs(sp_ref), 1e-3))}
+        if n1 is not None:
+            info.update(N0=n - n1, N1=n1)
+        if pending.size:
+            info["warning"] = f"query cap {cap} reached with {pending.size} individuals unread"
+        elif not count_ok:
+            info["warning"] = "the blocks read do not add up to the group sizes: the answers are not exact"
+        return Reconstruction(np.arange(n), a_hat, decided, queries=queries, info=info)
+
+
+class _ProbeTrack:
+    """Realism of a probe sequence without keeping it: max |h - h0| and accuracies against the labels."""
+
+    def __init__(self, view, h0: np.ndarray, first: np.ndarray) -> None:
+        self.view, self.h0 = view, h0
+        self.max_deviation = 0.0
+        self.accuracies: list[float] = []
+        self.add(first)
+
+    def add(self, row: np.ndarray) -> None:
+        self.max_deviation = max(self.max_deviation, float(np.abs(row - self.h0).max()))
+        if self.view.y is not None:
+            self.accuracies.append(float(((row >= 0.5) == (self.view.y == 1)).mean()))
+
+    def accuracy(self) -> dict[str, float]:
+        if self.view.y is None or self.view.base_predictions is None:
+            return {}
+        return {"base_accuracy": float((self.view.base_predictions == self.view.y).mean()),
+                "probe_accuracy_min": min(self.accuracies), "probe_accuracy_max": max(self.accuracies)}
+
+
+def _decimals_needed(n: int, p: CompressedSensingParams) -> str:
+    """The coarsest released precision at which the paired design reads one individual per answer, any N1."""
+    c_min = float(_c(np.arange(1, n), n).min())
+    for d in range(1, 16):
+        if paired.block_width(1, paired.answer_error(d, p.safety_ulps), c_min, p.b, 1.0, p.ambiguity):
+            return f"{d} decimals"
+    return "exact float64 answers"
+
+
+class PrecisionParams(AttackParams):
+    b: float = Field(default=0.1, gt=0.0, le=0.5, description="largest move of any score (|h - h0| <= b)")
+    max_queries: int | None = Field(default=None, ge=2, description="queries at most (default n + 1)")
+    safety_ulps: float = Field(default=16.0, gt=0.0, description="float64 error allowance of an answer difference, in ulps of 1")
+    first_block_slack: int = Field(default=16, ge=4, description="bits the first block leaves free to single out N1")
+
+
+class _Blocks:
+    """Decoding of precision blocks: the algebra of the module docstring, for many candidate N1 at once."""
+
+    def __init__(self, n: int, b: float, err: float) -> None:
+        self.n, self.b, self.err = n, b, err
+
+    def width(self, c: float) -> int:
+        """Most individuals per block: the smallest digit b 2^-(K-1) c must exceed 4 x the answer error."""
+        return max(1, math.floor(math.log2(self.b * c / (4.0 * self.err))) + 1)
+
+    def decode(self, d: float, moves: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bits x (1 = a_j is 0) of a block for each candidate N1, and which candidates decode cleanly.
+
+        With y_j = x_j where the move is positive and 1 - x_j where it is negative,
+        T' = sum_j y_j |d_j| is a sum of distinct, super-increasing weights:
+        greedy digit extraction is exact and the remainder must vanish.
+        """
+        n1 = n1.astype(np.float64)[:, None]
+        c = 1.0 / n1 + 1.0 / (self.n - n1)
+        total = (moves.sum() / n1 - d) / c  # T = sum over a_j = 0 of d_j, one per candidate
+        weights = np.abs(moves)
+        rem = total + weights[moves < 0].sum()
+        y = np.zeros((n1.shape[0], moves.size), dtype=bool)
+        tol = 2.0 * self.err / c
+        for k in np.argsort(-weights):
+            take = rem >= weights[k] - tol
+            y[:, k] = take[:, 0]
+            rem = rem - np.where(take, weights[k], 0.0)
+        ok = (np.abs(rem) <= tol)[:, 0]
+        x = np.where(moves[None, :] > 0, y, ~y)
+        return x, ok
+
+
+@dataclass
+class _Read:
+    """One answered precision block: who moved, by how much, and the answer difference."""
+
+    block: np.ndarray
+    moves: np.ndarray
+    d: float
+
+
+@register_attack
+class PrecisionReveal(Attack):
+    """Precision probes: each float64 answer reads about 37 individuals' attribute at once."""
+
+    name = "precision"
+    Params = PrecisionParams
+    summary = "blocks of scores moved by ±b·2^-k; one answer reads a whole block (parley's design)"
+
+    def run(self) -> Generator[Probe, Answer, Reconstruction]:
+        n, p = self.view.n, self.params
+        h0 = np.asarray(self.view.base_scores, dtype=np.float64)
+        cap = p.max_queries or n + 1
+        base = yield Probe("sp", h0[None, :], "base model scores", keep=True, name="base")
+        sp0, decimals = float(base.values[0]), base.decimals
+        # Error of a difference of two answers: a few ulps of values <= 1 in float64, one unit when rounded.
+        err = p.safety_ulps * float(np.spacing(1.0)) if decimals is None else 10.0 ** (-decimals)
+        blocks = _Blocks(n, p.b, err)
+        candidates = np.arange(1, n)  # every N1 is possible until answers rule it out
+        pending = [self.rng.permutation(n)]
+        reads: list[_Read] = []
+        queries, splits = 1, 0
+        while pending and queries < cap:
+            todo = pending.pop(0)
+            width = blocks.width(_c(candidates, n).min())
+            if not reads:  # first block: leave slack so a wrong N1 leaves a visible remainder
+                width = max(1, width - p.first_block_slack)
+            block, rest = todo[:width], todo[width:]
+            if rest.size:
+                pending.insert(0, rest)
+            row, _ = precision_block(h0, block, p.b)
+            answer = yield Probe("sp", row[None, :], f"precision block of {block.size}", relative_to="base")
+            queries += 1
+            read = _Read(block, row[block] - h0[block], float(answer.values[0]) - sp0)
+            _, ok = blocks.decode(read.d, read.moves, candidates)
+            if not ok.any():
+                if not reads:
+                    raise AttackError(SIZES_AMBIGUOUS.format(detail=f"block of {block.size}"))
+                if block.size == 1:  # cannot split further: the answer is not exact
+                    raise AttackError(f"a one-person block did not decode at precision {decimals}")
+                splits += 1
+                half = block.size // 2
+                pending[:0] = [block[:half], block[half:]]
+                continue
+            candidates = candidates[ok]
+            reads.append(read)
+            self._reads, self._blocks, self._candidates = reads, blocks, candidates
+        # Decode every block with the sizes every answer allows; a block is decided where they all agree.
+        x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        for read in reads:
+            x, _ = blocks.decode(read.d, read.moves, candidates)
+            x_hat[read.block], decided[read.block] = x[0], (x == x[0]).all(axis=0)
+        a_hat = (~x_hat).astype(np.int8)
+        # The decoded vector fixes its own N1; it must be a size the answers allow, and reproduce them all.
+        n1 = int(a_hat.sum())
+        certified = bool(decided.all() and n1 in candidates and self._reproduces(reads, a_hat, n1, n, err))
+        info = {"certified": certified, "N1_candidates": int(candidates.size),
+                "block_width": blocks.width(_c(candidates, n).min()), "block_splits": splits,
+                "probe_max_deviation": max((float(np.abs(r.moves).max()) for r in reads), default=0.0),
+                **self._accuracy(reads, h0),
+                "counting_bound": counting_bound(n, n - int(np.median(candidates)), p.b, decimals,
+                                                 max(abs(sp0), 1e-3))}
+        if candidates.size == 1:
+            info.update(N0=n - int(candidates[0]), N1=int(candidates[0]))
+        if pending:
+            info["warning"] = f"query cap {cap} reached with {sum(len(t) for t in pending)} individuals left"
+        return Reconstruction(np.arange(n), a_hat, decided, queries=queries, info=info)
+
+    def progress(self) -> Reconstruction | None:
+        """The blocks read since the previous call, decoded with every group size the answers still allow.
+
+        An individual counts as pinned down where all those sizes give the same bit. When an answer
+        rules out sizes, every block read so far is decoded again and reported again.
+        """
+        reads = getattr(self, "_reads", None)
+        if not reads:
+            return None
+        # The sizes only shrink, so the same count means the same set and earlier decodes still hold.
+        start = getattr(self, "_reported", 0) if getattr(self, "_reported_sizes", None) == self._candidates.size else 0
+        if start == len(reads):
+            return None
+        self._reported, self._reported_sizes = len(reads), self._candidates.size
+        x = [self._blocks.decode(read.d, read.moves, self._candidates)[0] for read in reads[start:]]
+        return Reconstruction(np.concatenate([read.block for read in reads[start:]]),
+                              np.concatenate([(~block[0]).astype(np.int8) for block in x]),
+                              np.concatenate([(block == block[0]).all(axis=0) for block in x]),
+                              queries=len(reads) + 1)
+
+    @staticmethod
+    def _reproduces(reads: list[_Read], a_hat: np.ndarray, n1: int, n: int, err: float) -> bool:
+        """Do the decoded groups reproduce every answer difference (to the answer error)?"""
+        if n1 in (0, n):
+            return False
+        c = 1.0 / n1 + 1.0 / (n - n1)
+        return all(abs(r.moves.sum() / n1 - c * r.moves[a_hat[r.block] == 0].sum() - r.d) <= 4.0 * err
+                   for r in reads)
+
+    def _accuracy(self, reads: list[_Read], h0: np.ndarray) -> dict[str, float]:
+        """Probe accuracies against the labels, from each block's changes (no n-wide rows kept)."""
+        y, base_pred = self.view.y, self.view.base_predictions
+        if y is None or base_pred is None:
+            return {}
+        base_correct = (h0 >= 0.5) == (y == 1)  # the score model thresholded as the probes are
+        base = float(base_correct.mean())
+        deltas = [(((h0[r.block] + r.moves >= 0.5) == (y[r.block] == 1)).sum() - base_correct[r.block].sum())
+                  / y.size for r in reads]
+        return {"base_accuracy": float((base_pred == y).mean()), "probe_accuracy_min": base + min(deltas, default=0.0),
+                "probe_accuracy_max": base + max(deltas, default=0.0)}
+
+
+def _c(candidates: np.ndarray, n: int) -> np.ndarray:
+    """c = 1/N1 + 1/N0 for each candidate N1."""
+    return 1.0 / candidates + 1.0 / (n - candidates)

@@ -1,0 +1,102 @@
+"""Baseline adversaries of the reconstruction-correction paper and the fairness estimate of Sec. V-B.
+
+Ferry et al. (SaTML 2023), Sec. IV-A: the adversary holds an attack set drawn
+from the training distribution with features, labels and A, and the target's
+predictions on it. It trains a class-balanced random forest to predict A from
+(X, y) (adversary A1) or from (X, y, yhat) (A2, which sees everything the
+corrector later uses), guesses A on the training set, and takes the forest's
+probability of its guess as the confidence. Confidences are normalised (divided
+by their maximum) and raised to a power chosen on a validation part of the
+attack set, to make the corrector prefer to change the least confident guesses.
+
+Deviation: the paper tunes the forest with HyperOpt-Sklearn (100 evaluations);
+parley uses fixed, sensible forest settings to avoid that dependency.
+
+Sec. V-B (fairness hidden): the adversary measures the target's unfairness on its
+attack set for every metric and assumes the smallest, with that value as tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from parley.parties.attacks.solvers.correction import FairnessConstraint, correct
+from parley.protocols.errors import AttackError
+from parley.protocols.group_gaps import unfairness
+
+__all__ = [
+    "BaselineGuess", "ESTIMATED_METRICS", "baseline_features", "choose_exponent", "estimate_constraint",
+    "fit_forest", "guess", "weights",
+]
+
+#: Metrics the Sec. V-B estimate compares (EOdds is never strictly the smallest: it is the max of PE and EO).
+ESTIMATED_METRICS = ("sp", "pe", "eo", "eodds")
+NO_EXPONENTS = "exponents must be a non-empty list of positive numbers; got {exponents!r}"
+
+
+@dataclass(frozen=True)
+class BaselineGuess:
+    """The baseline adversary's guess of A and its confidence in each entry (probability of the guess)."""
+
+    a: np.ndarray
+    confidence: np.ndarray
+
+
+def baseline_features(X: np.ndarray, y: np.ndarray, yhat: np.ndarray | None) -> np.ndarray:
+    """The attack model's input: (X, y) for adversary A1, (X, y, yhat) for A2."""
+    columns = [np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)[:, None]]
+    if yhat is not None:
+        columns.append(np.asarray(yhat, dtype=np.float64)[:, None])
+    return np.hstack(columns)
+
+
+def fit_forest(features: np.ndarray, a: np.ndarray, rng: np.random.Generator, n_estimators: int = 100):
+    """A class-balanced random forest predicting A (the paper's attack model, Sec. IV-B4)."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    forest = RandomForestClassifier(n_estimators=n_estimators, class_weight="balanced", min_samples_leaf=2,
+                                    n_jobs=1, random_state=int(rng.integers(2**31 - 1)))
+    return forest.fit(features, np.asarray(a))
+
+
+def guess(forest, features: np.ndarray) -> BaselineGuess:
+    """Most probable group per row, and its probability as the confidence."""
+    proba = forest.predict_proba(features)
+    column = np.argmax(proba, axis=1)
+    return BaselineGuess(a=forest.classes_[column].astype(np.int64), confidence=proba[np.arange(len(proba)), column])
+
+
+def weights(confidence: np.ndarray, exponent: float) -> np.ndarray:
+    """Normalised confidences raised to ``exponent`` (Sec. IV-A): larger exponents widen their differences."""
+    confidence = np.asarray(confidence, dtype=np.float64)
+    top = confidence.max() if confidence.size else 1.0
+    return (confidence / (top if top > 0 else 1.0)) ** exponent
+
+
+def choose_exponent(base: BaselineGuess, a_true: np.ndarray, yhat: np.ndarray, y: np.ndarray, metric: str,
+                    exponents: Sequence[float], groups: int = 2) -> tuple[float, dict[float, float]]:
+    """The exponent whose correction is most accurate on a validation part where A is known.
+
+    The validation part plays the training set: its own unfairness (measured with
+    its true A) is the constraint. Returns the best exponent (the smallest on
+    ties) and the accuracy of each.
+    """
+    if not exponents or any(e <= 0 for e in exponents):
+        raise AttackError(NO_EXPONENTS.format(exponents=list(exponents)))
+    constraint = FairnessConstraint(metric, unfairness(metric, yhat, a_true, y, groups))
+    scores = {}
+    for exponent in sorted(exponents):
+        fixed = correct(base.a, weights(base.confidence, exponent), yhat, constraint, y, groups)
+        scores[float(exponent)] = float((fixed.a == a_true).mean())
+    best = max(scores, key=lambda e: (scores[e], -e))
+    return best, scores
+
+
+def estimate_constraint(yhat: np.ndarray, a: np.ndarray, y: np.ndarray, groups: int = 2) -> FairnessConstraint:
+    """Sec. V-B: the metric with the smallest unfairness on the attack set, at that value."""
+    measured = {metric: unfairness(metric, yhat, a, y, groups) for metric in ESTIMATED_METRICS}
+    metric = min(ESTIMATED_METRICS, key=lambda m: measured[m])
+    return FairnessConstraint(metric, measured[metric])

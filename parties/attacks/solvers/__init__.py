@@ -1,0 +1,1 @@
+"""Optimisation models behind the attacks: the reconstruction-correction model (MILP and LP)."""

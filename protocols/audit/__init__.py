@@ -1,0 +1,1 @@
+"""Empirical privacy auditing: statistical lower bounds on a mechanism's epsilon."""

@@ -1,0 +1,1 @@
+"""Differential-privacy mathematics: sensitivities, smooth sensitivity, floating-point-safe samplers."""

@@ -1,0 +1,1 @@
+"""Fairness estimators from privatised or proxy attributes (randomized response, probabilistic proxies)."""

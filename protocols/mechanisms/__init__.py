@@ -1,0 +1,1 @@
+"""Answer mechanisms: one module per protocol, each registering itself with ``@register_protocol``."""

@@ -1,0 +1,167 @@
+"""``smooth-cauchy`` and ``smooth-laplace``: Attribute-Conceal (Hamman, Chen & Dutta, FAccT 2023, Sec. 4.2).
+
+Noise calibrated to the beta-smooth sensitivity S of the *actual* audit set
+(Def. 4.3; Nissim, Raskhodnikova & Smith, STOC 2007), which the compliance party
+computes from its group sizes N0, N1. Both protocols answer SP and |SP|
+(App. D.4); S comes from :mod:`parley.protocols.dp.sensitivity`, which gives the exact smooth
+sensitivity (the paper's closed form with min/max of the group sizes, the s = 1
+case made smooth, and the |SP| form corrected; see that module).
+
+``smooth-cauchy`` (Thm. 7, Algorithm 3), epsilon-DP. The theorem: "Let Z be an
+m-dimensional random noise with entries independently sampled from a Cauchy
+distribution P(z) = prod_{i=1}^m 1/(1 + z_i^2). For statistical parity gap query
+(SP), the mechanism M(S) = SP(S) + 6 Delta^smooth_{SP,beta}(S)/epsilon Z is
+epsilon-differentially private, [...] and beta = epsilon/(6m)." So each Z_i is a
+*standard* Cauchy variable, density 1/(pi (1 + z^2)): NRS's admissible family
+h(z) ∝ 1/(1 + |z|^gamma) with gamma = 2 (the proof cites NRS's lemmas "with
+gamma = 2"), which is (epsilon/(2(gamma+1)), .)-admissible, hence the factor 6 =
+2 (gamma + 1). Algorithm 3 samples Z_i "from a standard Cauchy distribution"
+likewise. Sampled with :meth:`numpy.random.Generator.standard_cauchy` (exact).
+
+``smooth-laplace`` (Thm. 8), (epsilon, delta)-DP for epsilon, delta in (0, 1):
+Z with density 2^{-m} e^{-||z||_1} (i.i.d. standard Laplace), noise 2 S/epsilon Z,
+beta = epsilon/(4(m + ln(2/delta))). The theorem is stated for epsilon < 1 (NRS's
+Laplace admissibility lemma needs it), so the parameters enforce it.
+
+What an answer records
+----------------------
+Algorithm 3 returns only the noisy values. S (and hence the noise scale) is a
+function of N0, the group sizes the mechanism protects, and is not itself released
+privately, so the notes carry only epsilon, delta, the noise family and the
+out-of-range policy with its clamp count (Remark 6; a post-processing of the
+release) -- never S, N0, N1 or the scale.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
+from parley.protocols.budget import ApproxDP, Budget, PureDP
+from parley.protocols.dp.sensitivity import SMOOTH_METRICS, smooth_sensitivity
+from parley.protocols.errors import QueryError
+from parley.protocols.mechanisms.laplace import OutOfRange, apply_out_of_range
+from parley.protocols.metrics import group_sizes
+
+__all__ = [
+    "SmoothCauchyParams",
+    "SmoothCauchyProtocol",
+    "SmoothLaplaceParams",
+    "SmoothLaplaceProtocol",
+    "beta_cauchy",
+    "beta_laplace",
+    "BAD_EPSILON",
+    "BAD_DELTA",
+]
+
+BAD_EPSILON = "epsilon must be a finite number > 0, got {value!r}"
+BAD_DELTA = "delta must lie in (0, 1), got {value!r}"
+
+
+def beta_cauchy(epsilon: float, m: int) -> float:
+    """Smoothing parameter of Thm. 7: beta = epsilon / (6 m)."""
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise QueryError(BAD_EPSILON.format(value=epsilon))
+    return epsilon / (6.0 * m)
+
+
+def beta_laplace(epsilon: float, delta: float, m: int) -> float:
+    """Smoothing parameter of Thm. 8: beta = epsilon / (4 (m + ln(2/delta)))."""
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise QueryError(BAD_EPSILON.format(value=epsilon))
+    if not 0.0 < delta < 1.0:
+        raise QueryError(BAD_DELTA.format(value=delta))
+    return epsilon / (4.0 * (m + math.log(2.0 / delta)))
+
+
+class SmoothCauchyParams(ProtocolParams):
+    epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="privacy loss per query (pure DP, Thm. 7)")
+    out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
+
+
+class SmoothLaplaceParams(ProtocolParams):
+    epsilon: float = Field(gt=0.0, lt=1.0, description="privacy loss per query; Thm. 8 needs epsilon in (0, 1)")
+    delta: float = Field(gt=0.0, lt=1.0, description="failure probability per query; Thm. 8 needs delta in (0, 1)")
+    out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
+
+
+class _SmoothProtocol(Protocol):
+    """Shared release: exact + (factor * S / epsilon) * Z, Z i.i.d. from ``noise``."""
+
+    metrics = SMOOTH_METRICS
+    #: Noise multiplier of the theorem (6 for Thm. 7, 2 for Thm. 8).
+    factor: ClassVar[float]
+    #: Name of the standard noise distribution recorded in answers.
+    noise: ClassVar[str]
+
+    @abstractmethod
+    def beta(self, m: int) -> float:
+        """The smoothing parameter of the theorem for a query of m models."""
+
+    @abstractmethod
+    def _draw(self, rng: np.random.Generator, m: int) -> np.ndarray:
+        """m i.i.d. draws of the theorem's standard noise."""
+
+    def _notes(self) -> dict[str, Any]:
+        return {"epsilon": self.params.epsilon}
+
+    def noise_scale(self, query: MetricQuery, audit: AuditSet) -> float:
+        """factor * S / epsilon, with S the beta-smooth sensitivity at the actual audit set (not released)."""
+        n0, n1 = group_sizes(audit.a)
+        s = smooth_sensitivity(query.metric, query.m, n0, n1, self.beta(query.m))
+        return self.factor * s / self.params.epsilon
+
+    def release(
+        self, exact: np.ndarray, query: MetricQuery, audit: AuditSet, rng: np.random.Generator
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        scale = self.noise_scale(query, audit)
+        noisy = np.asarray(exact, dtype=np.float64) + scale * self._draw(rng, query.m)
+        values, clamped = apply_out_of_range(noisy, query.metric, self.params.out_of_range)
+        return values, {**self._notes(), "noise": self.noise,
+                        "out_of_range": self.params.out_of_range, "clamped": clamped}
+
+
+@register_protocol
+class SmoothCauchyProtocol(_SmoothProtocol):
+    """Attribute-Conceal (Thm. 7, Algorithm 3): standard Cauchy noise times 6 S/epsilon, beta = epsilon/(6m)."""
+
+    name = "smooth-cauchy"
+    Params = SmoothCauchyParams
+    factor = 6.0
+    noise = "cauchy"
+
+    def beta(self, m: int) -> float:
+        return beta_cauchy(self.params.epsilon, m)
+
+    def _draw(self, rng: np.random.Generator, m: int) -> np.ndarray:
+        return rng.standard_cauchy(size=m)  # density 1/(pi (1 + z^2)) per coordinate
+
+    def cost(self, query: MetricQuery) -> Budget:
+        return PureDP(epsilon=self.params.epsilon)
+
+
+@register_protocol
+class SmoothLaplaceProtocol(_SmoothProtocol):
+    """Thm. 8: standard Laplace noise times 2 S/epsilon, beta = epsilon/(4(m + ln(2/delta))); (epsilon, delta)-DP."""
+
+    name = "smooth-laplace"
+    Params = SmoothLaplaceParams
+    factor = 2.0
+    noise = "laplace"
+
+    def beta(self, m: int) -> float:
+        return beta_laplace(self.params.epsilon, self.params.delta, m)
+
+    def _draw(self, rng: np.random.Generator, m: int) -> np.ndarray:
+        return rng.laplace(0.0, 1.0, size=m)  # density e^{-|z|}/2 per coordinate
+
+    def _notes(self) -> dict[str, Any]:
+        return {"epsilon": self.params.epsilon, "delta": self.params.delta}
+
+    def cost(self, query: MetricQuery) -> Budget:
+        return ApproxDP(epsilon=self.params.epsilon, delta=self.params.delta)

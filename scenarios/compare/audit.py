@@ -1,0 +1,295 @@
+"""Whole-scenario privacy audit: an empirical lower bound on epsilon of a full run, parties and wire included.
+
+:func:`parley.protocols.audit.privacy_audit.audit_epsilon` bounds the epsilon of a mechanism
+from below with Clopper-Pearson intervals (Ding et al., CCS 2018, Sec. 4). Here
+the mechanism is a whole scenario: the data center trains its model, the
+compliance party answers under the protocol through signed envelopes, the ledger
+charges the budget. The split is fixed once; its neighbour differs in one
+person's protected attribute (Def. 4.1 of the query-leakage paper); each audit
+run is the scenario under a fresh seed on one of the two. The pair is chosen where
+a metric answer moves most (:func:`worst_case_attributes`): DP must hold for every
+pair, and a loose pair only weakens the bound. The output audited is
+the adversary's view, the transcript: the answer (metric-query protocols, to a
+query on a model accepting only the audited person) or the released attribute
+(rr-release) about that person, read from the wire. Anything the adversary
+derives from its view is post-processing of it, so a bound on the view bounds
+every attack's guess.
+
+cov-threshold (Alg. 1 of the distributed-fair-learning paper) answers about the
+training set, so its neighbours differ in one person's A of the training set,
+and its view is the accept set on the wire. The data center's hypotheses are its
+query: DP must hold for every query, so the audit fixes one (every run at one
+seed, :func:`cov_threshold_pair`) and picks the pair where one person's A moves a
+hypothesis across the threshold rho; the event is "that hypothesis is accepted".
+The compliance party draws no randomness under the hard policy without noise, so
+the runs are repeats of one deterministic answer; a soft or noisy configuration
+is refused (fixing the seed would freeze the very noise the audit must sample).
+
+With confidence ``1 - alpha`` the bound of an epsilon-DP scenario is at or below
+the epsilon the ledger charged; a raw protocol's bound is as large as the number
+of runs allows (``ln`` of the ratio of two Clopper-Pearson limits).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parley.parties.adversary import exchanges_from
+from parley.parties.transcript import iter_transcript, read_transcript
+from parley.protocols import get_protocol
+from parley.protocols.audit.privacy_audit import audit_epsilon
+from parley.protocols.errors import ConfigError, ParleyError
+from parley.protocols.mechanisms.randomized_response import ATTRIBUTE_RELEASE
+from parley.scenarios.datasets import load_split
+from parley.scenarios.runner import run
+from parley.scenarios.spec import Scenario
+
+__all__ = ["AUDITABLE_FLOWS", "ScenarioAudit", "audit_scenario", "audit_spec", "cov_threshold_pair",
+           "worst_case_attributes", "NOT_AUDITABLE", "RANDOMIZED_COV_THRESHOLD", "NO_CROSSING"]
+
+NOT_AUDITABLE = ("protocol {name!r} runs a {flow!r} exchange; the whole-scenario audit reads the answers of "
+                 "metric-query, rr-release and cov-threshold exchanges")
+RANDOMIZED_COV_THRESHOLD = ("the whole-scenario audit of cov-threshold fixes the data center's query by fixing the "
+                            "seed, which would also freeze the compliance party's draws; it audits policy 'hard' "
+                            "with noise 0 only, got policy {policy!r} and noise {noise}")
+NO_CROSSING = ("no neighbouring pair found: no person's A moves any of the {m} hypotheses across rho = {rho} "
+               "(all predictions constant?)")
+#: The data center's model in audit runs: the audited view does not depend on it, hundreds of fits do cost.
+AUDIT_MODEL = {"estimator": "sklearn.naive_bayes.GaussianNB", "params": {}}
+#: The flows whose wire carries a per-person output the audit can read.
+AUDITABLE_FLOWS = ("metric-query", "rr-release", "cov-threshold")
+#: The cov-threshold audit's attack: its view is read from the wire, the attack only has to be cheap.
+COV_ATTACK = {"name": "threshold-inversion", "decoder": "lp", "rounds": 0}
+
+
+@dataclass(frozen=True)
+class ScenarioAudit:
+    """The audit of one protocol configuration: the empirical bound beside the claim."""
+
+    protocol: str
+    params: dict[str, Any]
+    claimed_epsilon: float | None  # what the ledger charged the adversary's view (None: no DP claim)
+    claimed_delta: float | None
+    epsilon_lower: float
+    confidence: float
+    runs: int  # per data set and per half (selection, estimation)
+    person: int
+    p: float
+    p_prime: float
+    event: str = ""  # what the audited event reads off the view
+
+    def row(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def audit_spec(protocol: dict[str, Any], dataset: dict[str, Any], person: int = 0,
+               learner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The scenario (as a dict) whose adversary's view is audited for ``protocol``.
+
+    Metric-query protocols: one single-query probe on a model accepting only ``person``, no honest
+    queries (so the view holds exactly one answer about the person). rr-release: the one release of the
+    audit set. cov-threshold: the honest hypothesis query of ``learner`` (default DFRR), observed passively.
+    Backend local and a Gaussian naive Bayes base model: the audit runs hundreds of short
+    scenarios, and the probe's answer does not depend on the base model.
+    """
+    flow = get_protocol(protocol["name"]).flow
+    if flow == "metric-query":
+        attack = {"name": "single-query", "targets": [person], "batch": True}
+    elif flow == "rr-release":
+        attack = {"name": "rr-bayes"}
+    elif flow == "cov-threshold":
+        spec = {"name": f"audit-{protocol['name']}", "dataset": dataset, "protocol": protocol, "attack": COV_ATTACK,
+                "threat_model": "passive-observer", "audit_metrics": [], "backend": "local", "model": AUDIT_MODEL}
+        return {**spec, "learner": learner} if learner is not None else spec
+    else:
+        raise ConfigError(NOT_AUDITABLE.format(name=protocol["name"], flow=flow))
+    return {"name": f"audit-{protocol['name']}", "dataset": dataset, "protocol": protocol, "attack": attack,
+            "audit_metrics": [], "backend": "local", "model": AUDIT_MODEL}
+
+
+def _accept_sets(transcript: Path) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(predictions sent, accepted indices) of each answered hypothesis query, read off the wire."""
+    sent, out = {}, []
+    for env in read_transcript(transcript, verify=False):
+        if env.kind == "hypothesis-query":
+            sent[env.payload["query_id"]] = np.asarray(env.payload["predictions"])
+        elif env.kind == "accept-set" and env.payload["query_id"] in sent:
+            out.append((sent[env.payload["query_id"]], np.asarray(env.payload["accepted"], dtype=np.int64)))
+    return out
+
+
+def _view_statistic(transcript: Path, flow: str, person: int, hypothesis: int = 0) -> float:
+    """The audited person's output as the adversary reads it off the wire (cov-threshold: is ``hypothesis`` in)."""
+    if flow == "cov-threshold":
+        return float(hypothesis in set(_accept_sets(transcript)[0][1].tolist()))
+    if flow == "metric-query":
+        answers = [e.values for e in exchanges_from(iter_transcript(transcript, verify=False))]
+        return float(answers[0][0])
+    releases = [env.payload for env in read_transcript(transcript, verify=False) if env.kind == ATTRIBUTE_RELEASE]
+    return float(np.asarray(releases[0]["z"])[person])
+
+
+def _claim(scenario: Scenario, split: Any, person: int) -> tuple[float | None, float | None]:
+    """Epsilon and delta the ledger charges for the audited view (one run, seed 0)."""
+    with tempfile.TemporaryDirectory(prefix="parley-audit-") as tmp:
+        try:
+            result = run(scenario, out=tmp, split=split)
+            metrics = result.metrics
+        except ParleyError:
+            return _claim_from_ledger(Path(tmp))
+    return metrics.get("epsilon_spent"), metrics.get("delta_spent")
+
+
+def _claim_from_ledger(run_dir: Path) -> tuple[float | None, float | None]:
+    """What the run's ledger charged the data center (the attack may have given up after the answers)."""
+    from parley.parties.ledger import Ledger
+    from parley.scenarios.world import DATA_CENTER, LEDGER_FILE
+
+    path = run_dir / LEDGER_FILE
+    if not path.is_file():
+        return None, None
+    with Ledger(path) as ledger:
+        spent = ledger.spent(DATA_CENTER)
+    return spent.epsilon, spent.delta
+
+
+def worst_case_attributes(n: int, person: int) -> np.ndarray:
+    """A protected attribute with two members in group 0, ``person`` one of them, everyone else in group 1.
+
+    DP must hold for every pair of neighbouring audit sets, so the audit may choose the pair. Flipping
+    ``person`` here moves the answer to a query on a model accepting only them from -1/2 to about 1/n:
+    the largest move of one SP answer, where Thm. 5's sensitivity m/2 + m/(n-1) is nearly attained.
+    """
+    a = np.ones(n, dtype=np.int64)
+    a[person] = 0
+    a[(person + 1) % n] = 0
+    return a
+
+
+def cov_threshold_pair(predictions: np.ndarray, a: np.ndarray, rho: float) -> tuple[np.ndarray, int, int]:
+    """A neighbouring pair for the accept set of ``predictions``: (a, person, hypothesis).
+
+    With row-centred predictions ``q_t = (P_t - mean P_t) / n`` the covariance is linear in A,
+    ``cov_t = q_t . a``, and flipping person j moves it by ``q_tj (1 - 2 a_j)``. Starting from the data's
+    own A, take the hypothesis whose ``|cov_t|`` is nearest rho and flip, one at a time, the people who
+    push it toward the boundary (largest push first) until one flip carries it across; that flip is the
+    pair. The audit may choose the pair (DP holds for every pair of neighbours), and this one makes the
+    person's A decide whether the hypothesis comes back. Returns the A before the crossing flip (both
+    groups non-empty), the person and the hypothesis; :class:`ConfigError` if no hypothesis can be crossed.
+    """
+    P = np.asarray(predictions, dtype=np.float64)
+    n = P.shape[1]
+    Q = (P - P.mean(axis=1, keepdims=True)) / n
+    base = np.asarray(a, dtype=np.int64)
+    cov = Q @ base
+    for t in np.argsort(np.abs(np.abs(cov) - rho)):
+        s, c = base.copy(), float(cov[t])
+        inside = abs(c) <= rho
+        want = np.sign(c or 1.0) * (1.0 if inside else -1.0)  # direction that moves cov_t toward the boundary
+        push = Q[t] * (1 - 2 * s)  # the move of cov_t if person j flips
+        for j in np.argsort(-(push * want)):
+            if push[j] * want <= 0:
+                break
+            if (abs(c + push[j]) <= rho) != inside:
+                if 0 < s.sum() < n and 0 < s.sum() + (1 - 2 * s[j]) < n:
+                    return s, int(j), int(t)
+                break
+            c += push[j]
+            s[j] = 1 - s[j]
+    raise ConfigError(NO_CROSSING.format(m=P.shape[0], rho=rho))
+
+
+def _cov_threshold_setup(scenario: Scenario, split: Any, seed: int) -> tuple[Scenario, Any, np.ndarray, int, int]:
+    """Fix the data center's query (one seed for every run) and choose the pair on that query's predictions."""
+    params = scenario.protocol.params
+    fixed = scenario.with_values({"seed": int(np.random.default_rng([seed, 2]).integers(2**31 - 1))})
+    with tempfile.TemporaryDirectory(prefix="parley-audit-") as tmp:
+        run(fixed, out=tmp, split=split)
+        predictions = _accept_sets(Path(tmp) / "transcript.jsonl")[0][0]
+    a, person, hypothesis = cov_threshold_pair(predictions, split.a_train, float(params.rho))
+    return fixed, dataclasses.replace(split, a_train=a.astype(split.a_train.dtype)), a, person, hypothesis
+
+
+def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int, alpha: float, seed: int,
+                   person: int = 0, on_run: Callable[[], None] | None = None,
+                   worst_case: bool = True, learner: dict[str, Any] | None = None) -> ScenarioAudit:
+    """Lower-bound the epsilon of a whole scenario under ``protocol`` from the adversary's view.
+
+    Parameters
+    ----------
+    protocol : dict
+        The protocol table (``{"name": "laplace", "epsilon": 1.0}``).
+    dataset : dict
+        The data set table; keep ``audit_size`` and ``train_size`` small, every run trains the base model.
+    runs : int
+        Scenario runs per data set and per half; the audit costs ``4 * runs`` runs.
+    alpha : float
+        1 - confidence of the bound.
+    seed : int
+        Fixes the split, the neighbour and every run's seed.
+    person : int
+        The audit-set index whose protected attribute the neighbour flips.
+    on_run : callable, optional
+        Called after each scenario run (progress).
+    worst_case : bool
+        Audit at the neighbouring pair :func:`worst_case_attributes` (default), where a metric answer moves
+        most; False keeps the data set's own attribute. cov-threshold chooses its own pair
+        (:func:`cov_threshold_pair`; ``person`` and ``worst_case`` do not apply).
+    learner : dict, optional
+        The cov-threshold learner table (its hypotheses are the audited query); default DFRR.
+    """
+    spec = audit_spec(protocol, dataset, person, learner)
+    scenario = Scenario.from_dict(spec)
+    flow = get_protocol(scenario.protocol.name).flow
+    if flow == "cov-threshold" and (scenario.protocol.params.policy != "hard" or scenario.protocol.params.noise > 0.0):
+        raise ConfigError(RANDOMIZED_COV_THRESHOLD.format(policy=scenario.protocol.params.policy,
+                                                          noise=scenario.protocol.params.noise))
+    split = load_split(scenario.dataset, np.random.default_rng(seed), None)
+    field, hypothesis, fixed_seed = "a_audit", 0, None
+    if flow == "cov-threshold":  # the answers are about the training set; the query is fixed
+        field = "a_train"
+        scenario, split, a, person, hypothesis = _cov_threshold_setup(scenario, split, seed)
+        fixed_seed = scenario.seed
+    else:
+        a = worst_case_attributes(split.a_audit.size, person) if worst_case else split.a_audit.astype(np.int64)
+        split = dataclasses.replace(split, a_audit=a.astype(split.a_audit.dtype))
+    a_prime = a.copy()
+    a_prime[person] = 1 - a_prime[person]
+    claimed_eps, claimed_delta = _claim(scenario, split, person)
+    seeds = np.random.default_rng([seed, 1])
+
+    def mechanism(attr: np.ndarray, _rng: np.random.Generator) -> np.ndarray:
+        neighbour = dataclasses.replace(split, **{field: attr.astype(getattr(split, field).dtype)})
+        run_seed = int(seeds.integers(2**31 - 1)) if fixed_seed is None else fixed_seed
+        with tempfile.TemporaryDirectory(prefix="parley-audit-") as tmp:
+            try:
+                run(scenario.with_values({"seed": run_seed}), out=tmp, split=neighbour)
+            except ParleyError:
+                pass  # an attack that gives up (noisy answers) still saw the answers: the view is on the wire
+            value = _view_statistic(Path(tmp) / "transcript.jsonl", flow, person, hypothesis)
+        if on_run is not None:
+            on_run()
+        return np.array([value])
+
+    result = audit_epsilon(mechanism, a, a_prime, runs=runs, alpha=alpha, rng=np.random.default_rng(seed),
+                           delta=claimed_delta or 0.0)
+    return ScenarioAudit(protocol=scenario.protocol.name, params=scenario.protocol.to_dict(),
+                         claimed_epsilon=claimed_eps, claimed_delta=claimed_delta,
+                         epsilon_lower=result.epsilon_lower, confidence=result.confidence, runs=runs, person=person,
+                         p=result.p, p_prime=result.p_prime, event=_event(flow, person, hypothesis, result.threshold,
+                                                                           result.direction))
+
+
+def _event(flow: str, person: int, hypothesis: int, threshold: float, direction: str) -> str:
+    """The audited event in words (the auditor chose it on the selection half)."""
+    if flow == "cov-threshold":
+        return f"hypothesis {hypothesis} accepted (1) or not (0), {direction} {threshold:.3g}; person {person} of the training set"
+    what = "answer" if flow == "metric-query" else "released attribute"
+    return f"{what} about person {person} {direction} {threshold:.3g}"

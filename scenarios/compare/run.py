@@ -1,0 +1,326 @@
+"""``parley compare``: every protocol against every applicable attack on one data set, with its cost.
+
+The grid of :mod:`parley.scenarios.compare.plan` runs as one study (the study runner's
+Ray workers, progress bar and resumable ``results.csv``), together with the
+passive-observer scenarios with and without confidential payloads. The
+whole-scenario privacy audit (:mod:`parley.scenarios.compare.audit`) bounds epsilon of
+every auditable protocol configuration from the adversary's view. The results
+are reduced to the matrix (leakage mean ± std per protocol and attack, or the
+reason an attack does not apply), the frontier (worst-case leakage against
+utility) and the recommendations; :mod:`parley.scenarios.compare.report` writes them.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from parley.parties.confidential import is_sealed
+from parley.parties.transcript import read_transcript
+from parley.scenarios.catalog import resolve_scenario
+from parley.scenarios.compare.audit import audit_scenario
+from parley.scenarios.compare.plan import UTILITY, Plan, plan
+from parley.scenarios.spec import Scenario
+from parley.scenarios.study import Study
+
+__all__ = ["Comparison", "CONFIDENTIALITY_SCENARIOS", "compare", "matrix", "frontier", "confidentiality"]
+
+#: The passive-observer scenarios run with and without confidential payloads.
+CONFIDENTIALITY_SCENARIOS = ("adult-observer-honest", "adult-raw-double-query")
+AUDIT_ALPHA = 0.05
+#: How a signed refusal reads in a failure (parley.protocols.errors.RefusedError), e.g. a metric the protocol does not answer.
+REFUSED = "refused ("
+#: Linked grid axis of the comparison study: every cell sets these scenario fields.
+FIELDS = ("name", "threat_model", "dataset", "model", "protocol", "attack", "observer", "learner", "audit_metrics",
+          "confidential", "backend")
+
+
+@dataclass
+class Comparison:
+    """What :func:`compare` measured: the study rows, the audit rows, and where it wrote them."""
+
+    plan: Plan
+    results: pd.DataFrame  # one row per cell and repeat, with ``row``, ``column`` (or ``confidentiality``) labels
+    audits: pd.DataFrame
+    confidentiality: pd.DataFrame
+    out: Path
+    wall_s: float
+    ran: int = 0  # study rows run by this invocation
+    skipped: int = 0  # study rows found done in OUT/study
+    audit_reused: bool = False
+
+
+def _cell_values(data: dict[str, Any]) -> list[Any]:
+    """The cell's value of every field of the linked axis (absent optional tables as None, clear payloads)."""
+    full = Scenario.from_dict(data).to_dict()
+    return [full.get(f, False if f == "confidential" else None) for f in FIELDS]
+
+
+def _confidentiality_cells(p: Plan) -> dict[tuple[str, bool], dict[str, Any]]:
+    from parley.scenarios.compare.plan import SIZES
+
+    sizes = SIZES["metric-query"][1 if p.quick else 0]
+    cells = {}
+    for name in CONFIDENTIALITY_SCENARIOS:
+        data = Scenario.from_toml(resolve_scenario(name)).to_dict()
+        data["dataset"] = {**data["dataset"], "name": p.dataset, **sizes}
+        data["dataset"].pop("protected", None)
+        for sealed in (False, True):
+            cells[(name, sealed)] = {**data, "confidential": sealed, "backend": p.backend}
+    return cells
+
+
+def build_study(p: Plan) -> tuple[Study, list[dict[str, Any]]]:
+    """One study over every applicable cell and the confidentiality runs; the label of each grid point."""
+    values, labels = [], []
+    for (row, column), data in p.cells.items():
+        values.append(_cell_values(data))
+        labels.append({"row": row, "column": column})
+    for (name, sealed), data in _confidentiality_cells(p).items():
+        values.append(_cell_values(data))
+        labels.append({"confidentiality": name, "sealed": sealed})
+    base = next(iter(p.cells.values()))
+    study = Study.from_dict({
+        "name": f"compare-{p.dataset}{'-quick' if p.quick else ''}", "scenario": base,
+        "grid": {",".join(FIELDS): values}, "repeats": p.repeats, "seed": 0,
+    })
+    return study, labels
+
+
+def _labelled(study: Study, labels: list[dict[str, Any]], results: pd.DataFrame) -> pd.DataFrame:
+    by_cell = dict(zip(study.cell_ids(), labels))
+    meta = pd.DataFrame([by_cell.get(c, {}) for c in results["cell"]], index=results.index)
+    return pd.concat([meta, results.drop(columns=[c for c in meta.columns if c in results])], axis=1)
+
+
+def _mean_std(values: pd.Series) -> tuple[float, float, int]:
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if values.empty:
+        return float("nan"), float("nan"), 0
+    return float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else 0.0, int(len(values))
+
+
+def _cell_outcome(part: pd.DataFrame) -> dict[str, Any]:
+    """Leakage of one cell over its repeats.
+
+    A run that attacked nobody (an honest exchange overheard) counts as chance, 50 %; an attack that gave up
+    (e.g. exact-answer decoders on noisy answers) is reported with its message and not counted.
+    """
+    ok = part[part["status"] == "ok"]
+    leak = pd.to_numeric(ok["leakage"], errors="coerce") if "leakage" in ok else pd.Series(dtype=float)
+    nobody = pd.to_numeric(ok.get("attacked", pd.Series(dtype=float)), errors="coerce").fillna(-1) == 0
+    values = leak.where(~(leak.isna() & nobody), 50.0).dropna()
+    mean, std, n = _mean_std(values)
+    out: dict[str, Any] = {"leakage_mean": mean if n else None, "leakage_std": std if n else None, "n": n}
+    if n and bool(nobody.all()):
+        out["reason"] = "revealed nobody: counted as chance (50 %)"
+    if not n:
+        failures = part["failure"].dropna().astype(str)
+        failure = failures.iloc[0] if len(failures) else "no run finished"
+        out["reason"] = ("refused: " if REFUSED in failure else "gave up: ") + failure
+    return out
+
+
+def matrix(p: Plan, results: pd.DataFrame) -> pd.DataFrame:
+    """Long form: one row per (protocol row, attack column): leakage mean, std, n, or the reason it is empty."""
+    out = []
+    for row in p.rows:
+        for column in p.columns:
+            key = (row.label, column.label)
+            entry: dict[str, Any] = {"protocol": row.label, "attack": column.label, "threat_model": column.threat_model,
+                                     "leakage_mean": None, "leakage_std": None, "n": 0, "reason": ""}
+            if key in p.reasons:
+                entry["reason"] = "does not apply: " + p.reasons[key]
+            else:
+                part = results[(results.get("row") == row.label) & (results.get("column") == column.label)]
+                entry.update(_cell_outcome(part))
+            out.append(entry)
+    return pd.DataFrame(out)
+
+
+def matrix_wide(p: Plan, long: pd.DataFrame) -> pd.DataFrame:
+    """Rows protocols, columns attacks; a cell is ``mean ± std (n)`` of leakage in %, or its reason."""
+    def text(r: pd.Series) -> str:
+        if r["n"]:
+            note = f"; {r['reason']}" if r["reason"] else ""
+            return f"{r['leakage_mean']:.1f} ± {r['leakage_std']:.1f} (n={r['n']}{note})"
+        return r["reason"]
+
+    wide = long.assign(cell=long.apply(text, axis=1)).pivot(index="protocol", columns="attack", values="cell")
+    return wide.loc[[r.label for r in p.rows], [c.label for c in p.columns]]
+
+
+def _utility_value(flow: str, ok: pd.DataFrame) -> tuple[float, float | None]:
+    spec = UTILITY[flow]
+    if spec.honest_threat is not None and "threat_model" in ok and (ok["threat_model"] == spec.honest_threat).any():
+        ok = ok[ok["threat_model"] == spec.honest_threat]
+    util, _, _ = _mean_std(ok[spec.key]) if spec.key in ok else (float("nan"), 0, 0)
+    if spec.transform == "one-minus":
+        util = 1.0 - util
+    fair = None
+    if spec.fairness_key and spec.fairness_key in ok:
+        fair, _, _ = _mean_std(ok[spec.fairness_key])
+    return util, fair
+
+
+def frontier(p: Plan, results: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
+    """Per protocol row: its utility (as its flow defines it), fairness, and worst-case leakage per threat model."""
+    rows = []
+    for row in p.rows:
+        part = results[(results.get("row") == row.label) & (results["status"] == "ok")]
+        util, fair = _utility_value(row.flow, part)
+        measured = long[(long["protocol"] == row.label) & (long["n"] > 0)]
+        entry: dict[str, Any] = {"protocol": row.label, "name": row.protocol["name"], "flow": row.flow,
+                                 "utility": util, "utility_label": UTILITY[row.flow].label,
+                                 "higher_is_better": UTILITY[row.flow].higher_is_better, "unfairness": fair,
+                                 "worst_leakage": measured["leakage_mean"].max() if len(measured) else None,
+                                 "worst_attack": measured.loc[measured["leakage_mean"].idxmax(), "attack"]
+                                 if len(measured) else None}
+        for threat, group in measured.groupby("threat_model"):
+            entry[f"worst_{threat}"] = group["leakage_mean"].max()
+        epsilon = pd.to_numeric(part.get("epsilon_spent"), errors="coerce") if "epsilon_spent" in part else None
+        entry["epsilon_spent_max"] = float(epsilon.max()) if epsilon is not None and epsilon.notna().any() else None
+        rows.append(entry)
+    return pd.DataFrame(rows)
+
+
+def _wire_view(run_dir: Path) -> dict[str, Any]:
+    """What a passive observer still sees of a run: envelope kinds, payload sizes, timing."""
+    envelopes = read_transcript(run_dir / "transcript.jsonl", verify=False)
+    times = np.array([e.timestamp for e in envelopes], dtype=np.float64) / 1e9
+    sealed = sum(is_sealed(e.payload) for e in envelopes)
+    return {"envelopes": len(envelopes), "kinds_seen": ", ".join(sorted({e.kind for e in envelopes})),
+            "sealed_payloads": int(sealed), "span_s": float(times.max() - times.min()) if times.size else 0.0}
+
+
+def confidentiality(results: pd.DataFrame, cells_dir: Path) -> pd.DataFrame:
+    """Per confidentiality scenario, without and with sealed payloads: the observer's leakage and its view."""
+    rows = []
+    part = results[results.get("confidentiality").notna() & (results["status"] == "ok")] \
+        if "confidentiality" in results else results.iloc[0:0]
+    for (name, sealed), group in part.groupby(["confidentiality", "sealed"], sort=False):
+        first = group.iloc[0]
+        # The scenario's adversary is the observer, or an observer overhears a curious data center.
+        passive = Scenario.from_toml(resolve_scenario(name)).threat_model == "passive-observer"
+        leak_key = "leakage" if passive else "observer_leakage"
+        mean, std, n = _mean_std(group[leak_key]) if leak_key in group else (float("nan"), 0.0, 0)
+        revealed_key = "observer_revealed" if leak_key == "observer_leakage" else "attacked"
+        revealed = _mean_std(group[revealed_key])[0] if revealed_key in group else float("nan")
+        view = _wire_view(cells_dir / f"{first['cell']}-r{int(first['repeat'])}")
+        rows.append({"scenario": name, "confidential": bool(sealed), "observer_leakage": mean if n else None,
+                     "individuals_revealed": int(revealed) if np.isfinite(revealed) else None,
+                     "messages": int(first["messages"]), "wire_bytes": int(first["bytes"]),
+                     **view})
+    return pd.DataFrame(rows)
+
+
+#: Why a row is not audited, per exchange.
+NOT_AUDITED = {"fairness-certificate": "not audited (no DP claim): every audit run retrains the certified fair model "
+                                       "(exponentiated gradient), too costly for the runs an audit needs"}
+
+
+def _audit_task(protocol: dict[str, Any], dataset: dict[str, Any], runs: int, seed: int,
+                learner: dict[str, Any] | None = None) -> dict[str, Any]:
+    started = time.perf_counter()
+    audit = audit_scenario(protocol, dataset, runs=runs, alpha=AUDIT_ALPHA, seed=seed, learner=learner)
+    return {**audit.row(), "audit_size": dataset["audit_size"], "wall_s": round(time.perf_counter() - started, 1)}
+
+
+def run_audits(p: Plan, address: str | None = None, progress: bool = True) -> pd.DataFrame:
+    """The whole-scenario audit of the plan's audit rows, one Ray task per row (each runs its scenarios locally)."""
+    import ray
+
+    from parley.parties.actors import ensure_ray
+
+    rows = [r for r in p.rows if r.label in p.audit_rows]
+    ensure_ray(address)
+    task = ray.remote(num_cpus=1, max_retries=0)(_audit_task)
+    pending = {task.remote(r.protocol, p.audit_dataset, p.audit_runs, 0, r.learner): r.label for r in rows}
+    bar = tqdm(total=len(rows), desc=f"privacy audit ({4 * p.audit_runs + 1} runs per protocol)", unit="protocol",
+               disable=not progress, mininterval=0.5 if sys.stderr.isatty() else 10.0)
+    done: dict[str, dict[str, Any]] = {}
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        label = pending.pop(ready[0])
+        done[label] = {**ray.get(ready[0]), "protocol": label}
+        bar.update(1)
+    bar.close()
+    out = [done[r.label] for r in rows]
+    for row in p.rows:
+        if row.label in done:
+            continue
+        note = NOT_AUDITED.get(row.flow, f"not audited: the audit does not read the {row.flow} exchange")
+        out.append({"protocol": row.label, "epsilon_lower": None, "note": note})
+    return pd.DataFrame(out)
+
+
+def _saved_audits(p: Plan, path: Path) -> pd.DataFrame | None:
+    """The audit table of an earlier run of the same plan (the audit is seeded: rerunning gives the same rows)."""
+    if not path.is_file():
+        return None
+    saved = pd.read_csv(path)
+    audited = saved[pd.to_numeric(saved.get("runs"), errors="coerce").notna()] if "runs" in saved else saved.iloc[0:0]
+    same_rows = sorted(audited["protocol"]) == sorted(p.audit_rows)
+    same_runs = (audited["runs"].astype(int) == p.audit_runs).all() if len(audited) else False
+    same_set = (audited["audit_size"].astype(int) == p.audit_dataset["audit_size"]).all() \
+        if "audit_size" in audited and len(audited) else False
+    return saved if same_rows and same_runs and same_set else None
+
+
+def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = False, address: str | None = None,
+            workers: int | None = None, progress: bool = True, audit: bool = True,
+            rows: tuple[str, ...] | None = None, attacks: tuple[str, ...] | None = None,
+            backend: str = "ray") -> Comparison:
+    """Run the comparison on ``dataset`` and write the matrix, frontier, audit and report into ``out``.
+
+    Parameters
+    ----------
+    dataset : str
+        adult, german or compas.
+    out : path-like
+        Report folder (``study/`` inside it holds the resumable study).
+    quick : bool
+        Small sizes, few cells, one repeat, a short audit (3 minutes on 2 cores).
+    address : str, optional
+        Ray cluster to join, as ``parley study --address``.
+    workers : int, optional
+        Parallel study workers (default: the CPUs Ray reports).
+    progress : bool
+        Progress bars on stderr.
+    audit : bool
+        Run the whole-scenario privacy audit (tests switch it off to stay short).
+    rows, attacks : tuple of str, optional
+        Only these protocol rows (labels such as ``"laplace ε=1"``) and attacks (names).
+    backend : {"ray", "local"}
+        Where each cell's parties live: Ray actors, or inside the study worker.
+    """
+    from parley.scenarios.compare.report import write_report
+    from parley.scenarios.study.engine import run_study
+
+    started = time.perf_counter()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    p = plan(dataset, quick, rows, attacks, backend)
+    study, labels = build_study(p)
+    done = run_study(study, out / "study", workers=workers, address=address, keep_runs=True, progress=progress)
+    results = _labelled(study, labels, done.results)
+    long = matrix(p, results)
+    front = frontier(p, results, long)
+    conf = confidentiality(results, out / "study" / "cells")
+    audits = _saved_audits(p, out / "audit.csv") if audit else pd.DataFrame()
+    reused = audits is not None and not audits.empty
+    if audit and not reused:
+        audits = run_audits(p, address, progress)
+    comparison = Comparison(plan=p, results=results, audits=audits, confidentiality=conf, out=out,
+                            wall_s=round(time.perf_counter() - started, 1), ran=done.ran, skipped=done.skipped,
+                            audit_reused=reused)
+    write_report(comparison, long, front)
+    return comparison
+

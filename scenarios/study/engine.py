@@ -1,0 +1,206 @@
+"""Running a study's cells in parallel on Ray, locally or on a cluster.
+
+``workers`` study-worker actors (one CPU each) take cells one at a time. Each
+worker keeps its party host actors across cells (a new party object is loaded
+for every cell, so no state leaks between cells) and receives each data set's
+parsed table from the object store, where the driver put it once for the whole
+study. A cell whose worker dies is run again on a fresh worker, up to
+``Study.max_attempts`` times; a cell that fails records its error in its row;
+the study goes on either way. The driver rewrites ``results.csv`` after every
+finished row, so an interrupted study resumes where it stopped; rows of cells
+the study no longer has (its base, fixed or grid values, its seed or its repeats
+changed) are moved to ``results-stale.csv``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import ray
+from tqdm import tqdm
+
+from parley.parties.actors import ensure_ray, start_hosts
+from parley.protocols.errors import ConfigError, ParleyError
+from parley.scenarios.datasets import SyntheticParams, Table, load_table
+from parley.scenarios.spec import Scenario
+from parley.scenarios.study.plan import ROW_FIELDS, Cell, Study, load_results, save_results
+
+__all__ = ["StudyRun", "run_study", "StudyWorker"]
+
+WORKER_DIED = "worker died while running the cell ({error}); gave up after {attempts} attempts"
+BAD_WORKERS = "--workers must be at least 1, got {workers}"
+
+
+class StudyWorker:
+    """Runs cells; keeps its party hosts between cells unless ``reuse_hosts`` is False."""
+
+    def __init__(self, reuse_hosts: bool = True) -> None:
+        from parley.scenarios.runner import PARTY_SLOTS
+
+        # Boot every party host now, in parallel, rather than one by one inside the first cell.
+        self.hosts: dict[str, Any] | None = start_hosts(list(PARTY_SLOTS)) if reuse_hosts else None
+
+    def run_cell(self, cell: Cell, table: Table | None, out_dir: str | None) -> dict[str, Any]:
+        from parley.scenarios.runner import run
+
+        started = time.perf_counter()
+        row: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id()[:12], "status": "ok", "failure": ""}
+        try:
+            out = Path(out_dir) / f"{cell.cell}-r{cell.repeat}" if out_dir else None
+            result = run(Scenario.from_dict(cell.scenario), out=out, table=table, hosts=self.hosts)
+            row.update(result.metrics)
+        except ParleyError as exc:
+            row.update(status="error", failure=f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # a bug in one cell must not stop the study; the row says so
+            row.update(status="error", failure=f"bug: {type(exc).__name__}: {exc}")
+        row["cell_wall_s"] = round(time.perf_counter() - started, 3)
+        return row
+
+
+_RemoteWorker = ray.remote(num_cpus=1, max_restarts=0)(StudyWorker)
+
+
+@dataclass
+class StudyRun:
+    """What :func:`run_study` did: rows run now, rows found done, and the folder."""
+
+    out: Path
+    ran: int
+    skipped: int
+    failed: int
+    wall_s: float
+    results: pd.DataFrame
+
+
+def _table_key(params: Any) -> str | None:
+    """Cells whose data sets parse to the same table share one object-store copy."""
+    if isinstance(params, SyntheticParams):
+        return None  # generated from each cell's own seed
+    return params.model_dump_json(exclude={"audit_size", "train_size"})
+
+
+def _put_tables(cells: list[Cell]) -> dict[str, Any]:
+    refs: dict[str, Any] = {}
+    for cell in cells:
+        params = Scenario.from_dict(cell.scenario).dataset
+        key = _table_key(params)
+        if key is not None and key not in refs:
+            refs[key] = ray.put(load_table(params))
+    return refs
+
+
+def _row(cell: Cell, outcome: dict[str, Any], attempts: int, keep: tuple[str, ...] | None) -> dict[str, Any]:
+    metrics = {k: v for k, v in outcome.items() if k not in ROW_FIELDS}
+    if keep is not None:
+        metrics = {k: v for k, v in metrics.items() if k in keep}
+    fixed = {"cell": cell.cell, "repeat": cell.repeat, "seed": cell.seed, "status": outcome.get("status", "ok"),
+             "failure": outcome.get("failure", ""), "attempts": attempts, "node": outcome.get("node", ""),
+             "cell_wall_s": outcome.get("cell_wall_s")}
+    values = {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in cell.assignment.items()}
+    return {**fixed, **values, **metrics}
+
+
+def run_study(study: Study, out: str | Path, workers: int | None = None, address: str | None = None,
+              keep_runs: bool = True, progress: bool = True, reuse_hosts: bool = True,
+              on_row: Callable[[dict[str, Any]], None] | None = None) -> StudyRun:
+    """Run every cell of ``study`` not yet in ``out/results.csv``; write the table, summary and plots.
+
+    Parameters
+    ----------
+    study : Study
+        The grid.
+    out : path-like
+        Study folder: ``results.csv``, ``summary.md``, the plots, and ``cells/`` (one run folder per row).
+    workers : int, optional
+        Parallel workers (default: the CPUs Ray reports, at least 1).
+    address : str, optional
+        Ray cluster to join; local Ray if omitted.
+    keep_runs : bool
+        Keep each cell's run folder (transcript, result.json) under ``cells/``.
+    progress : bool
+        Show a progress bar with ETA on stderr.
+    reuse_hosts : bool
+        Keep party host actors across a worker's cells (default); False starts fresh actors per cell.
+    on_row : callable, optional
+        Called with each finished row (tests use it to act mid-study).
+    """
+    from parley.scenarios.study.report import write_outputs
+
+    started = time.perf_counter()
+    if workers is not None and workers < 1:
+        raise ConfigError(BAD_WORKERS.format(workers=workers))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / "results.csv"
+    plan = study.cells()
+    done = load_results(results_path)
+    planned = {(c.cell, c.repeat, c.seed) for c in plan}
+    current = pd.Series([(r.cell, int(r.repeat), int(r.seed)) in planned for r in done.itertuples()], dtype=bool,
+                        index=done.index)
+    if (~current).any():  # rows of another version of the study (grid, seed, repeats): kept aside
+        stale = out / "results-stale.csv"
+        save_results(pd.concat([load_results(stale), done[~current]], ignore_index=True), stale)
+        done = done[current]
+        save_results(done, results_path)
+    ok = done[done["status"] == "ok"]
+    finished = set(zip(ok["cell"], ok["repeat"].astype(int)))
+    cells = [c for c in plan if c.key not in finished]
+    rows = ok.to_dict("records")
+    failed = 0
+    if cells:
+        ensure_ray(address)
+        if workers is None:
+            workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        pool = [_RemoteWorker.remote(reuse_hosts) for _ in range(min(workers, len(cells)))]  # boot while tables load
+        refs = _put_tables(cells)
+        cells_dir = str((out / "cells").resolve()) if keep_runs else None
+        queue = deque((cell, 1) for cell in cells)
+        in_flight: dict[Any, tuple[Any, Cell, int]] = {}
+
+        def submit(worker: Any) -> None:
+            if queue:
+                cell, attempt = queue.popleft()
+                table = refs.get(_table_key(Scenario.from_dict(cell.scenario).dataset))
+                in_flight[worker.run_cell.remote(cell, table, cells_dir)] = (worker, cell, attempt)
+
+        for worker in pool:
+            submit(worker)
+        interactive = sys.stderr.isatty()  # in a log file, one line every 10 s rather than a redrawn bar
+        bar = tqdm(total=len(cells), desc=f"study {study.name}", unit="cell", disable=not progress,
+                   dynamic_ncols=interactive, mininterval=0.5 if interactive else 10.0)
+        while in_flight:
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            worker, cell, attempt = in_flight.pop(ready[0])
+            try:
+                outcome = ray.get(ready[0])
+            except ray.exceptions.RayActorError as exc:
+                worker = _RemoteWorker.remote(reuse_hosts)  # replace the dead worker
+                pool.append(worker)
+                if attempt < study.max_attempts:
+                    queue.appendleft((cell, attempt + 1))
+                    submit(worker)
+                    continue
+                outcome = {"status": "error", "failure": WORKER_DIED.format(error=type(exc).__name__, attempts=attempt)}
+            row = _row(cell, outcome, attempt, study.outputs.metrics)
+            failed += row["status"] != "ok"
+            rows = [r for r in rows if (r["cell"], int(r["repeat"])) != cell.key] + [row]
+            save_results(pd.DataFrame(rows), results_path)
+            bar.update(1)
+            if on_row is not None:
+                on_row(row)
+            submit(worker)
+        bar.close()
+        for worker in pool:
+            ray.kill(worker)
+    results = load_results(results_path)
+    write_outputs(study, results, out)
+    return StudyRun(out=out, ran=len(cells), skipped=len(finished), failed=failed,
+                    wall_s=round(time.perf_counter() - started, 3), results=results)

@@ -1,0 +1,137 @@
+"""Envelopes: canonical digests, Ed25519 signatures, verification order, replay guard."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from parley.parties import wire
+from parley.parties.wire import (
+    Envelope,
+    Identity,
+    Keyring,
+    ReplayGuard,
+    decode_payload,
+    encode_payload,
+    payload_digest,
+    verify_envelope,
+)
+from parley.protocols.errors import WireError
+
+
+def test_digest_is_canonical_and_injective():
+    assert payload_digest({"a": 1, "b": [1, 2]}) == payload_digest({"b": [1, 2], "a": 1})
+    distinct = [{"x": 1}, {"x": 1.0}, {"x": True}, {"x": "1"}, {"x": ["ab"]}, {"x": ["a", "b"]}, {"x": None}]
+    assert len({payload_digest(p) for p in distinct}) == len(distinct)
+
+
+def test_array_digest_covers_dtype_shape_and_bytes():
+    base = np.arange(6, dtype=np.float64)
+    digests = {
+        payload_digest({"h": base}),
+        payload_digest({"h": base.reshape(2, 3)}),
+        payload_digest({"h": base.astype(np.float32)}),
+        payload_digest({"h": base + 1e-12}),
+    }
+    assert len(digests) == 4
+    # a non-contiguous view hashes like its contiguous copy
+    strided = np.arange(12.0).reshape(3, 4)[:, ::2]
+    assert payload_digest({"h": strided}) == payload_digest({"h": np.ascontiguousarray(strided)})
+
+
+def test_json_round_trip_preserves_digest():
+    payload = {"metric": "sp", "values": np.array([0.1, -1 / 3]), "H": np.eye(3, dtype=np.int8), "n": 3,
+               "decimals": None, "ok": True, "nested": {"x": [1.5, "s"]}}
+    again = decode_payload(encode_payload(payload))
+    assert payload_digest(again) == payload_digest(payload)
+
+
+def test_object_arrays_and_foreign_types_are_refused():
+    with pytest.raises(WireError) as exc:
+        payload_digest({"h": np.array([object()])})
+    assert exc.value.reason == wire.INVALID_PAYLOAD
+    with pytest.raises(WireError, match="payload.x"):
+        payload_digest({"x": {1, 2}})
+
+
+def test_sealed_envelope_verifies(identities, keyring):
+    env = identities["data-center"].seal("compliance", "metric-query", "raw", {"h": np.ones(3)})
+    verify_envelope(env, keyring, recipient="compliance")
+    assert env.seq == 0 and identities["data-center"].seal("compliance", "k", "raw", {}).seq == 1
+
+
+def _refusal_reason(env: Envelope, keyring: Keyring, recipient: str = "compliance") -> str:
+    with pytest.raises(WireError) as exc:
+        verify_envelope(env, keyring, recipient=recipient)
+    return exc.value.reason
+
+
+def test_verification_catches_each_alteration(identities, keyring):
+    dc = identities["data-center"]
+    env = dc.seal("compliance", "metric-query", "raw", {"h": np.ones(3)})
+    assert _refusal_reason(env.model_copy(update={"payload": {"h": np.zeros(3)}}), keyring) == wire.DIGEST_MISMATCH
+    assert _refusal_reason(env.model_copy(update={"seq": 99}), keyring) == wire.BAD_SIGNATURE
+    assert _refusal_reason(env.model_copy(update={"signature": "00" * 64}), keyring) == wire.BAD_SIGNATURE
+    assert _refusal_reason(env.model_copy(update={"signature": "not-hex"}), keyring) == wire.BAD_SIGNATURE
+    assert _refusal_reason(env, keyring, recipient="observer") == wire.WRONG_RECIPIENT
+    outsider = identities["outsider"].seal("compliance", "metric-query", "raw", {})
+    assert _refusal_reason(outsider, keyring) == wire.UNKNOWN_SENDER
+
+
+def test_forgery_in_anothers_name_fails(identities, keyring):
+    """The outsider signs a header claiming to be the data center: the signature does not verify."""
+    forger = Identity(name="data-center", role="data-center", private_key=identities["outsider"].private_key)
+    assert _refusal_reason(forger.seal("compliance", "metric-query", "raw", {}), keyring) == wire.BAD_SIGNATURE
+
+
+def test_replay_guard_rejects_nonce_and_stale_sequence(identities):
+    dc = identities["data-center"]
+    guard = ReplayGuard()
+    first, second = dc.seal("c", "k", "raw", {}), dc.seal("c", "k", "raw", {})
+    guard.check(first)
+    guard.record(first)
+    with pytest.raises(WireError, match="already seen"):
+        guard.check(first)
+    guard.check(second)
+    guard.record(second)
+    stale = first.model_copy(update={"nonce": "ff" * 16})
+    with pytest.raises(WireError, match="not above the last accepted 1"):
+        guard.check(stale)
+
+
+def test_identity_and_keyring_survive_pickling(identities, keyring):
+    dc = pickle.loads(pickle.dumps(identities["data-center"]))
+    ring = pickle.loads(pickle.dumps(keyring))
+    verify_envelope(dc.seal("compliance", "k", "raw", {"v": 1}), ring)
+    assert Keyring.from_json(keyring.to_json()).to_json() == keyring.to_json()
+
+
+def test_empty_arrays_hash_and_round_trip():
+    payload = {"h": np.zeros((0, 40)), "v": np.array([], dtype=np.int8)}
+    assert payload_digest(decode_payload(encode_payload(payload))) == payload_digest(payload)
+    assert payload_digest(payload) != payload_digest({"h": np.zeros((0, 39)), "v": np.array([], dtype=np.int8)})
+
+
+def test_large_arrays_hash_by_chunks_and_detect_any_change():
+    big = np.random.default_rng(0).random(400_000)  # 3.2 MB: three full chunks and a partial one
+    digest = payload_digest({"h": big})
+    assert payload_digest({"h": big.copy()}) == digest
+    for position in (0, wire.CHUNK_BYTES // 8, big.size - 1):
+        changed = big.copy()
+        changed[position] += 1e-9
+        assert payload_digest({"h": changed}) != digest
+    assert payload_digest({"h": big[:-1]}) != digest
+
+
+@pytest.mark.parametrize("size", [3, 40_000])
+def test_envelopes_pickle_in_band_or_out_of_band(identities, keyring, size):
+    env = identities["data-center"].seal("compliance", "metric-query", "raw", {"h": np.arange(size, dtype=float)})
+    buffers = []
+    blob = pickle.dumps(env, protocol=5, buffer_callback=buffers.append)
+    copy = pickle.loads(blob, buffers=buffers)
+    verify_envelope(copy, keyring)
+    assert copy.header() == env.header() and copy.signature == env.signature
+    np.testing.assert_array_equal(copy.payload["h"], env.payload["h"])
+    assert len(buffers) == (0 if size * 8 <= 64 * 1024 else 1)

@@ -1,0 +1,43 @@
+"""The comparison's pure parts: recommendations from a frontier table, audit tables reused only for the same plan."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from parley.scenarios.compare.plan import plan
+from parley.scenarios.compare.report import recommendations
+from parley.scenarios.compare.run import _saved_audits
+
+
+def _front(rows):
+    return pd.DataFrame([{"protocol": p, "name": p.split()[0], "flow": "metric-query", "utility": u, "unfairness": None,
+                          "worst_curious-data-center": w} for p, u, w in rows])
+
+
+def test_below_chance_ties_with_chance_and_utility_breaks_the_tie():
+    front = _front([("raw", 0.0, 100.0), ("laplace ε=1", 0.3, 46.0), ("smooth-cauchy ε=1", 0.1, 49.6)])
+    line, *others = recommendations(front)
+    assert others == [f"**{t}**: no attack of the comparison applies under this threat model."
+                      for t in ("passive-observer", "black-box-auxiliary")]
+    # 46 % and 49.6 % both rank as chance; the smaller query error wins.
+    assert "prefer **smooth-cauchy ε=1**" in line and "median query error 0.1" in line
+    assert "Most exposed: raw (100 %)" in line
+
+
+def test_a_clear_leakage_gap_beats_utility():
+    front = _front([("raw", 0.0, 100.0), ("laplace ε=4", 0.05, 80.0), ("laplace ε=1", 0.3, 55.0)])
+    line = recommendations(front)[0]
+    assert "prefer **laplace ε=1**" in line and "against median query error 0 for raw" in line
+
+
+def test_audit_table_is_reused_only_for_the_same_plan(tmp_path):
+    p = plan("adult", quick=True)
+    path = tmp_path / "audit.csv"
+    rows = [{"protocol": label, "runs": p.audit_runs, "audit_size": p.audit_dataset["audit_size"], "epsilon_lower": 0.1}
+            for label in p.audit_rows] + [{"protocol": "fairness-certificate", "note": "not audited"}]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    assert _saved_audits(p, path) is not None
+    pd.DataFrame([{**r, "runs": 7} if "runs" in r else r for r in rows]).to_csv(path, index=False)
+    assert _saved_audits(p, path) is None  # other run counts: audit again
+    pd.DataFrame(rows[1:]).to_csv(path, index=False)
+    assert _saved_audits(p, path) is None  # a row missing: audit again
