@@ -130,7 +130,7 @@ def study(study: str | Path | Study, out: str | Path | None = None, *, workers: 
     --------
     >>> import tempfile, parley
     >>> grid = parley.Study.from_dict({
-    ...     "name": "doc-grid", "base": {
+    ...     "name": "doc-grid", "scenario": {
     ...         "name": "doc-base", "backend": "local",
     ...         "dataset": {"name": "synthetic", "audit_size": 60, "minority": 10},
     ...         "protocol": {"name": "raw"}, "attack": {"name": "single-query", "targets": 2}},
@@ -157,7 +157,7 @@ def compare(dataset: str = "adult", out: str | Path | None = None, *, quick: boo
     >>> parley.compare("no-such-data")
     Traceback (most recent call last):
     ...
-    parley.protocols.errors.ConfigError: unknown data set 'no-such-data'; known: adult, compas, german
+    parley.protocols.errors.ConfigError: compare runs on a named data set (one of adult, german, compas), got 'no-such-data'
     """
     from parley.scenarios.compare.run import compare as _compare
 
