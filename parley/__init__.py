@@ -154,10 +154,11 @@ def compare(dataset: str = "adult", out: str | Path | None = None, *, quick: boo
     Examples
     --------
     >>> import parley
-    >>> parley.compare("no-such-data")
-    Traceback (most recent call last):
-    ...
-    parley.protocols.errors.ConfigError: compare runs on a named data set (one of adult, german, compas), got 'no-such-data'
+    >>> try:
+    ...     parley.compare("no-such-data")
+    ... except parley.ParleyError as error:
+    ...     print(error)
+    compare runs on a named data set (one of adult, german, compas), got 'no-such-data'
     """
     from parley.scenarios.compare.run import compare as _compare
 

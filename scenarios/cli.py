@@ -1,8 +1,10 @@
-"""The ``parley`` command: list, run and verify.
+"""The ``parley`` command: list, run, study, compare and verify.
 
-User mistakes (a bad key, an unknown scenario, a missing file) print one line,
-``parley: error: ...``, and exit 2; a transcript that fails verification exits
-1 naming the bad line. Tracebacks are kept for bugs.
+User mistakes (a bad key, an unknown scenario, a missing file, an output folder that
+cannot be one) print one line, ``parley: error: ...``, and exit 2; a transcript that
+fails verification exits 1 naming the bad line; Ctrl-C prints one line and exits 130
+(a run or study started again resumes). A bug prints one line saying so and where its
+traceback was written, and exits 70.
 """
 
 from __future__ import annotations
@@ -16,6 +18,47 @@ from pathlib import Path
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
+EXIT_INTERRUPTED = 130
+#: sysexits' EX_SOFTWARE: an internal error (a bug in parley).
+EXIT_BUG = 70
+
+NOT_A_FOLDER = "{what} {path} is a file, not a folder; name a folder with --out"
+CANNOT_WRITE = "cannot write the {what} {path}: {reason}; name another folder with --out"
+INTERRUPTED = "parley: interrupted; run the same command again to resume"
+BUG = "parley: internal error (a bug in parley, please report it): {error}; traceback in {log}"
+
+
+def writable_folder(path: Path, what: str) -> Path:
+    """``path`` as a folder parley can write into, created if missing; a ConfigError naming it otherwise.
+
+    Checked before anything runs, so a folder that cannot be written costs no work and leaves
+    nothing half-written.
+    """
+    import tempfile
+
+    from parley.protocols.errors import ConfigError
+
+    if path.exists() and not path.is_dir():
+        raise ConfigError(NOT_A_FOLDER.format(what=what, path=path))
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise ConfigError(CANNOT_WRITE.format(what=what, path=path, reason=exc.strerror or exc)) from None
+    return path
+
+
+def _bug_log(error: BaseException) -> Path:
+    """Write the traceback of ``error`` to a file of its own and return its path."""
+    import tempfile
+    import traceback
+
+    handle, name = tempfile.mkstemp(prefix="parley-bug-", suffix=".log")
+    with open(handle, "w", encoding="utf-8") as log:
+        log.write("".join(traceback.format_exception(error)))
+    return Path(name)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -106,7 +149,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
     if overrides:
         scenario = scenario.with_overrides(overrides)
-    out = args.out if args.out is not None else Path("runs") / scenario.name
+    out = writable_folder(args.out if args.out is not None else Path("runs") / scenario.name, "run folder")
     print(f"parley: running {scenario.name} ({scenario.protocol.name} protocol, {scenario.attack.name} attack) ...",
           file=sys.stderr)
     result = run(scenario, out=out, address=args.address)
@@ -126,7 +169,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
     study = Study.load(args.study)
     if args.overrides:
         study = study.with_overrides(args.overrides)
-    out = args.out if args.out is not None else Path("studies") / study.name
+    out = writable_folder(args.out if args.out is not None else Path("studies") / study.name, "study folder")
     done = run_study(study, out, workers=args.workers, address=args.address, keep_runs=not args.no_runs)
     print(f"study {study.name}: {done.ran} rows run, {done.skipped} already done, {done.failed} failed, "
           f"{done.wall_s:.1f} s")
@@ -137,7 +180,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from parley.scenarios.compare import compare
 
-    out = args.out if args.out is not None else Path("compare") / args.dataset
+    out = writable_folder(args.out if args.out is not None else Path("compare") / args.dataset, "report folder")
     done = compare(args.dataset, out, quick=args.quick, address=args.address, workers=args.workers)
     stopped = done.results["status"] != "ok"
     bugs = int(done.results.loc[stopped, "failure"].astype(str).str.startswith("bug:").sum())
@@ -185,11 +228,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compare":
             return _cmd_compare(args)
         return _cmd_verify(args)
-    except InternalError:
-        raise
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except InternalError as exc:
+        print(BUG.format(error=exc, log=_bug_log(exc)), file=sys.stderr)
+        return EXIT_BUG
     except ParleyError as exc:
         print(f"parley: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:  # anything parley did not raise on purpose is a bug
+        print(BUG.format(error=f"{type(exc).__name__}: {exc}", log=_bug_log(exc)), file=sys.stderr)
+        return EXIT_BUG
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ ignore the budget.
 
 from __future__ import annotations
 
+import json
 import tomllib
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -114,15 +115,32 @@ def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel]:
     return model
 
 
+def _validate_typed(model: type[BaseModel], data: dict[str, Any]) -> BaseModel:
+    """Validate without coercion across types when ``data`` holds TOML's types (a file, ``--set``).
+
+    pydantic's lax mode turns ``true`` into 1, ``"yes"`` into True and ``1e3`` into 1000, so a
+    mistyped value would run silently; its strict JSON mode accepts exactly the JSON/TOML type
+    of each field (an integer where a float is asked for, an array for a tuple). Values that are
+    not plain data (a ``Path`` or a numpy number handed over by a script) keep the lax rules.
+    """
+    try:
+        text = json.dumps(data, allow_nan=True)
+    except (TypeError, ValueError):
+        return model.model_validate(data)
+    return model.model_validate_json(text, strict=True)
+
+
 def _validate(model: type[BaseModel], data: Any, where: str) -> BaseModel:
     """Validate ``data`` with ``model``; one clear ConfigError naming every bad key."""
     if not isinstance(data, Mapping):
         raise ConfigError(NOT_A_TABLE.format(key=where, value=_describe(data)))
     try:
-        return model.model_validate(dict(data))
+        return _validate_typed(model, dict(data))
     except ValidationError as exc:
         problems = []
-        for err in exc.errors():
+        # Missing keys first, then unknown ones, then bad values: the same order whatever the input's key order.
+        order = {"missing": 0, "extra_forbidden": 1}
+        for err in sorted(exc.errors(), key=lambda e: order.get(e["type"], 2)):
             key = ".".join([where, *map(str, err["loc"])]) if where else ".".join(map(str, err["loc"]))
             if err["type"] == "extra_forbidden":
                 owner = _model_at(model, err["loc"][:-1])

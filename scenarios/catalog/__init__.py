@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -32,9 +33,19 @@ def study_names() -> list[str]:
     return sorted(p.stem for p in (_catalog() / "studies").glob("*.toml"))
 
 
+def looks_like_path(name_or_path: str) -> bool:
+    """A path has a separator or a ``.toml`` suffix; anything else is a catalog name.
+
+    A folder in the working directory never shadows a catalog name: ``parley run`` writes
+    ``runs/<scenario>/`` and ``parley study`` writes ``studies/<study>/``, so running again from
+    inside those folders must still find the catalog.
+    """
+    return name_or_path.endswith(".toml") or any(sep in name_or_path for sep in ("/", os.sep, os.altsep or "/"))
+
+
 def _resolve(name_or_path: str, folder: Path, known: list[str], unknown: str, what: str) -> Path:
     candidate = Path(name_or_path)
-    if candidate.suffix == ".toml" or candidate.exists():
+    if looks_like_path(name_or_path):
         if not candidate.is_file():
             raise ConfigError(f"{what} file {candidate} does not exist")
         return candidate

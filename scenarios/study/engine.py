@@ -176,28 +176,31 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         interactive = sys.stderr.isatty()  # in a log file, one line every 10 s rather than a redrawn bar
         bar = tqdm(total=len(cells), desc=f"study {study.name}", unit="cell", disable=not progress,
                    dynamic_ncols=interactive, mininterval=0.5 if interactive else 10.0)
-        while in_flight:
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
-            worker, cell, attempt = in_flight.pop(ready[0])
-            try:
-                outcome = ray.get(ready[0])
-            except ray.exceptions.RayActorError as exc:
-                worker = _RemoteWorker.remote(reuse_hosts)  # replace the dead worker
-                pool.append(worker)
-                if attempt < study.max_attempts:
-                    queue.appendleft((cell, attempt + 1))
-                    submit(worker)
-                    continue
-                outcome = {"status": "error", "failure": WORKER_DIED.format(error=type(exc).__name__, attempts=attempt)}
-            row = _row(cell, outcome, attempt, study.outputs.metrics)
-            failed += row["status"] != "ok"
-            rows = [r for r in rows if (r["cell"], int(r["repeat"])) != cell.key] + [row]
-            save_results(pd.DataFrame(rows), results_path)
-            bar.update(1)
-            if on_row is not None:
-                on_row(row)
-            submit(worker)
-        bar.close()
+        try:  # the bar ends its line even when Ctrl-C stops the study, so messages start on their own
+            while in_flight:
+                ready, _ = ray.wait(list(in_flight), num_returns=1)
+                worker, cell, attempt = in_flight.pop(ready[0])
+                try:
+                    outcome = ray.get(ready[0])
+                except ray.exceptions.RayActorError as exc:
+                    worker = _RemoteWorker.remote(reuse_hosts)  # replace the dead worker
+                    pool.append(worker)
+                    if attempt < study.max_attempts:
+                        queue.appendleft((cell, attempt + 1))
+                        submit(worker)
+                        continue
+                    failure = WORKER_DIED.format(error=type(exc).__name__, attempts=attempt)
+                    outcome = {"status": "error", "failure": failure}
+                row = _row(cell, outcome, attempt, study.outputs.metrics)
+                failed += row["status"] != "ok"
+                rows = [r for r in rows if (r["cell"], int(r["repeat"])) != cell.key] + [row]
+                save_results(pd.DataFrame(rows), results_path)
+                bar.update(1)
+                if on_row is not None:
+                    on_row(row)
+                submit(worker)
+        finally:
+            bar.close()
         for worker in pool:
             ray.kill(worker)
     results = load_results(results_path)

@@ -13,7 +13,9 @@ import pandas as pd  # noqa: E402
 from parley.scenarios.report import HEADLINE  # noqa: E402
 from parley.scenarios.study.plan import PlotSpec, Study, TableSpec  # noqa: E402
 
-__all__ = ["summarise", "pivot", "plot", "write_outputs"]
+__all__ = ["NOTHING_FINISHED", "summarise", "pivot", "plot", "write_outputs"]
+
+NOTHING_FINISHED = "No row finished: nothing to tabulate (the errors are listed below)."
 
 
 def _mean_std(values: pd.Series) -> str:
@@ -127,7 +129,8 @@ def write_outputs(study: Study, frame: pd.DataFrame, out: Path) -> Path:
              f"{ok} rows ok, {len(errors)} with errors. Each row is in `results.csv`.", "",
              "## Mean ± std per cell", "", _markdown(summarise(study, frame)), ""]
     for spec in study.outputs.tables:
-        lines += [f"## {spec.title or f'{spec.value} by {spec.rows}'}", "", _markdown(pivot(frame, spec), index=True), ""]
+        table = _markdown(pivot(frame, spec), index=True) if ok else NOTHING_FINISHED
+        lines += [f"## {spec.title or f'{spec.value} by {spec.rows}'}", "", table, ""]
     for spec in study.outputs.plots:
         if ok:
             plot(frame, spec, out)

@@ -6,7 +6,7 @@ import pytest
 
 from parley.protocols import PROTOCOLS
 from parley.protocols.errors import ConfigError
-from parley.scenarios.catalog import DEFAULT_SCENARIO, resolve_scenario, scenario_names, scenario_path
+from parley.scenarios.catalog import DEFAULT_SCENARIO, resolve_scenario, resolve_study, scenario_names, scenario_path
 from parley.scenarios.spec import Scenario, parse_assignment
 
 BASE = {"dataset": {"name": "synthetic", "audit_size": 100, "minority": 20}, "attack": {"name": "single-query"}}
@@ -114,3 +114,34 @@ def test_relative_csv_path_is_read_from_the_scenario_folder(tmp_path):
     toml.write_text('[dataset]\nname = "csv"\npath = "people.csv"\nlabel = "label"\nprotected = "group"\n'
                     'privileged = "a"\naudit_size = 2\n[attack]\nname = "single-query"\n')
     assert Scenario.from_toml(toml).dataset.path == str((tmp_path / "sub" / "people.csv").resolve())
+
+
+@pytest.mark.parametrize("assignment, message", [
+    ("protocol.decimals=true", "protocol.decimals: Input should be a valid integer (got True)"),
+    ("dataset.audit_size=1e3", "dataset.audit_size: Input should be a valid integer (got 1000.0)"),
+    ("attack.batch=yes", "attack.batch: Input should be a valid boolean (got 'yes')"),
+    ("attack.targets=2.5", "attack.targets"),
+])
+def test_set_values_keep_their_toml_type(assignment, message):
+    # pydantic's lax mode would run these as decimals=1, audit_size=1000 and batch=True.
+    scenario = Scenario.from_toml(resolve_scenario("adult-raw-single-query"))
+    with pytest.raises(ConfigError) as exc:
+        scenario.with_overrides([assignment])
+    assert message in str(exc.value)
+
+
+def test_set_values_of_the_right_type_still_apply():
+    scenario = Scenario.from_toml(resolve_scenario("adult-raw-single-query"))
+    changed = scenario.with_overrides(["protocol.decimals=4", "attack.batch=true"])
+    assert changed.protocol.params.decimals == 4 and changed.attack.params.batch is True
+
+
+def test_a_folder_named_like_a_catalog_scenario_does_not_shadow_it(tmp_path, monkeypatch):
+    # parley run writes runs/<name>/ and parley study writes studies/<name>/: running from there must work.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adult-raw-double-query").mkdir()
+    (tmp_path / "smoke").mkdir()
+    assert resolve_scenario("adult-raw-double-query") == scenario_path("adult-raw-double-query")
+    assert resolve_study("smoke").name == "smoke.toml" and resolve_study("smoke").parent.name == "studies"
+    with pytest.raises(ConfigError, match="does not exist"):
+        resolve_scenario("./adult-raw-double-query")  # a path, and that path is a folder

@@ -140,3 +140,18 @@ def test_where_selects_the_rows_of_a_table_and_a_plot(tmp_path):
     assert list(table.index) == [3, 5, 7] and table.loc[3, "leakage"] == "64 ± 7.1"
     write_outputs(study, again, tmp_path)
     assert (tmp_path / "w.png").stat().st_size > 5000
+
+
+def test_a_study_whose_every_row_failed_still_writes_its_summary(tmp_path):
+    # The rows of a failed cell carry no metric columns; the summary must say so, not raise KeyError.
+    from parley.scenarios.study.report import NOTHING_FINISHED, write_outputs
+
+    study = Study.load("smoke")
+    rows = [{**assignment, "cell": cid, "repeat": 0, "seed": 0, "status": "error", "failure": "bug: boom",
+             "attempts": 1, "node": "n", "cell_wall_s": 0.1}
+            for assignment, cid in zip(study.assignments(), study.cell_ids())]
+    summary = write_outputs(study, pd.DataFrame(rows), tmp_path)
+    text = summary.read_text()
+    assert NOTHING_FINISHED in text and "0 rows ok, 12 with errors" in text
+    assert text.count("bug: boom") == 12
+    assert not list(tmp_path.glob("*.png"))  # no plot is drawn from nothing
