@@ -41,6 +41,7 @@ ignore the budget.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -373,7 +374,27 @@ class Scenario(BaseModel):
                     raise ConfigError(NOT_SETTABLE.format(dotted=dotted, part=part))
                 node = child
             node[leaf] = value
+        if any(key.startswith("dataset.") for key in values):
+            data = self._own_csv(data, values)
         return Scenario.from_dict(data)
+
+    def _own_csv(self, data: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+        """A CSV set from the command line gets an absolute path and, unless named, a name of its own.
+
+        The path is taken from the working directory, where the user typed it, so the
+        stored spec (``result.json``) reruns from anywhere; the name keeps the scenario's
+        runs apart from those of the catalog scenario it started from.
+        """
+        dataset = data.get("dataset")
+        if not (isinstance(dataset, dict) and dataset.get("name") == "csv" and isinstance(dataset.get("path"), str)):
+            return data
+        path = Path(dataset["path"]).expanduser().resolve()
+        data = {**data, "dataset": {**dataset, "path": str(path)}}
+        was = self.dataset
+        moved = getattr(was, "name", None) != "csv" or Path(getattr(was, "path", "")).resolve() != path
+        if moved and "name" not in values:
+            data["name"] = f"{self.name}-on-{re.sub(r'[^A-Za-z0-9._-]+', '-', path.stem).strip('-') or 'csv'}"
+        return data
 
     def with_overrides(self, assignments: Sequence[str]) -> Scenario:
         """Apply ``key=value`` strings as given on the command line."""

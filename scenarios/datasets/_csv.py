@@ -25,6 +25,7 @@ __all__ = [
     "MSG_VALUE_ABSENT",
     "MSG_ONE_VALUE",
     "MSG_NO_ROWS",
+    "MSG_STRAY_TEXT",
 ]
 
 MSG_NO_FILE = "CSV file {path} does not exist"
@@ -35,6 +36,32 @@ MSG_ONE_VALUE = (
     "rows of both kinds are needed"
 )
 MSG_NO_ROWS = "CSV file {path} has no row without missing values in the used columns"
+MSG_STRAY_TEXT = ("column {column!r} of {path} holds numbers except in {count} row(s): {examples}; "
+                  "fix those cells or leave them empty (a column of text would become {levels} categories)")
+#: A text column whose non-empty cells are numbers in at least this share is a numeric column with typos.
+NUMERIC_SHARE = 0.9
+
+
+def _check_numeric(frame: pd.DataFrame, columns: list[str], path: Path) -> None:
+    """Refuse a numeric column that pandas read as text because a few cells are not numbers.
+
+    One stray word among thousands of ages would turn the column into thousands of one-hot
+    categories and quietly change every model; the error names the column and the first bad
+    cells by their line in the file (the header is line 1).
+    """
+    for column in columns:
+        values = frame[column]
+        if not (pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)):
+            continue
+        present = values.dropna()
+        numbers = pd.to_numeric(present, errors="coerce")
+        bad = numbers.isna()
+        if present.empty or not bad.any() or 1 - bad.mean() < NUMERIC_SHARE:
+            continue
+        rows = present.index[bad.to_numpy()]
+        examples = ", ".join(f"line {row + 2} {present[row]!r}" for row in rows[:5])
+        raise DatasetError(MSG_STRAY_TEXT.format(column=column, path=path, count=len(rows), examples=examples,
+                                                 levels=present.nunique()))
 
 
 def _as_text(values: pd.Series) -> pd.Series:
@@ -93,6 +120,7 @@ def read_csv(params: CsvParams) -> Table:
         raise DatasetError(
             f"CSV file {path} has no feature column besides {params.label!r} and {params.protected!r}"
         )
+    _check_numeric(frame, features, path)
     frame = frame[[params.label, params.protected, *features]].dropna().reset_index(drop=True)
     if frame.empty:
         raise DatasetError(MSG_NO_ROWS.format(path=path))

@@ -252,6 +252,25 @@ def test_csv_loads_and_compares_values_as_text(small_csv):
     assert set(split.feature_names) == {"income", "city_east", "city_north", "city_south"}
 
 
+def test_csv_numeric_column_with_stray_text_is_an_error_naming_it(tmp_path):
+    # 3,000 rows of Adult's numeric columns with three typed-in words: read as text, they would become
+    # thousands of one-hot categories and a different model, with exit 0.
+    adult = pd.read_csv(_integrity.DATA_DIR / "adult.data.gz", header=None, skipinitialspace=True, nrows=3000)
+    frame = pd.DataFrame({"age": adult[0], "hours": adult[12], "sex": adult[9], "income": adult[14]})
+    frame["age"] = frame["age"].astype(object)
+    frame.loc[[10, 500, 2999], "age"] = ["thirty", "n/a?", "x"]
+    path = tmp_path / "typos.csv"
+    frame.to_csv(path, index=False)
+    params = CsvParams(path=str(path), label="income", favourable=">50K", protected="sex", privileged="Male")
+    with pytest.raises(DatasetError) as exc:
+        load_table(params)
+    assert str(exc.value).startswith(f"column 'age' of {path} holds numbers except in 3 row(s): line 12 'thirty', "
+                                     "line 502 'n/a?', line 3001 'x'")
+    frame.loc[[10, 500, 2999], "age"] = None  # empty cells are missing values, dropped as before
+    frame.to_csv(path, index=False)
+    assert list(load_table(params).features.columns) == ["age", "hours"]
+
+
 def test_csv_missing_column_names_it_and_lists_columns(small_csv):
     path, _ = small_csv
     params = CsvParams(path=str(path), label="approved", protected="group", privileged="A", features=["income", "zip"])

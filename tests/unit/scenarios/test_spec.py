@@ -145,3 +145,16 @@ def test_a_folder_named_like_a_catalog_scenario_does_not_shadow_it(tmp_path, mon
     assert resolve_study("smoke").name == "smoke.toml" and resolve_study("smoke").parent.name == "studies"
     with pytest.raises(ConfigError, match="does not exist"):
         resolve_scenario("./adult-raw-double-query")  # a path, and that path is a folder
+
+
+def test_a_csv_set_on_the_command_line_gets_its_own_name_and_an_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    scenario = Scenario.from_toml(resolve_scenario("adult-raw-double-query"))
+    changed = scenario.with_overrides(["dataset.name=csv", "dataset.path=data/my file.csv", "dataset.label=y",
+                                       "dataset.protected=g", "dataset.privileged=1"])
+    assert changed.name == "adult-raw-double-query-on-my-file"
+    assert changed.dataset.path == str(tmp_path / "data" / "my file.csv")
+    named = scenario.with_overrides(["name=mine", "dataset.name=csv", "dataset.path=x.csv", "dataset.label=y",
+                                     "dataset.protected=g", "dataset.privileged=1"])
+    assert named.name == "mine"
+    assert named.with_overrides(["dataset.audit_size=500"]).name == "mine"  # same file: the name stays
