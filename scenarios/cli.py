@@ -141,7 +141,7 @@ def _cmd_list() -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from parley.scenarios.catalog import DEFAULT_SCENARIO, resolve_scenario
-    from parley.scenarios.report import HEADLINE, format_table
+    from parley.scenarios.report import HEADLINE, SWAP_NOTE, format_table
     from parley.scenarios.runner import run
     from parley.scenarios.spec import Scenario
 
@@ -154,6 +154,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
           file=sys.stderr)
     result = run(scenario, out=out, address=args.address)
     print(format_table(result.metrics, keys=HEADLINE))
+    if result.metrics.get("leakage_up_to_swap"):
+        print(f"\n{SWAP_NOTE.format(as_labelled=result.metrics['leakage_as_labelled'])}")
     print(f"\nrun folder: {result.run_dir}")
     if args.explain:
         from parley.scenarios.explain import explain_record

@@ -27,6 +27,12 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+#: Said wherever a leakage figure of a partition-only reconstruction is shown.
+SWAP_NOTE = ("The attack recovers a partition of the individuals, not which side is which: leakage is measured "
+             "up to a swap of the two labels (the better labelling, as the paper scores it). With the labels as "
+             "the attack wrote them it is {as_labelled} %, and `correct` counts those labels.")
+
+
 def format_table(metrics: dict[str, Any], keys: tuple[str, ...] | None = None) -> str:
     """Two aligned columns, headline metrics first (all metrics if ``keys`` is None)."""
     order = [k for k in HEADLINE if k in metrics]
@@ -64,6 +70,7 @@ def write_report(record: dict[str, Any], run_dir: Path) -> Path:
         f"({m['undecided']} undecided): "
         f"leakage (balanced accuracy, Def. 5.1) {_fmt(m['leakage'])} % after {m['queries']} answered "
         f"{_what_was_asked(record['protocol'], m['queries'])}.",
+        *(["", SWAP_NOTE.format(as_labelled=_fmt(m.get("leakage_as_labelled")))] if m.get("leakage_up_to_swap") else []),
         "",
         "| metric | value |",
         "|---|---|",
