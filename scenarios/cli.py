@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="run folder (default: runs/<scenario>)")
     run.add_argument("--seed", type=int, help="root seed (same seed, same result.json)")
     run.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
+    run.add_argument("--open", action="store_true", help="open the run's report.html in a web browser afterwards")
     run.add_argument("--explain", action="store_true",
                      help="narrate the run for a room: every message, who sent what, and what was learned after it")
 
@@ -157,6 +158,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result.metrics.get("leakage_up_to_swap"):
         print(f"\n{SWAP_NOTE.format(as_labelled=result.metrics['leakage_as_labelled'])}")
     print(f"\nrun folder: {result.run_dir}")
+    if args.open:
+        import webbrowser
+
+        page = (result.run_dir / "report.html").resolve()
+        if not webbrowser.open(page.as_uri()):
+            print(f"parley: no web browser to open {page}; open it by hand", file=sys.stderr)
     if args.explain:
         from parley.scenarios.explain import explain_record
 

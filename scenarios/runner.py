@@ -27,6 +27,7 @@ import numpy as np
 from parley.scenarios.datasets import Table
 from parley.scenarios.flows import get_flow
 from parley.scenarios.report import write_report
+from parley.scenarios.report_html import write_html_report
 from parley.scenarios.spec import Scenario
 from parley.scenarios.world import COMPLIANCE, DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, build_world
 
@@ -124,7 +125,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     # A failed run must not leave an older run's results behind, nor may a rerun spend an older run's budget.
-    for stale in ("result.json", "report.md", LEDGER_FILE, LEDGER_FILE + "-wal", LEDGER_FILE + "-shm"):
+    for stale in ("result.json", "report.md", "report.html", LEDGER_FILE, LEDGER_FILE + "-wal", LEDGER_FILE + "-shm"):
         (run_dir / stale).unlink(missing_ok=True)
     world = build_world(scenario, run_dir, address, table, hosts, split)
     try:
@@ -166,10 +167,12 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
                   "n_features": int(split.X_train.shape[1])},
         "metrics": metrics,
         "learned": [[after, text] for after, text in world.learned],
+        "knowledge": [list(step) for step in world.knowledge],
         "ledger": None if ledger_summary is None else {"file": LEDGER_FILE, **ledger_summary},
         "spec": scenario.to_dict(),
         "versions": dict(_versions()),
     })
     (run_dir / "result.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     write_report(record, run_dir)
+    write_html_report(record, run_dir)
     return Result(record=record, run_dir=run_dir)

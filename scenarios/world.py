@@ -56,6 +56,8 @@ class World:
     rngs: dict[str, np.random.Generator]
     ledger_path: Path | None = None
     learned: list[tuple[int, str]] = field(default_factory=list)
+    #: (message number, people pinned down, of them rightly) after each answer the attack reported on.
+    knowledge: list[tuple[int, int, int]] = field(default_factory=list)
 
     def learn(self, sentence: str, after: int | None = None) -> None:
         """Record what was learned after message ``after`` (default: the last message sent so far)."""

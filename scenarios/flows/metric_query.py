@@ -76,8 +76,16 @@ def _explain_attack(world: World, reconstruction: Reconstruction, a: np.ndarray)
     targeted, a_hat, decided = np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int8), np.zeros(a.size, dtype=bool)
     # A sentence after every answer up to MAX_PROGRESS_NOTES answers, then after evenly spaced ones and the last.
     told = set(np.linspace(0, len(steps) - 1, min(len(steps), MAX_PROGRESS_NOTES)).round().astype(int).tolist())
+    pinned = rightly = 0  # kept up to date from each change, not recounted over n
     for step, (envelope_id, change) in enumerate(steps):  # each step: what changed after that answer
+        was = decided[change.indices]
+        pinned -= int(was.sum())
+        rightly -= int((was & (a_hat[change.indices] == a[change.indices])).sum())
         targeted[change.indices], a_hat[change.indices], decided[change.indices] = True, change.a_hat, change.decided
+        now = decided[change.indices]
+        pinned += int(now.sum())
+        rightly += int((now & (a_hat[change.indices] == a[change.indices])).sum())
+        world.knowledge.append((position[envelope_id], pinned, rightly))
         if step in told:
             known = np.flatnonzero(targeted)
             world.learn(reconstruction_note("the adversary", known, a_hat[known], decided[known], a,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,6 +11,7 @@ from parley.protocols.errors import ConfigError
 from parley.scenarios.compare import compare
 from parley.scenarios.compare.plan import BAD_DATASET_FOR_COMPARE, UNKNOWN_ROW, plan
 from parley.scenarios.spec import WRONG_FLOW
+from tests.browser import CHROMIUM, NO_CHROMIUM, probe_page
 
 ROWS = ("raw", "laplace ε=1", "cov-threshold m=100")
 ATTACKS = ("double-query", "differencing", "threshold-inversion")
@@ -82,37 +81,20 @@ def test_tiny_compare_writes_matrix_frontier_and_reports(tiny):
     assert "data:image/png;base64," in (tmp_path / "report.html").read_text(encoding="utf-8")
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-#: Appended to the report: after load, writes each image's alt and natural width into the DOM.
-IMG_PROBE = """<script>window.addEventListener('load', function () {
-  var out = document.createElement('pre'); out.id = 'img-check';
-  out.textContent = Array.prototype.map.call(document.images, function (img) {
-    return img.alt + '=' + (img.complete ? img.naturalWidth : -1); }).join(';');
-  document.body.appendChild(out); });</script>"""
 #: A figure that cannot load (a truncated PNG): the check must see it fail.
 BROKEN_IMG = '<img alt="broken" src="data:image/png;base64,iVBORw0KGgo=">'
 
 
-def _rendered_widths(html_path: Path, profile: Path) -> dict[str, int]:
-    """Render ``html_path`` in headless Chromium; the natural width of every image, by alt text."""
-    command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", html_path.as_uri()]
-    dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
-    found = re.search(r'<pre id="img-check">([^<]*)</pre>', dom)
-    assert found, "the probe script did not run: " + dom[:300]
-    return {alt: int(width) for alt, width in (item.rsplit("=", 1) for item in found.group(1).split(";") if item)}
-
-
-@pytest.mark.skipif(not CHROMIUM.is_file(), reason="/usr/bin/chromium is absent (apt-get install chromium)")
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason=NO_CHROMIUM)
 def test_report_html_figures_load_in_headless_chromium(tiny, tmp_path):
     out, _ = tiny
     html = (out / "report.html").read_text(encoding="utf-8")
     expected = re.findall(r'<img alt="([^"]+)"', html)
     assert expected, "the report has no figure"
     probe = tmp_path / "report.html"
-    probe.write_text(html.replace("</body>", BROKEN_IMG + IMG_PROBE + "</body>"), encoding="utf-8")
-    widths = _rendered_widths(probe, tmp_path / "profile")
+    probe.write_text(html.replace("</body>", BROKEN_IMG + "</body>"), encoding="utf-8")
+    widths, errors, _ = probe_page(probe, tmp_path / "profile")
+    assert errors == []
     assert widths.pop("broken") == 0  # the check sees an image that does not load
     assert sorted(widths) == sorted(expected)
     assert all(width > 100 for width in widths.values()), widths

@@ -1,0 +1,300 @@
+"""``report.html``: one self-contained page a person can look at after a run.
+
+The page tells the story ``parley run --explain`` tells, with pictures: a message sequence
+diagram of the parties (who sent what to whom, refusals marked, sizes of sealed payloads), what
+the adversary had pinned down against the queries answered, the leakage beside its bound, the
+budget spent against the budget, and the transcript's verification status with the key
+fingerprints. Figures are inline SVG or PNG data URIs, so the file opens anywhere, offline.
+
+Everything on the page is read from the run folder (``result.json`` and the transcript), never
+from a live party, so the page of an old run can be redrawn (:func:`write_html_report`).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parley.parties.confidential import is_sealed
+from parley.parties.transcript import read_transcript
+from parley.protocols.errors import TranscriptError
+from parley.scenarios.explain import describe, explain_record
+
+__all__ = ["MAX_DIAGRAM_ROWS", "write_html_report"]
+
+#: Messages drawn in the sequence diagram; a longer run shows its first and last ones and says how many are left out.
+MAX_DIAGRAM_ROWS = 40
+_ROW, _TOP, _COLUMN = 26, 54, 190
+_KIND_COLOUR = {"refusal": "#c0392b"}
+_ROLE_ORDER = ("data-center", "compliance", "adversary", "observer")
+
+
+def _png(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _payload_bytes(envelope: Any) -> int:
+    """Array bytes a payload carries (what dominates the wire); a sealed payload's ciphertext size."""
+    total = 0
+    stack: list[Any] = [envelope.payload]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, np.ndarray):
+            total += int(item.nbytes)
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return total
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} B"
+
+
+def _shown(count: int) -> list[int | None]:
+    """Indices of the messages drawn; None marks the gap of those left out."""
+    if count <= MAX_DIAGRAM_ROWS:
+        return list(range(count))
+    head = MAX_DIAGRAM_ROWS * 3 // 4
+    tail = MAX_DIAGRAM_ROWS - head
+    return [*range(head), None, *range(count - tail, count)]
+
+
+def sequence_diagram(envelopes: Sequence[Any]) -> str:
+    """An SVG lane per party and an arrow per message: number, kind, and size or what it says."""
+    names = sorted({e.sender for e in envelopes} | {e.recipient for e in envelopes},
+                   key=lambda n: (_ROLE_ORDER.index(n) if n in _ROLE_ORDER else len(_ROLE_ORDER), n))
+    x = {name: 110 + i * _COLUMN for i, name in enumerate(names)}
+    rows = _shown(len(envelopes))
+    height = _TOP + _ROW * (len(rows) + 1)
+    width = 110 + _COLUMN * max(len(names) - 1, 1) + 260
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="message sequence diagram" '
+             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" class="sequence">',
+             '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+             'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="context-stroke"/></marker></defs>']
+    for name, cx in x.items():
+        parts.append(f'<text x="{cx}" y="22" text-anchor="middle" class="party">{html.escape(name)}</text>')
+        parts.append(f'<line x1="{cx}" y1="32" x2="{cx}" y2="{height - 8}" class="lane"/>')
+    for row, index in enumerate(rows):
+        y = _TOP + row * _ROW
+        if index is None:
+            left_out = len(envelopes) - (len(rows) - 1)
+            parts.append(f'<text x="{width // 2}" y="{y + 4}" text-anchor="middle" class="gap">… {left_out:,} '
+                         f'messages left out (the narration below has every one) …</text>')
+            continue
+        env = envelopes[index]
+        colour = _KIND_COLOUR.get(env.kind, "#2c3e50")
+        x1, x2 = x[env.sender], x[env.recipient]
+        sealed = is_sealed(env.payload)
+        label = f"#{index + 1} {env.kind}" + (f" (sealed, {_size(_payload_bytes(env))})" if sealed else
+                                               f" ({_size(_payload_bytes(env))})" if _payload_bytes(env) else "")
+        title = html.escape(describe(env.kind, env.payload))
+        parts.append(f'<g class="message{" refusal" if env.kind == "refusal" else ""}"><title>{title}</title>'
+                     f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="{colour}" stroke-width="1.6" '
+                     f'marker-end="url(#arrow)"/>'
+                     f'<text x="{max(x1, x2) + 10}" y="{y + 4}" fill="{colour}">{html.escape(label)}</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _answered_models(envelopes: Sequence[Any]) -> np.ndarray:
+    """Models answered once message k (1-based) is on the wire: the x axis of the knowledge plot."""
+    counts = np.zeros(len(envelopes) + 1, dtype=np.int64)
+    for k, env in enumerate(envelopes, start=1):
+        values = env.payload.get("values") if env.kind == "metric-answer" and not is_sealed(env.payload) else None
+        counts[k] = counts[k - 1] + (int(np.asarray(values).size) if values is not None else 0)
+    return counts
+
+
+def knowledge_figure(record: Mapping[str, Any], envelopes: Sequence[Any]) -> str:
+    """What the adversary had pinned down (decided, and rightly) against the queries answered so far."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    m = record["metrics"]
+    steps = record.get("knowledge") or []
+    n = int(record["sizes"]["n_audit"])
+    if not steps:  # an attack that concludes once, at the end (a passive observer, a release): its verdict
+        pinned = int(m.get("attacked", 0)) - int(m.get("undecided", 0))
+        bars = {"audit set": n, "attacked": int(m.get("attacked", 0)), "pinned down": pinned}
+        if not m.get("leakage_up_to_swap"):
+            bars["pinned down rightly"] = int(m.get("correct", 0))
+        fig, ax = plt.subplots(figsize=(7, 2.6))
+        ax.barh(list(bars)[::-1], list(bars.values())[::-1], color="#2c7fb8", height=0.55)
+        for row, value in enumerate(list(bars.values())[::-1]):
+            ax.text(value, row, f" {value:,}", va="center", ha="left")
+        ax.set_xlim(0, n * 1.15)
+        ax.set_xlabel("people")
+        ax.set_title(f"What the adversary concluded after all {len(envelopes):,} messages")
+        fig.tight_layout()
+        return _png(fig)
+    answered = _answered_models(envelopes)
+    after = np.array([s[0] for s in steps], dtype=np.int64).clip(0, len(envelopes))
+    x, decided, correct = answered[after], [s[1] for s in steps], [s[2] for s in steps]
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    ax.step(x, decided, where="post", marker="o" if len(x) < 40 else None, label="pinned down")
+    if not m.get("leakage_up_to_swap"):
+        ax.step(x, correct, where="post", linestyle="--", label="pinned down rightly")
+    ax.axhline(n, color="grey", linewidth=0.8, label="audit set")
+    ax.set_xlabel("models answered so far")
+    ax.set_ylabel("people")
+    ax.set_title("What the adversary has pinned down")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def bars_figure(record: Mapping[str, Any]) -> str:
+    """Leakage beside its bound (from the epsilon spent), and the budget spent against the budget."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    m = record["metrics"]
+    budget = (record.get("spec") or {}).get("budget") or {}
+    spent = m.get("epsilon_spent")
+    fig, axes = plt.subplots(1, 2, figsize=(7, 2.8))
+    leak, bound = m.get("leakage"), m.get("leakage_bound")
+    labels, values = ["leakage"], [leak if leak is not None else 0.0]
+    if bound is not None:
+        labels.append("bound")
+        values.append(bound)
+    axes[0].barh(labels, values, color=["#2c7fb8", "#bbbbbb"][:len(values)], height=0.5)
+    for row, value in enumerate(values):
+        axes[0].text(min(value, 100) - 2, row, f"{value:.1f}", va="center", ha="right", color="white")
+    axes[0].axvline(50, color="grey", linestyle=":", linewidth=1)
+    axes[0].set_xlim(0, 100)
+    axes[0].set_xlabel("balanced accuracy, % (50 = chance)")
+    if spent is None:
+        axes[1].text(0.5, 0.5, "this protocol spends\nno privacy budget", ha="center", va="center")
+        axes[1].set_axis_off()
+    else:
+        cap = budget.get("epsilon")
+        names, amounts = ["spent"], [float(spent)]
+        if cap is not None:
+            names.append("budget")
+            amounts.append(float(cap))
+        axes[1].barh(names, amounts, color=["#d95f0e", "#bbbbbb"][:len(amounts)], height=0.5)
+        for row, value in enumerate(amounts):
+            axes[1].text(value, row, f" {value:.3g}", va="center", ha="left")
+        axes[1].set_xlim(0, max(amounts) * 1.25 or 1.0)
+        axes[1].set_xlabel("epsilon" + ("" if cap is not None else " (no cap set)"))
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _verification(record: Mapping[str, Any], transcript: Path) -> tuple[str, list[Any]]:
+    try:
+        envelopes = read_transcript(transcript, verify=True)
+        status = f"verified: {len(envelopes):,} messages; every signature, digest and chain link is intact"
+    except TranscriptError as exc:
+        envelopes = read_transcript(transcript, verify=False)
+        status = f"FAILED verification: {exc}"
+    return status, envelopes
+
+
+def _keys_table(record: Mapping[str, Any]) -> str:
+    """Key fingerprints and the final transcript head, where the run recorded them."""
+    anchors = record.get("transcript") if isinstance(record.get("transcript"), Mapping) else {}
+    rows = [(k, v) for k, v in anchors.items() if not isinstance(v, (Mapping, list))]
+    for key in ("fingerprints", "keys"):
+        for name, value in (anchors.get(key) or {}).items():
+            rows.append((f"key of {name}", value))
+    if not rows:
+        return "<p>This run recorded no key fingerprints.</p>"
+    return "<table>" + "".join(f"<tr><th>{html.escape(str(k))}</th><td><code>{html.escape(str(v))}</code></td></tr>"
+                               for k, v in rows) + "</table>"
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; } th, td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; }
+.headline td { font-variant-numeric: tabular-nums; }
+.sequence text { font-size: 12px; } .sequence .party { font-weight: bold; font-size: 13px; }
+.sequence .lane { stroke: #bbb; stroke-dasharray: 4 3; } .sequence .gap { fill: #777; font-style: italic; }
+.note { background: #fff7e6; border-left: 4px solid #e6a100; padding: 6px 10px; }
+.ok { color: #1a7f37; } .bad { color: #c0392b; }
+pre { background: #f6f8fa; padding: 10px; overflow-x: auto; font-size: 12px; }
+"""
+
+#: The only script: counts the messages of each kind in the diagram into the legend, so a broken page shows.
+_SCRIPT = """
+document.addEventListener('DOMContentLoaded', function () {
+  var counts = {};
+  document.querySelectorAll('svg.sequence g.message').forEach(function (g) {
+    var kind = g.querySelector('text').textContent.split(' ')[1];
+    counts[kind] = (counts[kind] || 0) + 1;
+  });
+  var legend = document.getElementById('legend');
+  legend.textContent = 'drawn: ' + Object.keys(counts).sort().map(function (k) {
+    return counts[k] + ' ' + k; }).join(', ');
+  legend.dataset.ready = 'yes';
+});
+"""
+
+
+def render(record: Mapping[str, Any], transcript: Path) -> str:
+    """The page as a string (see the module docstring)."""
+    from parley.scenarios.report import HEADLINE, SWAP_NOTE, _fmt
+
+    status, envelopes = _verification(record, transcript)
+    m = record["metrics"]
+    esc = html.escape
+    headline = "".join(f"<tr><th>{esc(k)}</th><td>{esc(_fmt(m[k]))}</td></tr>" for k in HEADLINE if k in m)
+    swap = f'<p class="note">{esc(SWAP_NOTE.format(as_labelled=_fmt(m.get("leakage_as_labelled"))))}</p>' \
+        if m.get("leakage_up_to_swap") else ""
+    refusals = sum(e.kind == "refusal" for e in envelopes)
+    ok = status.startswith("verified")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>parley run: {esc(record['scenario'])}</title>
+<style>{_STYLE}</style><script>{_SCRIPT}</script></head>
+<body>
+<h1>{esc(record['scenario'])}</h1>
+<p>{esc(record.get('description') or '')}</p>
+<p>Data set <b>{esc(str(record['dataset']))}</b> (protected: {esc(str(record['protected']))}), audit set
+n = {record['sizes']['n_audit']:,}; protocol <b>{esc(record['protocol'])}</b>; attack <b>{esc(record['attack'])}</b>
+({esc(record['threat_model'])}); seed {record['seed']}.</p>
+<table class="headline">{headline}</table>
+{swap}
+<h2>What the adversary learned</h2>
+<img alt="knowledge" src="{knowledge_figure(record, envelopes)}">
+<h2>Leakage and budget</h2>
+<img alt="leakage and budget" src="{bars_figure(record)}">
+<h2>Transcript</h2>
+<p class="{'ok' if ok else 'bad'}">{esc(status)}</p>
+{_keys_table(record)}
+<h2>Messages</h2>
+<p>Every signed message of the run, top to bottom, {len(envelopes):,} in all ({refusals:,} refusals, in red).
+Hover over an arrow for what it says. <span id="legend"></span></p>
+{sequence_diagram(envelopes)}
+<h2>The run, message by message</h2>
+<pre>{esc(explain_record(record, transcript) if ok else status)}</pre>
+</body></html>
+"""
+
+
+def write_html_report(record: Mapping[str, Any], run_dir: Path) -> Path:
+    """Write ``run_dir/report.html`` from ``record`` (``result.json``) and the run's transcript."""
+    path = Path(run_dir) / "report.html"
+    path.write_text(render(record, Path(run_dir) / "transcript.jsonl"), encoding="utf-8")
+    return path
