@@ -1,4 +1,4 @@
-"""A partition-only reconstruction says, in result.json, report.md and on the console, that its leakage is up to a swap."""
+"""A partition-only reconstruction says that its leakage is up to a swap: result.json, report.md, console."""
 
 from __future__ import annotations
 
