@@ -37,7 +37,10 @@ def summarise(study: Study, frame: pd.DataFrame) -> pd.DataFrame:
     ok = frame[frame["status"] == "ok"]
     metrics = _summary_metrics(study, ok)
     rows = []
-    for assignment, cid in zip(study.assignments(), study.cell_ids()):
+    first: dict[str, dict] = {}  # grid points that give the same scenario (e.g. a grid over seed) share one cell
+    for cell in study.cells():
+        first.setdefault(cell.cell, cell.assignment)
+    for cid, assignment in first.items():
         part = ok[ok["cell"] == cid]
         rows.append({**assignment, "n": len(part), **{m: _mean_std(part[m]) for m in metrics}})
     return pd.DataFrame(rows)
@@ -92,7 +95,7 @@ def plot(frame: pd.DataFrame, spec: PlotSpec, out: Path) -> Path:
     ok[spec.y] = pd.to_numeric(ok[spec.y], errors="coerce")
     facets = _natural(ok[spec.facet]) if spec.facet else [None]
     fig, axes = plt.subplots(1, len(facets), figsize=(5 * len(facets), 4), squeeze=False, sharey=True)
-    for ax, facet in zip(axes[0], facets):
+    for ax, facet in zip(axes[0], facets, strict=True):
         part = ok if facet is None else ok[ok[spec.facet] == facet]
         colours = _natural(part[spec.colour]) if spec.colour else [None]
         for colour in colours:
@@ -127,7 +130,8 @@ def write_outputs(study: Study, frame: pd.DataFrame, out: Path) -> Path:
              f"{ok} rows ok, {len(errors)} with errors. Each row is in `results.csv`.", "",
              "## Mean ± std per cell", "", _markdown(summarise(study, frame)), ""]
     for spec in study.outputs.tables:
-        lines += [f"## {spec.title or f'{spec.value} by {spec.rows}'}", "", _markdown(pivot(frame, spec), index=True), ""]
+        lines += [f"## {spec.title or f'{spec.value} by {spec.rows}'}", "",
+                  _markdown(pivot(frame, spec), index=True), ""]
     for spec in study.outputs.plots:
         if ok:
             plot(frame, spec, out)
