@@ -82,7 +82,8 @@ BAD_SIGNATURE_MSG = "Ed25519 signature of {sender!r} does not verify over header
 REPLAY_NONCE_MSG = "nonce {nonce} from {sender!r} was already seen"
 REPLAY_SEQ_MSG = "sequence {seq} from {sender!r} is not above the last accepted {last}"
 MALFORMED_MSG = "envelope field {field!r} must be {expected}, got {got}"
-UNHASHABLE_MSG = "payload value of type {type} at {path} cannot be hashed (allowed: dict, list, str, int, float, bool, None, numeric numpy arrays)"
+UNHASHABLE_MSG = ("payload value of type {type} at {path} cannot be hashed "
+                  "(allowed: dict, list, str, int, float, bool, None, numeric numpy arrays)")
 
 _SIGNING_DOMAIN = b"parley-envelope-v1\n"
 _ND_TAG = "__ndarray__"
@@ -252,7 +253,7 @@ def _payload_nbytes(value: Any) -> int:
 
 
 def _envelope_from_fields(fields: tuple) -> Envelope:
-    return Envelope.model_construct(**dict(zip(_ALL_FIELDS, fields)))
+    return Envelope.model_construct(**dict(zip(_ALL_FIELDS, fields, strict=True)))
 
 
 def _envelope_from_blob(blob: bytes) -> Envelope:
@@ -278,7 +279,7 @@ class Identity:
 
     @classmethod
     def generate(cls, name: str, role: str, kx: bool = False) -> Identity:
-        """A fresh identity with a random key (keys are never derived from scenario seeds); ``kx``: an X25519 key too."""
+        """A fresh identity with a random key (never derived from scenario seeds); ``kx``: an X25519 key too."""
         return cls(name=name, role=role, private_key=Ed25519PrivateKey.generate(),
                    kx_private=X25519PrivateKey.generate() if kx else None)
 
@@ -314,7 +315,8 @@ class Identity:
         from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
 
         raw = self.private_key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-        kx = None if self.kx_private is None else self.kx_private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+        kx = (None if self.kx_private is None
+              else self.kx_private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
         return {"name": self.name, "role": self.role, "key": raw, "next_seq": self.next_seq, "kx": kx}
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -41,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
 
     study = sub.add_parser("study", help="run a grid of scenarios in parallel on Ray (resumable)")
     study.add_argument("study", help="catalog study name or path to a study TOML file")
-    study.add_argument("--out", type=Path, help="study folder (default: studies/<study>); re-running skips finished rows")
+    study.add_argument("--out", type=Path,
+                       help="study folder (default: studies/<study>); re-running skips finished rows")
     study.add_argument("--workers", type=int, help="parallel workers (default: the CPUs Ray reports)")
     study.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
     study.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",

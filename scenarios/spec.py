@@ -79,7 +79,8 @@ LEARNER_FLOW = "learner {name!r} runs in {flows} exchanges, but protocol {protoc
 GROUPS_MISMATCH = ("dataset {name!r} with protected={protected!r} has {k} groups, but protocol {protocol!r} "
                    "{takes} (k-ary attributes run under rr-release with protocol.groups = {k})")
 OBSERVER_ACTIVE = "observer attack {name!r} must be passive (one of the attacks for passive-observer)"
-ADVANCED_NEEDS_DELTA = ("composition 'advanced' spends a slack delta'={slack:g}: budget.delta must be at least {slack:g}, "
+ADVANCED_NEEDS_DELTA = ("composition 'advanced' spends a slack delta'={slack:g}: "
+                        "budget.delta must be at least {slack:g}, "
                         "got {delta!r}")
 EPSILON_TWICE = "epsilon is an alias of protocol.epsilon: give one of them, not both"
 EPSILON_ALIAS = " (epsilon is an alias of protocol.epsilon, which protocol {name!r} does not take)"
@@ -211,14 +212,17 @@ class Scenario(BaseModel):
     protocol: Component
     attack: Component
     observer: Component | None = Field(default=None, description="a passive observer also attacking the transcript")
-    learner: Component | None = Field(default=None, description="the data center's learning method, where the flow has one")
+    learner: Component | None = Field(default=None,
+                                      description="the data center's learning method, where the flow has one")
     audit_metrics: tuple[str, ...] = Field(default=("sp",), description="honest queries about the base model")
     backend: Literal["ray", "local"] = Field(default="ray", description="parties as Ray actors, or in-process")
-    budget: BudgetSpec | None = Field(default=None, description="the querier's privacy budget over the run (no cap if absent)")
+    budget: BudgetSpec | None = Field(default=None,
+                                      description="the querier's privacy budget over the run (no cap if absent)")
     composition: Literal["sequential", "advanced"] = Field(
         default="sequential", description="how the ledger composes the querier's per-query costs")
     confidential: bool = Field(
-        default=False, description="payloads encrypted between parties (X25519 + ChaCha20-Poly1305); observers see sizes")
+        default=False,
+        description="payloads encrypted between parties (X25519 + ChaCha20-Poly1305); observers see sizes")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Scenario:

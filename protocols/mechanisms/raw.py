@@ -19,7 +19,8 @@ __all__ = ["RawProtocol"]
 
 
 class RawParams(ProtocolParams):
-    decimals: int | None = Field(default=None, ge=0, le=17, description="round answers to this many decimals; none = full float64")
+    decimals: int | None = Field(default=None, ge=0, le=17,
+                                 description="round answers to this many decimals; none = full float64")
 
 
 @register_protocol

@@ -35,7 +35,8 @@ __all__ = ["Comparison", "CONFIDENTIALITY_SCENARIOS", "compare", "matrix", "fron
 #: The passive-observer scenarios run with and without confidential payloads.
 CONFIDENTIALITY_SCENARIOS = ("adult-observer-honest", "adult-raw-double-query")
 AUDIT_ALPHA = 0.05
-#: How a signed refusal reads in a failure (parley.protocols.errors.RefusedError), e.g. a metric the protocol does not answer.
+#: How a signed refusal reads in a failure (parley.protocols.errors.RefusedError),
+#: e.g. a metric the protocol does not answer.
 REFUSED = "refused ("
 #: Linked grid axis of the comparison study: every cell sets these scenario fields.
 FIELDS = ("name", "threat_model", "dataset", "model", "protocol", "attack", "observer", "learner", "audit_metrics",
@@ -95,7 +96,7 @@ def build_study(p: Plan) -> tuple[Study, list[dict[str, Any]]]:
 
 
 def _labelled(study: Study, labels: list[dict[str, Any]], results: pd.DataFrame) -> pd.DataFrame:
-    by_cell = dict(zip(study.cell_ids(), labels))
+    by_cell = dict(zip(study.cell_ids(), labels, strict=True))
     meta = pd.DataFrame([by_cell.get(c, {}) for c in results["cell"]], index=results.index)
     return pd.concat([meta, results.drop(columns=[c for c in meta.columns if c in results])], axis=1)
 

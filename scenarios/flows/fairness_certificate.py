@@ -37,7 +37,8 @@ from parley.scenarios.world import COMPLIANCE, DATA_CENTER, World
 
 __all__ = ["fairness_certificate_flow", "published_certificate", "NO_LEARNER", "NOT_BLACK_BOX"]
 
-NO_LEARNER = "the fairness-certificate flow needs a [learner] table naming the fair target (e.g. exponentiated-gradient)"
+NO_LEARNER = ("the fairness-certificate flow needs a [learner] table naming the fair target "
+              "(e.g. exponentiated-gradient)")
 NOT_BLACK_BOX = "the fairness-certificate flow runs under threat_model 'black-box-auxiliary', not {threat!r}"
 
 

@@ -151,7 +151,7 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         done = done[current]
         save_results(done, results_path)
     ok = done[done["status"] == "ok"]
-    finished = set(zip(ok["cell"], ok["repeat"].astype(int)))
+    finished = set(zip(ok["cell"], ok["repeat"].astype(int), strict=True))
     cells = [c for c in plan if c.key not in finished]
     rows = ok.to_dict("records")
     failed = 0

@@ -101,7 +101,8 @@ def test_passive_observer_of_honest_traffic_learns_nothing(ray_session, tmp_path
 @pytest.mark.parametrize(("argv", "message"), [
     (["run", "--set", "bogus=1"], "unknown key 'bogus'"),
     (["run", "no-such-scenario"], "no catalog scenario or file named 'no-such-scenario'"),
-    (["run", "--set", "protocol.name=laplace-ish"], "unknown protocol 'laplace-ish'; known protocols: " + ", ".join(sorted(PROTOCOLS))),
+    (["run", "--set", "protocol.name=laplace-ish"],
+     "unknown protocol 'laplace-ish'; known protocols: " + ", ".join(sorted(PROTOCOLS))),
     (["run", "--set", "attack.targets=5000"], "attack.targets must pick between 1 and n=1000"),
 ])
 def test_user_mistakes_print_one_line_and_exit_2(ray_session, tmp_path, capsys, argv, message):

@@ -297,7 +297,7 @@ class PRPFlip(Attack):
     def _check_classes(diffs, delta, y, a_hat, decided, decimals) -> None:
         """Equal exact answers within a class (y_j, delta_j, a_j) must be released equal."""
         tol = 1e-9 if decimals is None else 0.5 * 10.0 ** (-decimals)
-        for key in set(zip(y[decided].tolist(), delta[decided].tolist(), a_hat[decided].tolist())):
+        for key in set(zip(y[decided].tolist(), delta[decided].tolist(), a_hat[decided].tolist(), strict=True)):
             members = decided & (y == key[0]) & (delta == key[1]) & (a_hat == key[2])
             if np.ptp(diffs[members]) > tol * max(1.0, float(np.abs(diffs[members]).max())):
                 raise AttackError(INCONSISTENT.format(metric="prp"))

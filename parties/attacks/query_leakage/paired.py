@@ -166,7 +166,10 @@ def redraw_block(h0: np.ndarray, ref: np.ndarray, order: np.ndarray, k: int, b: 
         moved.append(chunk[:cut][moves[:cut]])
         still.append(chunk[:cut][~moves[:cut]])
         used += cut
-    cat = (lambda parts: np.concatenate(parts) if parts else np.empty(0, dtype=np.int64))
+
+    def cat(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
     return row, cat(moved).astype(np.int64), cat(still).astype(np.int64), used
 
 

@@ -212,11 +212,15 @@ class CompressedSensingReveal(Attack):
             return None
         moved = np.concatenate(fresh)
         fresh.clear()
-        return Reconstruction(moved, np.where(self._x_hat[moved], 0, 1).astype(np.int8), np.ones(moved.size, dtype=bool),
+        return Reconstruction(moved, np.where(self._x_hat[moved], 0, 1).astype(np.int8),
+                              np.ones(moved.size, dtype=bool),
                               queries=self._queries_so_far)
 
     def _paired(self) -> Generator[Probe, Answer, Reconstruction]:
-        """Paired design (:mod:`parley.parties.attacks.query_leakage.paired`): a reference Alg. 2 model, then block re-draws of it."""
+        """Paired design (:mod:`parley.parties.attacks.query_leakage.paired`).
+
+        A reference Alg. 2 model, then block re-draws of it.
+        """
         n, p = self.view.n, self.params
         h0 = np.asarray(self.view.base_scores, dtype=np.float64)
         cap = p.max_queries or n
@@ -324,7 +328,8 @@ def _decimals_needed(n: int, p: CompressedSensingParams) -> str:
 class PrecisionParams(AttackParams):
     b: float = Field(default=0.1, gt=0.0, le=0.5, description="largest move of any score (|h - h0| <= b)")
     max_queries: int | None = Field(default=None, ge=2, description="queries at most (default n + 1)")
-    safety_ulps: float = Field(default=16.0, gt=0.0, description="float64 error allowance of an answer difference, in ulps of 1")
+    safety_ulps: float = Field(default=16.0, gt=0.0,
+                               description="float64 error allowance of an answer difference, in ulps of 1")
     first_block_slack: int = Field(default=16, ge=4, description="bits the first block leaves free to single out N1")
 
 

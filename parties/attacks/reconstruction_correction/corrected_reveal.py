@@ -33,7 +33,8 @@ __all__ = ["CorrectedCompressedSensing"]
 
 class CorrectedCompressedSensingParams(CompressedSensingParams):
     slack: float = Field(default=0.05, ge=0.0, le=2.0,
-                         description="allowed |released SP - SP under the corrected guess| (the attacker's noise allowance)")
+                         description="allowed |released SP - SP under the corrected guess| "
+                                     "(the attacker's noise allowance)")
     exponent: float = Field(default=4.0, gt=0.0, le=256.0, description="confidence exponent (Sec. IV-A)")
 
 

@@ -69,7 +69,8 @@ from parley.protocols.group_gaps import GAP_METRICS, metric_slices, slice_gap, u
 
 __all__ = [
     "CORRECTION_METRICS", "SOLVERS", "Correction", "FairnessConstraint", "INFEASIBLE", "OPTIMAL",
-    "correct", "metric_slices", "slice_gap", "solve_efficient", "solve_enumeration", "solve_general", "solve_released_sp", "unfairness",
+    "correct", "metric_slices", "slice_gap", "solve_efficient", "solve_enumeration", "solve_general",
+    "solve_released_sp", "unfairness",
 ]
 
 #: Metrics the corrector can use, and the label values of their slices (Sec. III-D).
@@ -229,7 +230,7 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
                 cells.append(idx[np.argsort(w[idx], kind="stable")])
     # Variables: move counts x[c, h] (cell c to group h != its group), integer; then z per cell element.
     move_index: dict[tuple[int, int], int] = {}
-    for (s, p, g), c in cell_key.items():
+    for (_s, _p, g), c in cell_key.items():
         for h in range(groups):
             if h != g:
                 move_index[(c, h)] = len(move_index)
@@ -241,7 +242,7 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
         cost[z_offset[c]:z_offset[c + 1]] = w[idx]
     # Linking rows: sum_h x[c, h] - sum_j z[c, j] = 0 (moves out of a cell = its incremental fill).
     link_r, link_c, link_v = [], [], []
-    for c, idx in enumerate(cells):
+    for c in range(len(cells)):
         for h in range(groups):
             if (c, h) in move_index:
                 link_r.append(c), link_c.append(move_index[(c, h)]), link_v.append(1.0)
@@ -286,7 +287,7 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
     integrality = np.zeros(size)
     integrality[:n_moves] = 1
     upper_bounds = np.ones(size)
-    for (c, h), j in move_index.items():
+    for (c, _h), j in move_index.items():
         upper_bounds[j] = cells[c].size
     result = milp(cost, constraints=constraints, integrality=integrality,
                   bounds=Bounds(np.zeros(size), upper_bounds), options=_options(time_limit))

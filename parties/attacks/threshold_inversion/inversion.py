@@ -32,8 +32,8 @@ What the adversary knows: the predictions it sent (curious data center) or saw
 on the wire (observer), rho and the policy (both in every reply), which indices
 came back, n, and N1 where ``know_counts``. It does not know the noise draws.
 A curious data center may add ``probes`` hypotheses of its own: i.i.d. Gaussian
-vectors over the training set, scaled to rho so that about half are accepted (what DFKRR's kernel hypotheses look like to the
-third party; the protocol cannot tell a probe from a hypothesis).
+vectors over the training set, scaled to rho so that about half are accepted (what DFKRR's
+kernel hypotheses look like to the third party; the protocol cannot tell a probe from a hypothesis).
 
 Information limit: linear hypotheses ``h_t(x) = w_t . x`` give ``q_t`` in the
 p-dimensional row space of the centred features, so their answers reveal at most
@@ -58,7 +58,8 @@ from scipy.sparse.linalg import LinearOperator, eigsh
 from parley.parties.attacks.base import ACTIVE, PASSIVE, Attack, AttackParams, Reconstruction, register_attack
 from parley.protocols.errors import AttackError
 
-__all__ = ["AcceptAnswer", "ThresholdInversion", "answer_blocks", "centred_rows", "decode_lp", "decode_milp", "spectral_start",
+__all__ = ["AcceptAnswer", "ThresholdInversion", "answer_blocks", "centred_rows", "decode_lp", "decode_milp",
+           "spectral_start",
            "violations", "NO_ANSWERS"]
 
 NO_ANSWERS = "threshold-inversion needs at least one answered hypothesis query; none was seen"
@@ -79,7 +80,7 @@ class AcceptAnswer:
 def answer_blocks(answers: Sequence[AcceptAnswer]) -> list[np.ndarray]:
     """Row indices of each answer within :func:`centred_rows`' stacked matrix."""
     bounds = np.cumsum([0] + [a.predictions.shape[0] for a in answers])
-    return [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def centred_rows(answers: Sequence[AcceptAnswer]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
