@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from parley.parties import confidential
 from parley.parties.wire import (
@@ -66,7 +66,7 @@ class Party:
     """
 
     #: kind -> name of the handler method, filled by subclasses.
-    handlers: ClassVar[Mapping[str, str]] = {}
+    handlers: Mapping[str, str] = {}
 
     def __init__(self, identity: Identity | None, keyring: Keyring, protocol: str) -> None:
         self.identity = identity

@@ -95,7 +95,7 @@ CHUNK_BYTES = 1 << 20
 _pool: ThreadPoolExecutor | None = None
 
 
-def _chunk_digests(raw: memoryview) -> bytes:
+def _chunk_digests(raw: memoryview | bytes) -> bytes:
     """SHA-256 of each CHUNK_BYTES piece of ``raw``, concatenated (hashlib releases the GIL)."""
     global _pool
     if _pool is None:
@@ -106,7 +106,7 @@ def _chunk_digests(raw: memoryview) -> bytes:
 
 def _raw_bytes(arr: np.ndarray) -> memoryview | bytes:
     """The bytes of a C-contiguous array without copying (empty arrays have none)."""
-    return memoryview(arr).cast("B") if arr.size else b""
+    return arr.data.cast("B") if arr.size else b""
 
 
 def _feed(h: hashlib._Hash, value: Any, path: str) -> None:
@@ -218,7 +218,7 @@ class Envelope(BaseModel):
         """The signed header fields, digest included, signature excluded."""
         return {k: getattr(self, k) for k in _HEADER_FIELDS}
 
-    def to_record(self, data: Callable[[np.ndarray], str] = None) -> dict[str, Any]:
+    def to_record(self, data: Callable[[np.ndarray], str] | None = None) -> dict[str, Any]:
         """JSON-ready form for the transcript (``data`` as in :func:`encode_payload`)."""
         return {**self.header(), "signature": self.signature,
                 "payload": encode_payload(self.payload, data or array_text)}
@@ -295,7 +295,7 @@ class Identity:
 
     def seal(self, recipient: str, kind: str, protocol: str, payload: Mapping[str, Any]) -> Envelope:
         """Sign ``payload`` for ``recipient``: fresh id and nonce, next sequence number."""
-        header = {
+        header: dict[str, Any] = {
             "id": uuid.uuid4().hex,
             "sender": self.name,
             "recipient": recipient,

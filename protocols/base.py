@@ -113,6 +113,8 @@ class Protocol(ABC):
 
     name: ClassVar[str]
     Params: ClassVar[type[ProtocolParams]] = ProtocolParams
+    #: An instance of ``Params``; each protocol declares ``params: ItsParams`` so that type checkers see its fields.
+    params: ProtocolParams
     #: Metrics this protocol will answer (all of them unless a subclass narrows it).
     metrics: ClassVar[tuple[str, ...]] = tuple(METRICS)
     #: The scenario flow that drives this protocol's exchange (see ``parley.scenarios.flows``).

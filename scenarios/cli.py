@@ -80,13 +80,13 @@ def _cmd_list() -> int:
     for name, cls in sorted(PROTOCOLS.items()):
         print(f"  {name:<16} {(cls.__doc__ or '').strip().splitlines()[0]}")
     print("attacks:")
-    for name, cls in sorted(ATTACKS.items()):
-        print(f"  {name:<16} [{', '.join(cls.threat_models)}] {cls.summary}")
+    for name, attack_cls in sorted(ATTACKS.items()):
+        print(f"  {name:<16} [{', '.join(attack_cls.threat_models)}] {attack_cls.summary}")
     from parley.parties.learners import LEARNERS
 
     print("learners:")
-    for name, cls in sorted(LEARNERS.items()):
-        print(f"  {name:<22} [{', '.join(cls.flows)}] {cls.summary}")
+    for name, learner_cls in sorted(LEARNERS.items()):
+        print(f"  {name:<22} [{', '.join(learner_cls.flows)}] {learner_cls.summary}")
     from parley.scenarios.catalog import study_names
 
     print("studies:")

@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import tomllib
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, create_model
 
@@ -58,6 +58,8 @@ from parley.protocols.metrics import METRICS
 from parley.scenarios.datasets import DatasetParams
 
 __all__ = ["BudgetSpec", "Component", "Scenario", "THREAT_MODELS", "parse_assignment", "load_toml"]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 THREAT_MODELS = ("curious-data-center", "passive-observer", "black-box-auxiliary")
 
@@ -115,7 +117,7 @@ def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel]:
     return model
 
 
-def _validate(model: type[BaseModel], data: Any, where: str) -> BaseModel:
+def _validate(model: type[ModelT], data: Any, where: str) -> ModelT:
     """Validate ``data`` with ``model``; one clear ConfigError naming every bad key."""
     if not isinstance(data, Mapping):
         raise ConfigError(NOT_A_TABLE.format(key=where, value=_describe(data)))
@@ -144,13 +146,16 @@ class Component(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    params: SerializeAsAny[BaseModel]
+    if TYPE_CHECKING:
+        params: Any  # the Params model of the plug-in ``name`` names, known only at run time
+    else:
+        params: SerializeAsAny[BaseModel]
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, **self.params.model_dump(exclude={"name"})}
 
 
-def _component(where: str, data: Any, lookup: Callable[[str], type[BaseModel]], known: Sequence[str]) -> Component:
+def _component(where: str, data: Any, lookup: Callable[[str], type[BaseModel]], known: Iterable[str]) -> Component:
     if not isinstance(data, Mapping):
         raise ConfigError(NOT_A_TABLE.format(key=where, value=_describe(data)))
     if "name" not in data:
@@ -207,7 +212,10 @@ class Scenario(BaseModel):
     description: str = ""
     seed: int = Field(default=0, ge=0, description="root of every random stream of the run")
     threat_model: Literal["curious-data-center", "passive-observer", "black-box-auxiliary"] = "curious-data-center"
-    dataset: SerializeAsAny[BaseModel]
+    if TYPE_CHECKING:
+        dataset: Any  # the Params model of the data set ``dataset.name`` names, known only at run time
+    else:
+        dataset: SerializeAsAny[BaseModel]
     model: ModelSpec = Field(default_factory=ModelSpec)
     protocol: Component
     attack: Component
@@ -368,10 +376,9 @@ class Scenario(BaseModel):
 
 _SIMPLE = ("name", "description", "seed", "threat_model", "audit_metrics", "backend", "composition", "confidential")
 #: The scalar top-level fields, validated apart so messages name them plainly.
-_SimpleFields = create_model(
-    "_SimpleFields", __config__=ConfigDict(extra="forbid"),
-    **{key: (Scenario.model_fields[key].annotation, Scenario.model_fields[key]) for key in _SIMPLE},
-)
+_SIMPLE_DEFINITIONS: dict[str, Any] = {key: (Scenario.model_fields[key].annotation, Scenario.model_fields[key])
+                                       for key in _SIMPLE}
+_SimpleFields = create_model("_SimpleFields", __config__=ConfigDict(extra="forbid"), **_SIMPLE_DEFINITIONS)
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:

@@ -117,6 +117,7 @@ class CovarianceThreshold(Protocol):
 
     name: ClassVar[str] = "cov-threshold"
     Params: ClassVar[type[ProtocolParams]] = CovarianceThresholdParams
+    params: CovarianceThresholdParams
     metrics: ClassVar[tuple[str, ...]] = ()
     flow: ClassVar[str] = "cov-threshold"
     requests: ClassVar[Mapping[str, str]] = {REQUEST: REPLY}

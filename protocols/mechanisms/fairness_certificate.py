@@ -61,6 +61,7 @@ class FairnessCertificate(Protocol):
 
     name = "fairness-certificate"
     Params = FairnessCertificateParams
+    params: FairnessCertificateParams
     metrics = ()
     flow = "fairness-certificate"
     requests = {"certificate-request": "fairness-certificate"}

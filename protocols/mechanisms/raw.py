@@ -29,6 +29,7 @@ class RawProtocol(Protocol):
 
     name = "raw"
     Params = RawParams
+    params: RawParams
 
     def release(
         self, exact: np.ndarray, query: MetricQuery, audit: AuditSet, rng: np.random.Generator

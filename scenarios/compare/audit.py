@@ -267,7 +267,8 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
     seeds = np.random.default_rng([seed, 1])
 
     def mechanism(attr: np.ndarray, _rng: np.random.Generator) -> np.ndarray:
-        neighbour = dataclasses.replace(split, **{field: attr.astype(getattr(split, field).dtype)})
+        changes: dict[str, Any] = {field: attr.astype(getattr(split, field).dtype)}
+        neighbour = dataclasses.replace(split, **changes)
         run_seed = int(seeds.integers(2**31 - 1)) if fixed_seed is None else fixed_seed
         with tempfile.TemporaryDirectory(prefix="parley-audit-") as tmp:
             # an attack that gives up (noisy answers) still saw the answers: the view is on the wire

@@ -80,7 +80,8 @@ def _confidentiality_cells(p: Plan) -> dict[tuple[str, bool], dict[str, Any]]:
 
 def build_study(p: Plan) -> tuple[Study, list[dict[str, Any]]]:
     """One study over every applicable cell and the confidentiality runs; the label of each grid point."""
-    values, labels = [], []
+    values: list[list[Any]] = []
+    labels: list[dict[str, Any]] = []
     for (row, column), data in p.cells.items():
         values.append(_cell_values(data))
         labels.append({"row": row, "column": column})

@@ -132,10 +132,10 @@ def write_outputs(study: Study, frame: pd.DataFrame, out: Path) -> Path:
     for spec in study.outputs.tables:
         lines += [f"## {spec.title or f'{spec.value} by {spec.rows}'}", "",
                   _markdown(pivot(frame, spec), index=True), ""]
-    for spec in study.outputs.plots:
+    for plot_spec in study.outputs.plots:
         if ok:
-            plot(frame, spec, out)
-            lines += [f"![{spec.title or spec.file}]({spec.file})", ""]
+            plot(frame, plot_spec, out)
+            lines += [f"![{plot_spec.title or plot_spec.file}]({plot_spec.file})", ""]
     if len(errors):
         lines += ["## Errors", "", _markdown(errors[["cell", "repeat", "failure"]]), ""]
     path = out / "summary.md"

@@ -154,7 +154,9 @@ def redraw_block(h0: np.ndarray, ref: np.ndarray, order: np.ndarray, k: int, b: 
         How many entries of ``order`` were consumed.
     """
     row = np.array(ref, dtype=np.float64, copy=True)
-    moved, still, used = [], [], 0
+    moved: list[np.ndarray] = []
+    still: list[np.ndarray] = []
+    used = 0
     while used < order.size and sum(map(len, moved)) < k:
         need = k - sum(map(len, moved))
         chunk = order[used:used + need + 8]

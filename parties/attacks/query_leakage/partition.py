@@ -169,7 +169,7 @@ def reveal_partition(metric: str, base: np.ndarray, targets: np.ndarray, slice_s
     }
     seen: dict[str, dict[int, float]] = {SINGLE: {}, PAIR: {}}
     probes = {SINGLE: 0, PAIR: 0}
-    state = {"decimals": None}
+    state: dict[str, int | None] = {"decimals": None}
 
     def probe_rows(kind: str, js: list[int]) -> np.ndarray:
         H = flip_one(base, np.asarray(js))
@@ -292,7 +292,8 @@ def label_partition(outcome: PartitionOutcome, prefix: str = "") -> tuple[np.nda
 
 
 class PartitionParams(TargetedParams):
-    targets: int | list[int] | None = Field(
+    # widens TargetedParams.targets with None (everyone), which the partition attack handles itself
+    targets: int | list[int] | None = Field(  # type: ignore[assignment]
         default=None, description="the first k individuals, or these indices (the first is the reference); "
                                   "none = everyone")
     batch: bool = Field(default=False, description="send all probes of the settled case in one query")
@@ -327,6 +328,7 @@ class AbsSPPartition(Attack):
 
     name = "abs-sp-partition"
     Params = PartitionParams
+    params: PartitionParams
     summary = "|SP| of one-individual (or reference+individual) models partitions the audit set (Thm. 4)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:

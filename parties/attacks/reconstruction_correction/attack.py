@@ -32,7 +32,7 @@ from parley.parties.attacks.reconstruction_correction.baseline_adversary import 
     guess,
     weights,
 )
-from parley.parties.attacks.solvers.correction import SOLVERS, FairnessConstraint, correct
+from parley.parties.attacks.solvers.correction import FairnessConstraint, Solver, correct
 from parley.protocols.errors import AttackError
 
 __all__ = ["BlackBoxKnowledge", "CorrectionOutcome", "ReconstructionCorrection", "NO_CERTIFICATE"]
@@ -92,7 +92,7 @@ class ReconstructionCorrectionParams(AttackParams):
     validation: float = Field(default=0.3, gt=0.0, lt=1.0,
                               description="share of the attack set kept to pick the exponent")
     n_estimators: int = Field(default=100, ge=1, le=2000, description="trees of the attack forest")
-    solver: Literal[SOLVERS] = Field(default="auto", description="efficient-model solver (auto: exact enumeration)")
+    solver: Solver = Field(default="auto", description="efficient-model solver (auto: exact enumeration)")
 
 
 @register_attack
@@ -101,6 +101,7 @@ class ReconstructionCorrection(Attack):
 
     name = "reconstruction-correction"
     Params = ReconstructionCorrectionParams
+    params: ReconstructionCorrectionParams
     threat_models = (BLACK_BOX,)
     flows = ("fairness-certificate",)
     summary = "baseline guess of the training set's A corrected to the published fairness (Ferry et al.)"

@@ -169,6 +169,7 @@ def _orient(v: np.ndarray, Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray,
         bad = violations(Q, accepted, rho, _round(x, n1, cand))
         if best is None or bad < best[0]:
             best = (bad, cand)
+    assert best is not None  # the loop ran
     return best[1]
 
 
@@ -177,7 +178,8 @@ def decode_lp(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | No
               ) -> tuple[np.ndarray, dict[str, Any]]:
     """LP relaxation with reject sides from a spectral start, rounded; the best of a few rounds, both signs."""
     basis = row_space(Q)
-    best_s, info = None, {"violations": np.inf}
+    best_s: np.ndarray | None = None
+    info: dict[str, Any] = {"violations": np.inf}
     # Starts: the spectral vector of each answer alone, largest first (a low-rank answer, such as
     # linear hypotheses, would pull a joint start into its subspace), then of all rows; both signs,
     # since the start's sign decides every reject's side. Stop at the first that fits every answer.
@@ -192,7 +194,10 @@ def decode_lp(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | No
             if found["violations"] < info["violations"]:
                 best_s, info = s, found
             if info["violations"] == 0:
-                return best_s, info
+                break
+        if info["violations"] == 0:
+            break
+    assert best_s is not None  # the first start improves on infinitely many violations
     return best_s, info
 
 
@@ -305,6 +310,7 @@ class ThresholdInversion(Attack):
 
     name: ClassVar[str] = "threshold-inversion"
     Params: ClassVar[type[AttackParams]] = ThresholdInversionParams
+    params: ThresholdInversionParams
     threat_models: ClassVar[tuple[str, ...]] = ACTIVE + PASSIVE
     flows: ClassVar[tuple[str, ...]] = ("cov-threshold",)
     summary: ClassVar[str] = "accept/reject answers as linear constraints on s, solved by MILP or LP + rounding"
