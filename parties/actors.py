@@ -27,6 +27,7 @@ times stops the run with :class:`PartyLostError`.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import Any
 
@@ -204,10 +205,8 @@ class RayDeployment:
 
     def _replace(self, slot: str) -> None:
         """A host that could not be restored is killed for good and a new actor takes its slot."""
-        try:
+        with contextlib.suppress(Exception):  # already gone
             ray.kill(self.hosts[slot], no_restart=True)
-        except Exception:  # already gone
-            pass
         self.hosts[slot] = _new_host(slot)
 
     @staticmethod
@@ -223,10 +222,9 @@ class RayDeployment:
         """Unload the parties (reused hosts stay up for the next run) or kill the hosts."""
         if self._reuse:
             for slot in self._loaded:
-                try:
+                # a dead host is replaced when its slot is loaded next
+                with contextlib.suppress(ray.exceptions.RayActorError):
                     ray.get(self.hosts[slot].unload.remote())
-                except ray.exceptions.RayActorError:  # a dead host is replaced when its slot is loaded next
-                    pass
         else:
             for handle in self.hosts.values():
                 ray.kill(handle)

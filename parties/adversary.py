@@ -69,7 +69,7 @@ def answer_from(payload: dict, m: int) -> Answer:
         raise WireError(INVALID_PAYLOAD, BAD_ANSWER.format(m=m, got=_describe(values)))
     if decimals is not None and (type(decimals) is not int or not 0 <= decimals <= 17):
         raise WireError(INVALID_PAYLOAD, BAD_DECIMALS.format(got=decimals))
-    return Answer(values=values.astype(np.float64), decimals=decimals)
+    return Answer(values=np.array(values, dtype=np.float64), decimals=decimals)
 
 
 def _describe(value) -> str:

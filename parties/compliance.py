@@ -101,17 +101,17 @@ class Compliance(Party):
         self.ledger: Ledger | None = None
         if ledger_path is not None or budgets is not None or has_costs(protocol):
             self.ledger = Ledger(ledger_path if ledger_path is not None else ":memory:", method=composition)
-            self._grant(budgets)
+            self._grant(self.ledger, budgets)
 
-    def _grant(self, budgets: Mapping[str, Budget] | None) -> None:
+    def _grant(self, ledger: Ledger, budgets: Mapping[str, Budget] | None) -> None:
         """Write ``budgets`` into the ledger; without them, every querier the file has no budget for is uncapped."""
         if budgets is None:
             for querier in sorted(self.queriers):
-                if not self.ledger.has_budget(querier):
-                    self.ledger.set_budget(querier, None)
+                if not ledger.has_budget(querier):
+                    ledger.set_budget(querier, None)
         else:
             for querier, limit in budgets.items():
-                self.ledger.set_budget(querier, limit)
+                ledger.set_budget(querier, limit)
 
     def _on_metric_query(self, envelope: Envelope) -> Envelope:
         self._check_querier(envelope)
@@ -175,7 +175,8 @@ class Compliance(Party):
         """Reply payloads on record in the ledger, oldest first (what :meth:`Protocol.admit` judges by)."""
         if self.ledger is None:
             return []
-        return [self.ledger.answer_for(entry["query_id"]) for entry in self.ledger.entries()]
+        answers = (self.ledger.answer_for(entry["query_id"]) for entry in self.ledger.entries())
+        return [answer for answer in answers if answer is not None]
 
     def _check_querier(self, envelope: Envelope) -> None:
         if envelope.sender not in self.queriers:
@@ -186,7 +187,7 @@ class Compliance(Party):
         """Durable before release: returns after the debit and ``payload`` are committed (or refuses)."""
         if self.ledger is None:  # a cost the class did not announce: account in memory rather than not at all
             self.ledger = Ledger(":memory:", method=self._composition)
-            self._grant(None)
+            self._grant(self.ledger, None)
         try:
             return self.ledger.charge(envelope.sender, query_id, cost, payload, request=envelope.digest)
         except WireError as exc:

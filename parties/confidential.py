@@ -58,7 +58,8 @@ ALGORITHM = "X25519-HKDF-SHA256-ChaCha20Poly1305"
 _DOMAIN = b"parley-payload-v1"
 
 BAD_SEALED_MSG = "sealed payload is malformed ({what})"
-CANNOT_OPEN_MSG = "sealed payload from {sender!r} does not decrypt (wrong key, altered ciphertext or moved between envelopes)"
+CANNOT_OPEN_MSG = ("sealed payload from {sender!r} does not decrypt "
+                   "(wrong key, altered ciphertext or moved between envelopes)")
 NO_KEY_MSG = "sealed payload from {sender!r}, but {why}"
 PLAINTEXT_MSG = "plaintext payload from {sender!r} on a confidential channel (both parties hold X25519 keys)"
 
@@ -114,7 +115,8 @@ def open_payload(sealed: Mapping[str, Any], private: X25519PrivateKey, sender_pu
         raise WireError(UNDECRYPTABLE, BAD_SEALED_MSG.format(what="nonce must be 12 bytes, hex"))
     key = _key(private, sender_public, sender_public, kx_public_hex(private))
     try:
-        plain = ChaCha20Poly1305(key).decrypt(nonce, ciphertext.tobytes(), _associated(sender, recipient, kind, protocol))
+        plain = ChaCha20Poly1305(key).decrypt(nonce, ciphertext.tobytes(),
+                                              _associated(sender, recipient, kind, protocol))
     except InvalidTag:
         raise WireError(UNDECRYPTABLE, CANNOT_OPEN_MSG.format(sender=sender)) from None
     payload = decode_payload(json.loads(plain))

@@ -64,7 +64,8 @@ DEFAULT_SLACK = 1e-6
 
 # Message templates (tests match on these).
 NO_BUDGET = "no budget for querier {querier!r}: it may not spend privacy budget here"
-OVER_BUDGET = ("querier {querier!r} would exceed its budget: limit (epsilon={limit.epsilon:.6g}, delta={limit.delta:.6g}), "
+OVER_BUDGET = ("querier {querier!r} would exceed its budget: "
+               "limit (epsilon={limit.epsilon:.6g}, delta={limit.delta:.6g}), "
                "spent (epsilon={spent.epsilon:.6g}, delta={spent.delta:.6g}) over {n} answers, "
                "this query costs (epsilon={cost.epsilon:.6g}, delta={cost.delta:.6g}); "
                "{method} composition would total (epsilon={total.epsilon:.6g}, delta={total.delta:.6g})")
@@ -298,7 +299,8 @@ class Ledger:
                 total = self._compose(costs + [cost])
                 if limit.pure and not total.pure:
                     why = "the cost has a delta" if not cost.pure else f"{self.method} composition adds a slack delta'"
-                    raise WireError(BUDGET_EXCEEDED, MIXED_COST.format(querier=querier, limit=limit, total=total, why=why))
+                    raise WireError(BUDGET_EXCEEDED,
+                                    MIXED_COST.format(querier=querier, limit=limit, total=total, why=why))
                 if not within(total, limit):
                     raise WireError(BUDGET_EXCEEDED, OVER_BUDGET.format(
                         querier=querier, limit=limit, spent=self._compose(costs), n=len(costs), cost=cost,
@@ -311,7 +313,8 @@ class Ledger:
     # ------------------------------------------------------------------ answers on record
     def _recorded(self, conn: sqlite3.Connection, querier: str, query_id: str, request: str | None
                   ) -> dict[str, Any] | None:
-        rows = conn.execute("SELECT querier, answer_json, request FROM debits WHERE query_id = ?", (query_id,)).fetchall()
+        rows = conn.execute("SELECT querier, answer_json, request FROM debits WHERE query_id = ?",
+                            (query_id,)).fetchall()
         if not rows:
             return None
         owner, answer_json, stored_request = rows[0]
@@ -346,7 +349,8 @@ class Ledger:
 
     def entries(self) -> list[dict[str, Any]]:
         """Every debit in the order charged: query id, querier, epsilon, delta, metric, time (no answer values)."""
-        rows = self._read("SELECT query_id, querier, epsilon, delta, answer_json, created_ns FROM debits ORDER BY rowid")
+        rows = self._read("SELECT query_id, querier, epsilon, delta, answer_json, created_ns "
+                          "FROM debits ORDER BY rowid")
         out = []
         for qid, querier, eps, delta, answer_json, created in rows:
             metric = json.loads(answer_json).get("metric")

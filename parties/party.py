@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from parley.parties import confidential
 from parley.parties.wire import (
@@ -66,7 +66,7 @@ class Party:
     """
 
     #: kind -> name of the handler method, filled by subclasses.
-    handlers: ClassVar[Mapping[str, str]] = {}
+    handlers: Mapping[str, str] = {}
 
     def __init__(self, identity: Identity | None, keyring: Keyring, protocol: str) -> None:
         self.identity = identity
@@ -93,7 +93,8 @@ class Party:
         if self.identity is None:
             raise ParleyError(f"this party holds no identity and cannot send {kind!r}")
         return self.identity.seal(recipient, kind, self.protocol,
-                                  confidential.outgoing(self.identity, self.keyring, recipient, kind, self.protocol, payload))
+                                  confidential.outgoing(self.identity, self.keyring, recipient, kind, self.protocol,
+                                                        payload))
 
     def receive(self, envelope: Envelope) -> Envelope | None:
         """Verify ``envelope`` and dispatch it; return the reply (or a refusal), or ``None``."""
@@ -103,7 +104,8 @@ class Party:
             allowed = ROLE_SENDS.get(role, frozenset())
             if envelope.kind not in allowed:
                 raise WireError(KIND_NOT_ALLOWED, KIND_NOT_ALLOWED_MSG.format(
-                    role=role, sender=envelope.sender, kind=envelope.kind, allowed=", ".join(sorted(allowed)) or "nothing"))
+                    role=role, sender=envelope.sender, kind=envelope.kind,
+                    allowed=", ".join(sorted(allowed)) or "nothing"))
             if envelope.kind not in self.handlers:
                 raise WireError(KIND_NOT_ALLOWED, KIND_NOT_HANDLED_MSG.format(
                     me=self.name, kind=envelope.kind, accepted=", ".join(sorted(self.handlers)) or "nothing"))

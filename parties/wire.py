@@ -82,7 +82,8 @@ BAD_SIGNATURE_MSG = "Ed25519 signature of {sender!r} does not verify over header
 REPLAY_NONCE_MSG = "nonce {nonce} from {sender!r} was already seen"
 REPLAY_SEQ_MSG = "sequence {seq} from {sender!r} is not above the last accepted {last}"
 MALFORMED_MSG = "envelope field {field!r} must be {expected}, got {got}"
-UNHASHABLE_MSG = "payload value of type {type} at {path} cannot be hashed (allowed: dict, list, str, int, float, bool, None, numeric numpy arrays)"
+UNHASHABLE_MSG = ("payload value of type {type} at {path} cannot be hashed "
+                  "(allowed: dict, list, str, int, float, bool, None, numeric numpy arrays)")
 
 _SIGNING_DOMAIN = b"parley-envelope-v1\n"
 _ND_TAG = "__ndarray__"
@@ -94,7 +95,7 @@ CHUNK_BYTES = 1 << 20
 _pool: ThreadPoolExecutor | None = None
 
 
-def _chunk_digests(raw: memoryview) -> bytes:
+def _chunk_digests(raw: memoryview | bytes) -> bytes:
     """SHA-256 of each CHUNK_BYTES piece of ``raw``, concatenated (hashlib releases the GIL)."""
     global _pool
     if _pool is None:
@@ -105,7 +106,7 @@ def _chunk_digests(raw: memoryview) -> bytes:
 
 def _raw_bytes(arr: np.ndarray) -> memoryview | bytes:
     """The bytes of a C-contiguous array without copying (empty arrays have none)."""
-    return memoryview(arr).cast("B") if arr.size else b""
+    return arr.data.cast("B") if arr.size else b""
 
 
 def _feed(h: hashlib._Hash, value: Any, path: str) -> None:
@@ -217,7 +218,7 @@ class Envelope(BaseModel):
         """The signed header fields, digest included, signature excluded."""
         return {k: getattr(self, k) for k in _HEADER_FIELDS}
 
-    def to_record(self, data: Callable[[np.ndarray], str] = None) -> dict[str, Any]:
+    def to_record(self, data: Callable[[np.ndarray], str] | None = None) -> dict[str, Any]:
         """JSON-ready form for the transcript (``data`` as in :func:`encode_payload`)."""
         return {**self.header(), "signature": self.signature,
                 "payload": encode_payload(self.payload, data or array_text)}
@@ -252,7 +253,7 @@ def _payload_nbytes(value: Any) -> int:
 
 
 def _envelope_from_fields(fields: tuple) -> Envelope:
-    return Envelope.model_construct(**dict(zip(_ALL_FIELDS, fields)))
+    return Envelope.model_construct(**dict(zip(_ALL_FIELDS, fields, strict=True)))
 
 
 def _envelope_from_blob(blob: bytes) -> Envelope:
@@ -278,7 +279,7 @@ class Identity:
 
     @classmethod
     def generate(cls, name: str, role: str, kx: bool = False) -> Identity:
-        """A fresh identity with a random key (keys are never derived from scenario seeds); ``kx``: an X25519 key too."""
+        """A fresh identity with a random key (never derived from scenario seeds); ``kx``: an X25519 key too."""
         return cls(name=name, role=role, private_key=Ed25519PrivateKey.generate(),
                    kx_private=X25519PrivateKey.generate() if kx else None)
 
@@ -294,7 +295,7 @@ class Identity:
 
     def seal(self, recipient: str, kind: str, protocol: str, payload: Mapping[str, Any]) -> Envelope:
         """Sign ``payload`` for ``recipient``: fresh id and nonce, next sequence number."""
-        header = {
+        header: dict[str, Any] = {
             "id": uuid.uuid4().hex,
             "sender": self.name,
             "recipient": recipient,
@@ -314,7 +315,8 @@ class Identity:
         from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
 
         raw = self.private_key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-        kx = None if self.kx_private is None else self.kx_private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+        kx = (None if self.kx_private is None
+              else self.kx_private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
         return {"name": self.name, "role": self.role, "key": raw, "next_seq": self.next_seq, "kx": kx}
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -29,7 +29,8 @@ from parley.protocols.queries import (
 )
 from parley.protocols.registry import add, lookup
 
-__all__ = ["PROTOCOLS", "AuditSet", "Holdings", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol", "register_protocol"]
+__all__ = ["PROTOCOLS", "AuditSet", "Holdings", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol",
+           "register_protocol"]
 
 UNKNOWN_PROTOCOL = "unknown protocol {name!r}; known protocols: {known}"
 METRIC_NOT_ANSWERED = "protocol {name!r} answers only {allowed}; got {metric!r}"
@@ -112,6 +113,8 @@ class Protocol(ABC):
 
     name: ClassVar[str]
     Params: ClassVar[type[ProtocolParams]] = ProtocolParams
+    #: An instance of ``Params``; each protocol declares ``params: ItsParams`` so that type checkers see its fields.
+    params: ProtocolParams
     #: Metrics this protocol will answer (all of them unless a subclass narrows it).
     metrics: ClassVar[tuple[str, ...]] = tuple(METRICS)
     #: The scenario flow that drives this protocol's exchange (see ``parley.scenarios.flows``).
@@ -160,6 +163,7 @@ class Protocol(ABC):
         ``released`` are the reply payloads in the compliance party's ledger (durable across
         restarts), e.g. for a protocol that releases each set a limited number of times.
         """
+        return None
 
     def respond(self, kind: str, payload: Mapping[str, Any], holdings: Holdings,
                 rng: np.random.Generator) -> dict[str, Any]:

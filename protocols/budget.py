@@ -68,7 +68,7 @@ def compose(costs: Sequence[Budget], method: Literal["sequential", "advanced"] =
             slack: float = 1e-6) -> Budget:
     """Total privacy loss of ``costs`` spent one after the other."""
     if method == "sequential" or not costs:
-        total = ZERO
+        total: Budget = ZERO
         for cost in costs:
             total = total + cost
         return total

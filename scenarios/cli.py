@@ -85,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
 
     study = sub.add_parser("study", help="run a grid of scenarios in parallel on Ray (resumable)")
     study.add_argument("study", help="catalog study name or path to a study TOML file")
-    study.add_argument("--out", type=Path, help="study folder (default: studies/<study>); re-running skips finished rows")
+    study.add_argument("--out", type=Path,
+                       help="study folder (default: studies/<study>); re-running skips finished rows")
     study.add_argument("--workers", type=int, help="parallel workers (default: the CPUs Ray reports)")
     study.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
     study.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -123,13 +124,13 @@ def _cmd_list() -> int:
     for name, cls in sorted(PROTOCOLS.items()):
         print(f"  {name:<16} {(cls.__doc__ or '').strip().splitlines()[0]}")
     print("attacks:")
-    for name, cls in sorted(ATTACKS.items()):
-        print(f"  {name:<16} [{', '.join(cls.threat_models)}] {cls.summary}")
+    for name, attack_cls in sorted(ATTACKS.items()):
+        print(f"  {name:<16} [{', '.join(attack_cls.threat_models)}] {attack_cls.summary}")
     from parley.parties.learners import LEARNERS
 
     print("learners:")
-    for name, cls in sorted(LEARNERS.items()):
-        print(f"  {name:<22} [{', '.join(cls.flows)}] {cls.summary}")
+    for name, learner_cls in sorted(LEARNERS.items()):
+        print(f"  {name:<22} [{', '.join(learner_cls.flows)}] {learner_cls.summary}")
     from parley.scenarios.catalog import study_names
 
     print("studies:")

@@ -61,7 +61,8 @@ def write_report(record: dict[str, Any], run_dir: Path) -> Path:
         record.get("description") or "",
         "",
         f"- data set: {record['dataset']} (protected: {record['protected']}, a=1 {groups['a=1']}, "
-        f"a=0 {groups['a=0']}{''.join(f', {code} {label}' for code, label in list(groups.items())[2:])}); audit set n = {record['sizes']['n_audit']:,}, "
+        f"a=0 {groups['a=0']}{''.join(f', {code} {label}' for code, label in list(groups.items())[2:])}); "
+        f"audit set n = {record['sizes']['n_audit']:,}, "
         f"training set {record['sizes']['n_train']:,}",
         f"- protocol: `{record['protocol']}`; threat model: {record['threat_model']}; attack: `{record['attack']}`",
         f"- seed: {record['seed']}",

@@ -44,9 +44,9 @@ import json
 import re
 import tomllib
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, create_model
 
@@ -60,6 +60,8 @@ from parley.protocols.metrics import METRICS
 from parley.scenarios.datasets import DatasetParams
 
 __all__ = ["BudgetSpec", "Component", "Scenario", "THREAT_MODELS", "parse_assignment", "load_toml"]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 THREAT_MODELS = ("curious-data-center", "passive-observer", "black-box-auxiliary")
 
@@ -81,7 +83,8 @@ LEARNER_FLOW = "learner {name!r} runs in {flows} exchanges, but protocol {protoc
 GROUPS_MISMATCH = ("dataset {name!r} with protected={protected!r} has {k} groups, but protocol {protocol!r} "
                    "{takes} (k-ary attributes run under rr-release with protocol.groups = {k})")
 OBSERVER_ACTIVE = "observer attack {name!r} must be passive (one of the attacks for passive-observer)"
-ADVANCED_NEEDS_DELTA = ("composition 'advanced' spends a slack delta'={slack:g}: budget.delta must be at least {slack:g}, "
+ADVANCED_NEEDS_DELTA = ("composition 'advanced' spends a slack delta'={slack:g}: "
+                        "budget.delta must be at least {slack:g}, "
                         "got {delta!r}")
 EPSILON_TWICE = "epsilon is an alias of protocol.epsilon: give one of them, not both"
 EPSILON_ALIAS = " (epsilon is an alias of protocol.epsilon, which protocol {name!r} does not take)"
@@ -116,7 +119,7 @@ def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel]:
     return model
 
 
-def _validate_typed(model: type[BaseModel], data: dict[str, Any]) -> BaseModel:
+def _validate_typed(model: type[ModelT], data: dict[str, Any]) -> ModelT:
     """Validate without coercion across types when ``data`` holds TOML's types (a file, ``--set``).
 
     pydantic's lax mode turns ``true`` into 1, ``"yes"`` into True and ``1e3`` into 1000, so a
@@ -131,7 +134,7 @@ def _validate_typed(model: type[BaseModel], data: dict[str, Any]) -> BaseModel:
     return model.model_validate_json(text, strict=True)
 
 
-def _validate(model: type[BaseModel], data: Any, where: str) -> BaseModel:
+def _validate(model: type[ModelT], data: Any, where: str) -> ModelT:
     """Validate ``data`` with ``model``; one clear ConfigError naming every bad key."""
     if not isinstance(data, Mapping):
         raise ConfigError(NOT_A_TABLE.format(key=where, value=_describe(data)))
@@ -162,13 +165,16 @@ class Component(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    params: SerializeAsAny[BaseModel]
+    if TYPE_CHECKING:
+        params: Any  # the Params model of the plug-in ``name`` names, known only at run time
+    else:
+        params: SerializeAsAny[BaseModel]
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, **self.params.model_dump(exclude={"name"})}
 
 
-def _component(where: str, data: Any, lookup: Callable[[str], type[BaseModel]], known: Sequence[str]) -> Component:
+def _component(where: str, data: Any, lookup: Callable[[str], type[BaseModel]], known: Iterable[str]) -> Component:
     if not isinstance(data, Mapping):
         raise ConfigError(NOT_A_TABLE.format(key=where, value=_describe(data)))
     if "name" not in data:
@@ -225,19 +231,25 @@ class Scenario(BaseModel):
     description: str = ""
     seed: int = Field(default=0, ge=0, description="root of every random stream of the run")
     threat_model: Literal["curious-data-center", "passive-observer", "black-box-auxiliary"] = "curious-data-center"
-    dataset: SerializeAsAny[BaseModel]
+    if TYPE_CHECKING:
+        dataset: Any  # the Params model of the data set ``dataset.name`` names, known only at run time
+    else:
+        dataset: SerializeAsAny[BaseModel]
     model: ModelSpec = Field(default_factory=ModelSpec)
     protocol: Component
     attack: Component
     observer: Component | None = Field(default=None, description="a passive observer also attacking the transcript")
-    learner: Component | None = Field(default=None, description="the data center's learning method, where the flow has one")
+    learner: Component | None = Field(default=None,
+                                      description="the data center's learning method, where the flow has one")
     audit_metrics: tuple[str, ...] = Field(default=("sp",), description="honest queries about the base model")
     backend: Literal["ray", "local"] = Field(default="ray", description="parties as Ray actors, or in-process")
-    budget: BudgetSpec | None = Field(default=None, description="the querier's privacy budget over the run (no cap if absent)")
+    budget: BudgetSpec | None = Field(default=None,
+                                      description="the querier's privacy budget over the run (no cap if absent)")
     composition: Literal["sequential", "advanced"] = Field(
         default="sequential", description="how the ledger composes the querier's per-query costs")
     confidential: bool = Field(
-        default=False, description="payloads encrypted between parties (X25519 + ChaCha20-Poly1305); observers see sizes")
+        default=False,
+        description="payloads encrypted between parties (X25519 + ChaCha20-Poly1305); observers see sizes")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
@@ -403,10 +415,9 @@ class Scenario(BaseModel):
 
 _SIMPLE = ("name", "description", "seed", "threat_model", "audit_metrics", "backend", "composition", "confidential")
 #: The scalar top-level fields, validated apart so messages name them plainly.
-_SimpleFields = create_model(
-    "_SimpleFields", __config__=ConfigDict(extra="forbid"),
-    **{key: (Scenario.model_fields[key].annotation, Scenario.model_fields[key]) for key in _SIMPLE},
-)
+_SIMPLE_DEFINITIONS: dict[str, Any] = {key: (Scenario.model_fields[key].annotation, Scenario.model_fields[key])
+                                       for key in _SIMPLE}
+_SimpleFields = create_model("_SimpleFields", __config__=ConfigDict(extra="forbid"), **_SIMPLE_DEFINITIONS)
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:

@@ -32,6 +32,7 @@ class NoisyProtocol(Protocol):
 
     name = "test-noisy"
     Params = NoisyParams
+    params: NoisyParams
 
     def cost(self, query: MetricQuery) -> Budget:
         return PureDP(epsilon=self.params.epsilon)

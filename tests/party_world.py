@@ -35,7 +35,8 @@ def hostile_envelopes(identities):
     forged = wire.Identity("data-center", "data-center", identities["outsider"].private_key, next_seq=10_000)
     return [
         ("forged signature", query(forged, H, query_id="forged"), wire.BAD_SIGNATURE),
-        ("tampered payload", honest.model_copy(update={"payload": {**honest.payload, "predictions": np.zeros((1, 40))}}),
+        ("tampered payload",
+         honest.model_copy(update={"payload": {**honest.payload, "predictions": np.zeros((1, 40))}}),
          wire.DIGEST_MISMATCH),
         ("unknown sender", query(identities["outsider"], H), wire.UNKNOWN_SENDER),
         ("disallowed kind", query(dc, H, kind="metric-answer"), wire.KIND_NOT_ALLOWED),

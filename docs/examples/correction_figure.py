@@ -25,7 +25,7 @@ def main(study_dir: str, out: str) -> None:
     frame = pd.read_csv(Path(study_dir) / "results.csv")
     frame = frame[frame["status"] == "ok"]
     fig, axes = plt.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 3.8), sharey=False)
-    for ax, metric in zip(axes, METRICS):
+    for ax, metric in zip(axes, METRICS, strict=True):
         part = frame[frame["learner.metric"] == metric]
         for i, (name, rows) in enumerate(sorted(part.groupby("dataset.name"))):
             stats = rows.groupby("learner.tolerance")[["baseline_accuracy", "corrected_accuracy"]].mean()

@@ -74,10 +74,10 @@ def rho_figure(root: Path, out: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for name, group in frame.groupby("learner.name"):
         mean = group.groupby("protocol.rho")[["statistical_parity", "error"]].agg(["mean", "std"])
-        for ax, metric in zip(axes, ("error", "statistical_parity")):
+        for ax, metric in zip(axes, ("error", "statistical_parity"), strict=True):
             ax.errorbar(mean.index, mean[(metric, "mean")], yerr=mean[(metric, "std")], marker="o", capsize=3,
                         label=name.upper())
-    for ax, title in zip(axes, ("classifier error", "statistical parity")):
+    for ax, title in zip(axes, ("classifier error", "statistical parity"), strict=True):
         ax.set_xscale("log")
         ax.set_xlabel("ρ")
         ax.set_title(title)
@@ -162,7 +162,8 @@ def main() -> None:
                        ("compas-frr-lambda", lambda: print(frr_table(root))),
                        ("compas-cov-rho", lambda: (print(rho_table(root)), rho_figure(root, out),
                                                    frontier_figure(root, out))),
-                       ("cov-threshold-attack", lambda: (print(attack_table(root)), attack_figure(root, out, ceiling)))):
+                       ("cov-threshold-attack", lambda: (print(attack_table(root)),
+                                                         attack_figure(root, out, ceiling)))):
         if (root / name / "results.csv").is_file():
             print(f"\n### {name}\n")
             make()

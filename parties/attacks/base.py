@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -33,6 +33,7 @@ PASSIVE = (PASSIVE_OBSERVER,)
 UNKNOWN_ATTACK = "unknown attack {name!r}; known attacks: {known}"
 NOT_ACTIVE = "attack {name!r} is passive (threat models: {models}); it sends no queries"
 NOT_PASSIVE = "attack {name!r} needs to send queries (threat models: {models}); a passive observer cannot run it"
+NOT_IN_VIEW = "the attacker's view holds no {field}: this attack needs the curious data center's base model"
 
 
 class AttackParams(BaseModel):
@@ -54,6 +55,13 @@ class AttackerView:
     base_scores: np.ndarray | None = None
     base_predictions: np.ndarray | None = None
     y: np.ndarray | None = None
+
+    def require(self, field: Literal["base_scores", "base_predictions", "y"]) -> np.ndarray:
+        """The view's ``field``; AttackError naming it if this attacker does not hold it."""
+        value = getattr(self, field)
+        if value is None:
+            raise AttackError(NOT_IN_VIEW.format(field=field))
+        return value
 
 
 @dataclass(frozen=True)
@@ -149,6 +157,8 @@ class Attack(ABC):
 
     name: ClassVar[str]
     Params: ClassVar[type[AttackParams]] = AttackParams
+    #: An instance of ``Params``; each attack declares ``params: ItsParams`` so that type checkers see its fields.
+    params: AttackParams
     threat_models: ClassVar[tuple[str, ...]] = ACTIVE
     #: The scenario flows (``Protocol.flow``) whose exchanges this attack reads.
     flows: ClassVar[tuple[str, ...]] = ("metric-query",)

@@ -1,4 +1,6 @@
-"""The constraint of the two-dataset Lagrangian (14) as a fairlearn ``Moment`` (Sec. 6 of the private-demographics paper).
+"""The constraint of the two-dataset Lagrangian (14) as a fairlearn ``Moment``.
+
+Sec. 6 of the private-demographics paper.
 
 Mozannar, Ohannessian & Srebro, ICML 2020. M gamma^{S_l}(h) - alpha for a
 classifier h of X, with gamma^{S_l} read from the reporters S_l only (rows with

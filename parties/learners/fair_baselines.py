@@ -47,6 +47,7 @@ class FRR(AttributeLearner):
 
     name: ClassVar[str] = "frr"
     Params: ClassVar[type[LearnerParams]] = FRRParams
+    params: FRRParams
     summary: ClassVar[str] = "baseline with s: ridge regression + lam * MD(f)^2 (Calders et al.)"
 
     def __init__(self, params: LearnerParams | None = None) -> None:
@@ -81,6 +82,7 @@ class ExponentiatedGradientBaseline(AttributeLearner):
 
     name: ClassVar[str] = "expgrad-dp"
     Params: ClassVar[type[LearnerParams]] = EGParams
+    params: EGParams
     summary: ClassVar[str] = "baseline with s: fairlearn ExponentiatedGradient, demographic parity"
 
     def __init__(self, params: LearnerParams | None = None, random_state: int = 0) -> None:

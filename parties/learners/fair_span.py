@@ -67,6 +67,7 @@ class CovThresholdLearner(Learner):
     family: ClassVar[Family] = "linear"
     #: True for the baselines that train with s (the referee fits them; no party may).
     needs_attribute: ClassVar[bool] = False
+    params: HypothesisParams
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -118,6 +119,7 @@ class DFRR(_LinearModel):
 
     name: ClassVar[str] = "dfrr"
     Params: ClassVar[type[LearnerParams]] = DFRRParams
+    params: DFRRParams
     summary: ClassVar[str] = "ridge regression in the span of the accepted hypotheses (Eq. 4)"
 
     def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> DFRR:
@@ -145,6 +147,7 @@ class DFGR(_LinearModel):
 
     name: ClassVar[str] = "dfgr"
     Params: ClassVar[type[LearnerParams]] = DFGRParams
+    params: DFGRParams
     summary: ClassVar[str] = "logistic regression in the span of the accepted hypotheses (Newton, Eq. 9-10)"
 
     def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> DFGR:
@@ -188,6 +191,7 @@ class DFKRR(SpanLearner):
 
     name: ClassVar[str] = "dfkrr"
     Params: ClassVar[type[LearnerParams]] = DFKRRParams
+    params: DFKRRParams
     summary: ClassVar[str] = "kernel ridge regression in the span of accepted kernel hypotheses (Eq. 7)"
     family: ClassVar[Family] = "kernel"
 
@@ -233,6 +237,7 @@ class DFPCA(SpanLearner):
 
     name: ClassVar[str] = "dfpca"
     Params: ClassVar[type[LearnerParams]] = DFPCAParams
+    params: DFPCAParams
     summary: ClassVar[str] = "PCA restricted to the accepted hypotheses' span (Eq. 13), then a classifier"
 
     def __init__(self, params: LearnerParams | None = None) -> None:

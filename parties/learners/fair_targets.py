@@ -62,6 +62,7 @@ class ExponentiatedGradientTarget(Learner):
 
     name = "exponentiated-gradient"
     Params = ExponentiatedGradientParams
+    params: ExponentiatedGradientParams
     flows = FLOWS
     summary = "fairlearn ExponentiatedGradient, decision tree of depth 8, SP/PE/EO/EOdds within a tolerance"
 
@@ -102,6 +103,7 @@ class ThresholdOptimizerTarget(Learner):
 
     name = "threshold-optimizer"
     Params = ThresholdOptimizerParams
+    params: ThresholdOptimizerParams
     flows = FLOWS
     summary = "fairlearn ThresholdOptimizer over a decision tree of depth 8 (uses A at prediction)"
 

@@ -94,6 +94,7 @@ class PartialReportingLearner(Learner):
 
     name: ClassVar[str] = "partial-reporting"
     Params = PartialReportingParams
+    params: PartialReportingParams
     flows: ClassVar[tuple[str, ...]] = ("rr-release",)
     summary: ClassVar[str] = ("fairlearn exponentiated gradient on Lagrangian (14): err on all of S, debiased "
                               "constraint on the reporters S_l (Sec. 6)")

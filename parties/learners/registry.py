@@ -30,6 +30,8 @@ class Learner:
 
     name: ClassVar[str]
     Params: ClassVar[type[LearnerParams]] = LearnerParams
+    #: An instance of ``Params``; each learner declares ``params: ItsParams`` so that type checkers see its fields.
+    params: LearnerParams
     #: The scenario flows (``Protocol.flow``) this learner can run in.
     flows: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""

@@ -140,7 +140,7 @@ def release_of(replies: list[tuple[str, dict[str, Any]]], name: str, allow_withh
     """
     found = [p for kind, p in replies if kind == "attribute-release" and p.get("set") == name]
     if not found:
-        held = ", ".join(sorted({p.get("set") for kind, p in replies if kind == "attribute-release"})) or "none"
+        held = ", ".join(sorted({str(p.get("set")) for kind, p in replies if kind == "attribute-release"})) or "none"
         raise ConfigError(NO_RELEASE.format(name=name, held=held))
     release = found[-1]
     withheld = int(np.count_nonzero(np.asarray(release["z"]) == WITHHELD))
@@ -155,6 +155,7 @@ class TwoStepLearner(Learner):
 
     name: ClassVar[str] = "two-step"
     Params = TwoStepParams
+    params: TwoStepParams
     flows: ClassVar[tuple[str, ...]] = ("rr-release",)
     summary: ClassVar[str] = "fairlearn exponentiated gradient on the released Z, then LP (13) post-processing w.r.t. A"
 

@@ -118,5 +118,8 @@ def snapping_laplace(exact: np.ndarray, sensitivity: float, epsilon: float, valu
 
 
 def textbook_laplace(exact: np.ndarray, scale: float, rng: np.random.Generator) -> np.ndarray:
-    """The textbook sampler numpy implements (the laplace protocol's default, and the one the attack breaks): x + Lap(scale)."""
+    """The textbook sampler numpy implements: x + Lap(scale).
+
+    The laplace protocol's default, and the one the attack breaks.
+    """
     return np.asarray(exact, dtype=np.float64) + rng.laplace(0.0, scale, size=np.shape(exact))

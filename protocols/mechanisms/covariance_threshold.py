@@ -84,10 +84,7 @@ def accept(cov: np.ndarray, params: CovarianceThresholdParams, rng: np.random.Ge
     if params.noise > 0.0:
         cov = cov + rng.normal(0.0, params.noise, size=cov.shape)
     p = acceptance_probability(cov, params.rho, params.policy)
-    if params.policy == "hard":
-        keep = p > 0.5
-    else:
-        keep = rng.random(cov.shape) < p
+    keep = p > 0.5 if params.policy == "hard" else rng.random(cov.shape) < p
     return np.flatnonzero(keep).astype(np.int64)
 
 
@@ -120,6 +117,7 @@ class CovarianceThreshold(Protocol):
 
     name: ClassVar[str] = "cov-threshold"
     Params: ClassVar[type[ProtocolParams]] = CovarianceThresholdParams
+    params: CovarianceThresholdParams
     metrics: ClassVar[tuple[str, ...]] = ()
     flow: ClassVar[str] = "cov-threshold"
     requests: ClassVar[Mapping[str, str]] = {REQUEST: REPLY}

@@ -33,13 +33,16 @@ from parley.protocols.errors import QueryError
 from parley.protocols.group_gaps import GAP_METRICS, unfairness
 from parley.protocols.queries import require_fields, validate_predictions
 
-__all__ = ["CERTIFICATE_FIELDS", "FairnessCertificate", "FairnessCertificateParams", "NOT_CERTIFIED", "NO_TRAIN", "ONE_MODEL"]
+__all__ = ["CERTIFICATE_FIELDS", "FairnessCertificate", "FairnessCertificateParams", "NOT_CERTIFIED", "NO_TRAIN",
+           "ONE_MODEL"]
 
 CERTIFICATE_FIELDS = ("predictions", "query_id")
-NOT_CERTIFIED = "the model's {metric} unfairness on the training set is {value:.6f}, above the tolerance {tolerance:g}: no certificate"
+NOT_CERTIFIED = ("the model's {metric} unfairness on the training set is {value:.6f}, "
+                 "above the tolerance {tolerance:g}: no certificate")
 ONE_MODEL = "a certificate covers one model's predictions on the training set; got {m} models"
 SLICE_NAMES = {None: "all", 0: "y=0", 1: "y=1"}
-NO_TRAIN = "this compliance party holds no training set: the fairness-certificate protocol needs holds = ('audit', 'train')"
+NO_TRAIN = ("this compliance party holds no training set: "
+            "the fairness-certificate protocol needs holds = ('audit', 'train')")
 
 
 class FairnessCertificateParams(ProtocolParams):
@@ -58,6 +61,7 @@ class FairnessCertificate(Protocol):
 
     name = "fairness-certificate"
     Params = FairnessCertificateParams
+    params: FairnessCertificateParams
     metrics = ()
     flow = "fairness-certificate"
     requests = {"certificate-request": "fairness-certificate"}

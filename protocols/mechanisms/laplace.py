@@ -89,6 +89,7 @@ class LaplaceProtocol(Protocol):
 
     name = "laplace"
     Params = LaplaceParams
+    params: LaplaceParams
     metrics = GLOBAL_METRICS
 
     def sensitivity(self, query: MetricQuery, audit: AuditSet) -> float:

@@ -64,6 +64,7 @@ class RRReleaseProtocol(Protocol):
 
     name: ClassVar[str] = "rr-release"
     Params: ClassVar[type[ProtocolParams]] = RRReleaseParams
+    params: RRReleaseParams
     metrics: ClassVar[tuple[str, ...]] = ()
     flow: ClassVar[str] = "rr-release"
     requests: ClassVar[Mapping[str, str]] = {RELEASE_REQUEST: ATTRIBUTE_RELEASE}

@@ -19,7 +19,8 @@ __all__ = ["RawProtocol"]
 
 
 class RawParams(ProtocolParams):
-    decimals: int | None = Field(default=None, ge=0, le=17, description="round answers to this many decimals; none = full float64")
+    decimals: int | None = Field(default=None, ge=0, le=17,
+                                 description="round answers to this many decimals; none = full float64")
 
 
 @register_protocol
@@ -28,6 +29,7 @@ class RawProtocol(Protocol):
 
     name = "raw"
     Params = RawParams
+    params: RawParams
 
     def release(
         self, exact: np.ndarray, query: MetricQuery, audit: AuditSet, rng: np.random.Generator

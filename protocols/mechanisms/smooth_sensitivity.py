@@ -94,6 +94,7 @@ class _SmoothProtocol(Protocol):
     """Shared release: exact + (factor * S / epsilon) * Z, Z i.i.d. from ``noise``."""
 
     metrics = SMOOTH_METRICS
+    params: SmoothCauchyParams | SmoothLaplaceParams
     #: Noise multiplier of the theorem (6 for Thm. 7, 2 for Thm. 8).
     factor: ClassVar[float]
     #: Name of the standard noise distribution recorded in answers.
@@ -132,6 +133,7 @@ class SmoothCauchyProtocol(_SmoothProtocol):
 
     name = "smooth-cauchy"
     Params = SmoothCauchyParams
+    params: SmoothCauchyParams
     factor = 6.0
     noise = "cauchy"
 
@@ -151,6 +153,7 @@ class SmoothLaplaceProtocol(_SmoothProtocol):
 
     name = "smooth-laplace"
     Params = SmoothLaplaceParams
+    params: SmoothLaplaceParams
     factor = 2.0
     noise = "laplace"
 

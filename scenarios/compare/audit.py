@@ -32,6 +32,7 @@ of runs allows (``ln`` of the ratio of two Clopper-Pearson limits).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import tempfile
 from collections.abc import Callable
@@ -266,13 +267,13 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
     seeds = np.random.default_rng([seed, 1])
 
     def mechanism(attr: np.ndarray, _rng: np.random.Generator) -> np.ndarray:
-        neighbour = dataclasses.replace(split, **{field: attr.astype(getattr(split, field).dtype)})
+        changes: dict[str, Any] = {field: attr.astype(getattr(split, field).dtype)}
+        neighbour = dataclasses.replace(split, **changes)
         run_seed = int(seeds.integers(2**31 - 1)) if fixed_seed is None else fixed_seed
         with tempfile.TemporaryDirectory(prefix="parley-audit-") as tmp:
-            try:
+            # an attack that gives up (noisy answers) still saw the answers: the view is on the wire
+            with contextlib.suppress(ParleyError):
                 run(scenario.with_values({"seed": run_seed}), out=tmp, split=neighbour)
-            except ParleyError:
-                pass  # an attack that gives up (noisy answers) still saw the answers: the view is on the wire
             value = _view_statistic(Path(tmp) / "transcript.jsonl", flow, person, hypothesis)
         if on_run is not None:
             on_run()
@@ -290,6 +291,7 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
 def _event(flow: str, person: int, hypothesis: int, threshold: float, direction: str) -> str:
     """The audited event in words (the auditor chose it on the selection half)."""
     if flow == "cov-threshold":
-        return f"hypothesis {hypothesis} accepted (1) or not (0), {direction} {threshold:.3g}; person {person} of the training set"
+        return (f"hypothesis {hypothesis} accepted (1) or not (0), {direction} {threshold:.3g}; "
+                f"person {person} of the training set")
     what = "answer" if flow == "metric-query" else "released attribute"
     return f"{what} about person {person} {direction} {threshold:.3g}"

@@ -130,7 +130,7 @@ def _frontier_png(front: pd.DataFrame, path: Path) -> Path:
         for name, group in part.groupby("name", sort=False):
             x = pd.to_numeric(group[column])
             ax.scatter(x, group["worst_leakage"], s=50, label=name)
-            for xi, yi, text in zip(x, group["worst_leakage"], group["protocol"]):
+            for xi, yi, text in zip(x, group["worst_leakage"], group["protocol"], strict=True):
                 ax.annotate(text, (xi, yi), fontsize=7, xytext=(4, 3), textcoords="offset points")
         if ax is axes[0]:
             ax.set_xscale("symlog", linthresh=1e-3)
@@ -222,7 +222,8 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
         ("ul", matrix_notes),
         ("h2", "Leakage against utility"),
         ("p", "Utility as each protocol defines it: " + "; ".join(
-            f"{flow}: {u.label}" + (f" and {u.fairness_label}" if u.fairness_key else "") for flow, u in UTILITY.items())
+            f"{flow}: {u.label}" + (f" and {u.fairness_label}" if u.fairness_key else "")
+            for flow, u in UTILITY.items())
               + ". The y axis is the worst leakage over the attacks that apply to the configuration."),
         ("img", ("frontier", figures["frontier"])),
         ("table", front[["protocol", "flow", "utility", "unfairness", "worst_leakage", "worst_attack",

@@ -35,7 +35,8 @@ __all__ = ["Comparison", "CONFIDENTIALITY_SCENARIOS", "compare", "matrix", "fron
 #: The passive-observer scenarios run with and without confidential payloads.
 CONFIDENTIALITY_SCENARIOS = ("adult-observer-honest", "adult-raw-double-query")
 AUDIT_ALPHA = 0.05
-#: How a signed refusal reads in a failure (parley.protocols.errors.RefusedError), e.g. a metric the protocol does not answer.
+#: How a signed refusal reads in a failure (parley.protocols.errors.RefusedError),
+#: e.g. a metric the protocol does not answer.
 REFUSED = "refused ("
 #: Linked grid axis of the comparison study: every cell sets these scenario fields.
 FIELDS = ("name", "threat_model", "dataset", "model", "protocol", "attack", "observer", "learner", "audit_metrics",
@@ -79,7 +80,8 @@ def _confidentiality_cells(p: Plan) -> dict[tuple[str, bool], dict[str, Any]]:
 
 def build_study(p: Plan) -> tuple[Study, list[dict[str, Any]]]:
     """One study over every applicable cell and the confidentiality runs; the label of each grid point."""
-    values, labels = [], []
+    values: list[list[Any]] = []
+    labels: list[dict[str, Any]] = []
     for (row, column), data in p.cells.items():
         values.append(_cell_values(data))
         labels.append({"row": row, "column": column})
@@ -95,7 +97,7 @@ def build_study(p: Plan) -> tuple[Study, list[dict[str, Any]]]:
 
 
 def _labelled(study: Study, labels: list[dict[str, Any]], results: pd.DataFrame) -> pd.DataFrame:
-    by_cell = dict(zip(study.cell_ids(), labels))
+    by_cell = dict(zip(study.cell_ids(), labels, strict=True))
     meta = pd.DataFrame([by_cell.get(c, {}) for c in results["cell"]], index=results.index)
     return pd.concat([meta, results.drop(columns=[c for c in meta.columns if c in results])], axis=1)
 

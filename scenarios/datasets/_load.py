@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +33,7 @@ MSG_NOT_PARAMS = (
 )
 MSG_SYNTHETIC_RNG = "the synthetic data set needs rng (a numpy.random.Generator); received {rng!r}"
 
-_READERS = {"adult": read_adult, "german": read_german, "compas": read_compas}
+_READERS: dict[str, Callable[[Any], Table]] = {"adult": read_adult, "german": read_german, "compas": read_compas}
 _MODELS = (AdultParams, GermanParams, CompasParams, SyntheticParams, CsvParams)
 
 

@@ -8,7 +8,7 @@ which is what lets the loaders cache parsed tables keyed on the parameters.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -35,7 +35,7 @@ TrainSize = Annotated[
     int | None,
     Field(ge=1, description="rows in the training set; None = every row not drawn for the audit set"),
 ]
-Scalar = Union[bool, int, float, str]
+Scalar = bool | int | float | str
 
 
 class _Params(BaseModel):

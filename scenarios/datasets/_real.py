@@ -83,6 +83,7 @@ def read_adult(params: AdultParams) -> Table:
     )
     frame = frame.drop(columns="fnlwgt").dropna().reset_index(drop=True)
     income = frame.pop("income").str.rstrip(".")
+    groups: tuple[str, ...]
     if params.protected == "race":
         keep = frame["race"].isin(["White", "Black"]).to_numpy()
         frame, income = frame[keep].reset_index(drop=True), income[keep].reset_index(drop=True)

@@ -9,6 +9,8 @@ model through the scaler's means or the encoder's categories.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -118,7 +120,7 @@ def split_table(table: Table, audit_idx: np.ndarray, train_idx: np.ndarray) -> S
     )
 
 
-def load_split(params: object, rng: np.random.Generator, table: Table | None = None) -> Split:
+def load_split(params: Any, rng: np.random.Generator, table: Table | None = None) -> Split:
     """Load a data set and split it into training and audit sets.
 
     Parameters

@@ -51,7 +51,7 @@ def generate(params: SyntheticParams, rng: np.random.Generator) -> Table:
     w = rng.normal(0.0, 2.0 / np.sqrt(params.n_features), size=params.n_features)
     audit = _part(params.audit_size, params.minority, w, params.strength, rng)
     train = _part(params.train_size, train_minority(params), w, params.strength, rng)
-    X, y, a = (np.concatenate(pair) for pair in zip(audit, train))
+    X, y, a = (np.concatenate(pair) for pair in zip(audit, train, strict=True))
     for arr in (y, a):
         arr.setflags(write=False)
     columns = [f"x{j}" for j in range(params.n_features)]

@@ -34,7 +34,7 @@ def get_flow(name: str) -> Flow:
     return lookup(FLOWS, name, UNKNOWN_FLOW)
 
 
-from parley.scenarios.flows import (
+from parley.scenarios.flows import (  # noqa: E402
     cov_threshold,  # noqa: E402,F401
     fairness_certificate,  # noqa: E402,F401  (the fairness-certificate flow)
     metric_query,  # noqa: E402,F401  (registers the flows)

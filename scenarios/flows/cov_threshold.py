@@ -18,17 +18,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from parley.parties.attacks import get_attack
-from parley.parties.attacks.base import AttackerView
+from parley.parties.attacks.base import AttackerView, Reconstruction
 from parley.parties.attacks.threshold_inversion.inversion import AcceptAnswer
 from parley.parties.learners import get_learner
 from parley.parties.learners import hypotheses as hyp
 from parley.parties.learners.evaluation import classification_metrics
-from parley.parties.learners.fair_span import DFRR
+from parley.parties.learners.fair_span import DFRR, CovThresholdLearner
 from parley.parties.transcript import read_transcript
 from parley.protocols.errors import ParleyError
 from parley.protocols.metrics import covariance
@@ -116,13 +117,21 @@ def _answers_at_dc(world: World, predictions: dict[str, np.ndarray]) -> list[Acc
     return out
 
 
+class AcceptSetAttack(Protocol):
+    """What this flow calls on its attack (one whose ``flows`` name cov-threshold, e.g. threshold-inversion)."""
+
+    def probes(self, n: int, rho: float, n1: int | None) -> np.ndarray | None: ...
+
+    def reconstruct(self, answers: Sequence[AcceptAnswer], n1: int | None) -> Reconstruction: ...
+
+
 @register_flow("cov-threshold")
 def cov_threshold_flow(world: World) -> dict[str, Any]:
     """Alg. 1 end to end, the learner's Table II metrics, and the threshold-inversion attack on the answers."""
     scenario, split = world.scenario, world.split
     component = scenario.learner or Component(name=DFRR.name, params=DFRR.Params())
     name, params = component.name, component.params.model_dump()
-    learner_cls = get_learner(name)
+    learner_cls = cast(type[CovThresholdLearner], get_learner(name))  # every cov-threshold learner is one
     seed = int(world.rngs["flow"].integers(2**63 - 1))
 
     # Alg. 1 steps 1-4: the data center's hypotheses, the third party's accept set.
@@ -151,8 +160,8 @@ def cov_threshold_flow(world: World) -> dict[str, Any]:
     }
 
     # The attack on the same answers (and, for a curious data center, on its own probes).
-    attack = get_attack(scenario.attack.name)(scenario.attack.params, AttackerView(n=int(split.a_train.size)),
-                                              world.rngs["adversary"])
+    attack = cast(AcceptSetAttack, get_attack(scenario.attack.name)(
+        scenario.attack.params, AttackerView(n=int(split.a_train.size)), world.rngs["adversary"]))
     n1 = int(split.a_train.sum())  # used only if the attack's know_counts (public statistics)
     if scenario.threat_model == "curious-data-center":
         sent = {query_id: predictions}

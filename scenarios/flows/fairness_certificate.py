@@ -22,12 +22,12 @@ training set, which no party handed to the adversary.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from parley.parties.attacks import AttackerView, get_attack, leakage
-from parley.parties.attacks.reconstruction_correction.attack import BlackBoxKnowledge
+from parley.parties.attacks.reconstruction_correction.attack import BlackBoxKnowledge, CorrectionOutcome
 from parley.parties.learners import get_learner
 from parley.parties.transcript import read_transcript
 from parley.protocols.errors import ConfigError
@@ -37,7 +37,8 @@ from parley.scenarios.world import COMPLIANCE, DATA_CENTER, World
 
 __all__ = ["fairness_certificate_flow", "published_certificate", "NO_LEARNER", "NOT_BLACK_BOX"]
 
-NO_LEARNER = "the fairness-certificate flow needs a [learner] table naming the fair target (e.g. exponentiated-gradient)"
+NO_LEARNER = ("the fairness-certificate flow needs a [learner] table naming the fair target "
+              "(e.g. exponentiated-gradient)")
 NOT_BLACK_BOX = "the fairness-certificate flow runs under threat_model 'black-box-auxiliary', not {threat!r}"
 
 
@@ -50,10 +51,25 @@ def published_certificate(world: World) -> dict[str, Any] | None:
     return certificate
 
 
+class FairTarget(Protocol):
+    """What this flow calls on its learner (one whose ``flows`` name fairness-certificate)."""
+
+    def fit(self, X: np.ndarray, y: np.ndarray, a: np.ndarray, seed: int = 0) -> Any: ...
+
+    def predict(self, X: np.ndarray, a: np.ndarray | None = None, seed: int = 0) -> np.ndarray: ...
+
+
+class BlackBoxAttack(Protocol):
+    """What this flow calls on its attack (one whose ``flows`` name fairness-certificate)."""
+
+    def reconstruct(self, knowledge: BlackBoxKnowledge) -> CorrectionOutcome: ...
+
+
 def _train_target(world: World) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """The model owner fits the fair learner with A; predictions on the training and attack sets."""
     scenario, split = world.scenario, world.split
-    learner = get_learner(scenario.learner.name)(scenario.learner.params)
+    assert scenario.learner is not None  # the flow checked
+    learner = cast(FairTarget, get_learner(scenario.learner.name)(scenario.learner.params))
     seed = int(world.rngs["flow"].integers(2**31 - 1))
     learner.fit(split.X_train, split.y_train, split.a_train, seed)
     yhat_train = learner.predict(split.X_train, split.a_train, seed)
@@ -91,8 +107,8 @@ def fairness_certificate_flow(world: World) -> dict[str, Any]:
     world.network.exchange(request)
     world.transcript.close()
     certificate = published_certificate(world)
-    attack = get_attack(scenario.attack.name)(scenario.attack.params, AttackerView(n=int(split.y_train.size)),
-                                              world.rngs["adversary"])
+    attack = cast(BlackBoxAttack, get_attack(scenario.attack.name)(
+        scenario.attack.params, AttackerView(n=int(split.y_train.size)), world.rngs["adversary"]))
     outcome = attack.reconstruct(BlackBoxKnowledge(
         X_train=split.X_train, y_train=split.y_train, yhat_train=yhat_train, X_attack=split.X_audit,
         y_attack=split.y_audit, a_attack=split.a_audit, yhat_attack=yhat_attack, certificate=certificate))

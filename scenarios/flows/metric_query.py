@@ -73,7 +73,8 @@ def _explain_attack(world: World, reconstruction: Reconstruction, a: np.ndarray)
     """What the curious data center learned: after each answer its attack reports on, then its conclusion."""
     steps = world.deployment.call(ADVERSARY, "progress")
     position = {env.id: number for number, env in enumerate(iter_transcript(world.transcript.path, verify=False), 1)}
-    targeted, a_hat, decided = np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int8), np.zeros(a.size, dtype=bool)
+    targeted, a_hat = np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int8)
+    decided = np.zeros(a.size, dtype=bool)
     # A sentence after every answer up to MAX_PROGRESS_NOTES answers, then after evenly spaced ones and the last.
     told = set(np.linspace(0, len(steps) - 1, min(len(steps), MAX_PROGRESS_NOTES)).round().astype(int).tolist())
     pinned = rightly = 0  # kept up to date from each change, not recounted over n

@@ -177,7 +177,8 @@ def _explain_attack(world: World, metrics: dict[str, Any], after: int) -> None:
     who = {"passive-observer": "a passive observer reading it on the wire",
            "black-box-auxiliary": "the data center, with auxiliary data"}.get(world.scenario.threat_model,
                                                                              "the curious data center")
-    sentence = (f"the Bayes adversary ({who}) guesses the {set_name(metrics['attack_target'])} set's A from this release with "
+    sentence = (f"the Bayes adversary ({who}) guesses the {set_name(metrics['attack_target'])} set's A "
+                "from this release with "
                 f"leakage {metrics['leakage']:.1f} %; the release's ε-LDP cap is "
                 f"{metrics['leakage_bound_release']:.1f} %")
     if "leakage_features_only" in metrics:
@@ -203,7 +204,8 @@ def _score_learning(fitted: dict[str, Any], y: np.ndarray, a: np.ndarray, notion
         if key in fitted:
             out[key] = fitted[key]
     if "learner_disc_estimate" in fitted:
-        out["step1_disc_estimate"], out["step1_disc_naive"] = fitted["learner_disc_estimate"], fitted["learner_disc_naive"]
+        out["step1_disc_estimate"] = fitted["learner_disc_estimate"]
+        out["step1_disc_naive"] = fitted["learner_disc_naive"]
     if "reporters" in fitted:
         out["reporters_train"] = fitted["reporters"]
     return out

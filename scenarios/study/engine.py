@@ -87,8 +87,8 @@ def _table_key(params: Any) -> str | None:
     return params.model_dump_json(exclude={"audit_size", "train_size"})
 
 
-def _put_tables(cells: list[Cell]) -> dict[str, Any]:
-    refs: dict[str, Any] = {}
+def _put_tables(cells: list[Cell]) -> dict[str | None, Any]:
+    refs: dict[str | None, Any] = {}
     for cell in cells:
         params = Scenario.from_dict(cell.scenario).dataset
         key = _table_key(params)
@@ -151,7 +151,7 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         done = done[current]
         save_results(done, results_path)
     ok = done[done["status"] == "ok"]
-    finished = set(zip(ok["cell"], ok["repeat"].astype(int)))
+    finished = set(zip(ok["cell"], ok["repeat"].astype(int), strict=True))
     cells = [c for c in plan if c.key not in finished]
     rows = ok.to_dict("records")
     failed = 0
@@ -159,7 +159,8 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         ensure_ray(address)
         if workers is None:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        pool = [_RemoteWorker.remote(reuse_hosts) for _ in range(min(workers, len(cells)))]  # boot while tables load
+        # boot while tables load
+        pool: list[Any] = [_RemoteWorker.remote(reuse_hosts) for _ in range(min(workers, len(cells)))]
         refs = _put_tables(cells)
         cells_dir = str((out / "cells").resolve()) if keep_runs else None
         queue = deque((cell, 1) for cell in cells)

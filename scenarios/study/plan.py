@@ -143,7 +143,8 @@ class Study(BaseModel):
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     repeats: int = Field(default=1, ge=1)
     seed: int = Field(default=0, ge=0)
-    max_attempts: int = Field(default=2, ge=1, description="runs of a cell whose worker died before it is recorded as an error")
+    max_attempts: int = Field(default=2, ge=1,
+                              description="runs of a cell whose worker died before it is recorded as an error")
     outputs: Outputs = Field(default_factory=Outputs)
     folder: str | None = Field(default=None, exclude=True, description="where the study file lives (relative paths)")
 
@@ -224,9 +225,9 @@ class Study(BaseModel):
         points = []
         for values in itertools.product(*self.grid.values()):
             point: dict[str, Any] = {}
-            for axis, value in zip(self.grid, values):
+            for axis, value in zip(self.grid, values, strict=True):
                 fields = axis.split(",")
-                point.update(zip(fields, value) if len(fields) > 1 else [(axis, value)])
+                point.update(zip(fields, value, strict=True) if len(fields) > 1 else [(axis, value)])
             points.append(point)
         return points
 

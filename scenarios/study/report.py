@@ -39,7 +39,10 @@ def summarise(study: Study, frame: pd.DataFrame) -> pd.DataFrame:
     ok = frame[frame["status"] == "ok"]
     metrics = _summary_metrics(study, ok)
     rows = []
-    for assignment, cid in zip(study.assignments(), study.cell_ids()):
+    first: dict[str, dict] = {}  # grid points that give the same scenario (e.g. a grid over seed) share one cell
+    for cell in study.cells():
+        first.setdefault(cell.cell, cell.assignment)
+    for cid, assignment in first.items():
         part = ok[ok["cell"] == cid]
         rows.append({**assignment, "n": len(part), **{m: _mean_std(part[m]) for m in metrics}})
     return pd.DataFrame(rows)
@@ -94,7 +97,7 @@ def plot(frame: pd.DataFrame, spec: PlotSpec, out: Path) -> Path:
     ok[spec.y] = pd.to_numeric(ok[spec.y], errors="coerce")
     facets = _natural(ok[spec.facet]) if spec.facet else [None]
     fig, axes = plt.subplots(1, len(facets), figsize=(5 * len(facets), 4), squeeze=False, sharey=True)
-    for ax, facet in zip(axes[0], facets):
+    for ax, facet in zip(axes[0], facets, strict=True):
         part = ok if facet is None else ok[ok[spec.facet] == facet]
         colours = _natural(part[spec.colour]) if spec.colour else [None]
         for colour in colours:
@@ -131,10 +134,10 @@ def write_outputs(study: Study, frame: pd.DataFrame, out: Path) -> Path:
     for spec in study.outputs.tables:
         table = _markdown(pivot(frame, spec), index=True) if ok else NOTHING_FINISHED
         lines += [f"## {spec.title or f'{spec.value} by {spec.rows}'}", "", table, ""]
-    for spec in study.outputs.plots:
+    for plot_spec in study.outputs.plots:
         if ok:
-            plot(frame, spec, out)
-            lines += [f"![{spec.title or spec.file}]({spec.file})", ""]
+            plot(frame, plot_spec, out)
+            lines += [f"![{plot_spec.title or plot_spec.file}]({plot_spec.file})", ""]
     if len(errors):
         lines += ["## Errors", "", _markdown(errors[["cell", "repeat", "failure"]]), ""]
     path = out / "summary.md"

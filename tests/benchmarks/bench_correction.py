@@ -60,7 +60,8 @@ def main() -> None:
     a0, w, yhat, constraint = instance(N_EFFICIENT)
     enum, enum_s = timed(solve_enumeration, a0, w, yhat, constraint)
     highs, highs_s = timed(solve_efficient, a0, w, yhat, constraint, time_limit=LIMIT_S)
-    print(f"efficient model, n={N_EFFICIENT}: enumeration {enum_s:.4f} s ({enum.status}, objective {enum.objective:.6g});"
+    print(f"efficient model, n={N_EFFICIENT}: enumeration {enum_s:.4f} s "
+          f"({enum.status}, objective {enum.objective:.6g});"
           f" HiGHS MILP {highs_s:.3f} s ({highs.status}, objective {highs.objective:.6g})", file=sys.stderr)
     general_rows = []
     n = 250

@@ -56,7 +56,8 @@ def error_ratio(n: int, m: int, epsilon: float) -> dict:
         per = []
         for seed in SEEDS:
             a, query, rng = _instance(n, m, seed)
-            per.append(np.abs(_answers(name, epsilon, a, query, rng) - statistical_parity_difference(query.predictions, a)))
+            per.append(np.abs(_answers(name, epsilon, a, query, rng)
+                              - statistical_parity_difference(query.predictions, a)))
         errors[name] = float(np.median(np.concatenate(per)))
     return {"epsilon": epsilon, "m": m, "median_abs_err_smooth_cauchy": errors["smooth-cauchy"],
             "median_abs_err_laplace": errors["laplace"], "ratio": errors["smooth-cauchy"] / errors["laplace"]}
@@ -85,7 +86,8 @@ def main() -> None:
     for label, (n, m) in CASES.items():
         ratios = [error_ratio(n, m, eps) for eps in EPSILONS]
         for r in ratios:
-            print(f"{label} eps={r['epsilon']:g} m={m}: median |SP err| smooth-cauchy {r['median_abs_err_smooth_cauchy']:.3g}"
+            print(f"{label} eps={r['epsilon']:g} m={m}: median |SP err| "
+                  f"smooth-cauchy {r['median_abs_err_smooth_cauchy']:.3g}"
                   f" vs laplace {r['median_abs_err_laplace']:.3g} -> x{r['ratio']:.3g}", file=sys.stderr)
         leak = leakages(n, m, 10.0)
         for name, v in leak.items():

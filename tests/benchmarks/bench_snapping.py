@@ -53,7 +53,8 @@ def main() -> None:
     }
     print(f"textbook: {out['textbook_ns_per_sample']} ns/sample, snapping: {out['snapping_ns_per_sample']} ns/sample "
           f"(x{out['cost_ratio']}); std {out['textbook_std']} -> {out['snapping_std']} (grid {notes['snap_grid']:.4g})")
-    print(f"Mironov's attack rules out the neighbouring input for {100 * out['textbook_releases_ruling_out_neighbour']:.1f}% "
+    print("Mironov's attack rules out the neighbouring input for "
+          f"{100 * out['textbook_releases_ruling_out_neighbour']:.1f}% "
           "of textbook releases; snapped releases lie on one input-independent grid")
     print(json.dumps(out))
 

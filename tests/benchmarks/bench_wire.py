@@ -121,7 +121,8 @@ def main() -> None:
         print(f"{label:>10}: interleaved: bare {r['bare_ms']:.3f} ms, signed {r['signed_ms']:.3f} ms "
               f"(x{r['ratio']:.2f}, +{r['overhead_ms']:.3f} ms), signed + transcript "
               f"{r['signed_and_logged_ms']:.3f} ms (x{r['ratio_with_transcript']:.2f}); in blocks: bare "
-              f"{r['blocks']['bare_ms']:.3f} ms, signed {r['blocks']['signed_ms']:.3f} ms (x{r['blocks']['ratio']:.2f}, "
+              f"{r['blocks']['bare_ms']:.3f} ms, signed {r['blocks']['signed_ms']:.3f} ms "
+              f"(x{r['blocks']['ratio']:.2f}, "
               f"+{r['blocks']['overhead_ms']:.3f} ms)", file=sys.stderr)
     print(json.dumps({"benchmark": "wire", **results, "targets": {"one_float": 1.5, "400x1000": 2.0}}))
 

@@ -211,12 +211,14 @@ def check_run(run_dir: Path, completed: bool) -> dict[str, int]:
             by_querier[entry["querier"]].append(entry["epsilon"])
         for querier, spent in ledger.total().items():
             if ledger.method == "sequential":
-                assert math.isclose(spent.epsilon, math.fsum(by_querier.get(querier, [])), rel_tol=1e-12, abs_tol=1e-12), (
+                assert math.isclose(spent.epsilon, math.fsum(by_querier.get(querier, [])),
+                                    rel_tol=1e-12, abs_tol=1e-12), (
                     f"{querier}: ledger total {spent.epsilon} != sum of its debits {by_querier.get(querier)}")
         for (querier, query_id), digests in answers.items():
             debit = ledger.debit(query_id)
             assert debit is not None, f"answer to {query_id!r} sent to {querier} has no debit in the ledger"
-            assert debit.querier == querier, f"debit of {query_id!r} charged to {debit.querier}, answer sent to {querier}"
+            assert debit.querier == querier, (
+                f"debit of {query_id!r} charged to {debit.querier}, answer sent to {querier}")
             assert payload_digest(debit.answer) in digests, f"answer to {query_id!r} differs from the ledger's record"
         undelivered = [e["query_id"] for e in entries if (e["querier"], e["query_id"]) not in answers]
     if completed:

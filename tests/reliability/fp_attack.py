@@ -38,9 +38,9 @@ def possible(y: float, x: float, scale: float) -> bool:
     for center, forward in candidates:
         k0 = int(center)
         for k in range(max(1, k0 - WINDOW), min(2**53 - 1, k0 + WINDOW) + 1):
-            if (k < 2**52) == (z <= 0.0) or z == 0.0:  # U = k 2^-53 must fall in the branch's half
-                if forward(k) == y:
-                    return True
+            # U = k 2^-53 must fall in the branch's half
+            if ((k < 2**52) == (z <= 0.0) or z == 0.0) and forward(k) == y:
+                return True
     return False
 
 

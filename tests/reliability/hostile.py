@@ -263,7 +263,8 @@ class Target:
     def attack_observer_sends(self, data, attack) -> None:
         kind = data.draw(st.sampled_from(sorted(set().union(*ROLE_SENDS.values()) - {REFUSAL})) | st.text(max_size=16)
                          .filter(lambda k: k != REFUSAL), label="kind")
-        self.send(attack, self.ids[OBSERVER].seal(self.me, kind, "raw", self.good_message()[1]), {wire.KIND_NOT_ALLOWED})
+        self.send(attack, self.ids[OBSERVER].seal(self.me, kind, "raw", self.good_message()[1]),
+                  {wire.KIND_NOT_ALLOWED})
 
     def attack_disallowed_kind(self, data, attack) -> None:
         allowed = ROLE_SENDS[self.ids[self.peer].role]
@@ -317,7 +318,8 @@ class ComplianceTarget(Target):
         assert reply.kind == "metric-answer" and reply.payload["query_id"] == asked["query_id"]
         if "edit_of" not in asked:
             H = np.atleast_2d(np.asarray(asked["predictions"], dtype=np.float64))
-            np.testing.assert_array_equal(reply.payload["values"], evaluate(asked["metric"], H, self.audit.a, self.audit.y))
+            np.testing.assert_array_equal(reply.payload["values"],
+                                          evaluate(asked["metric"], H, self.audit.a, self.audit.y))
 
     def good_exchange(self) -> None:
         kind, payload = self.good_message()
@@ -448,7 +450,8 @@ class AdversaryTarget(Target):
         """A new attack, and a new compliance party to answer it (its kept models belong to the old attack)."""
         self.compliance = Compliance(self.ids[COMPLIANCE], self.keyring, self.audit, get_protocol("raw")(),
                                      [DATA_CENTER], np.random.default_rng(0))
-        view = AttackerView(n=N, base_scores=self.rng.random(N), base_predictions=(self.rng.random(N) < .5).astype(np.int8),
+        view = AttackerView(n=N, base_scores=self.rng.random(N),
+                            base_predictions=(self.rng.random(N) < .5).astype(np.int8),
                             y=self.audit.y)
         attack = get_attack("double-query")(get_attack("double-query").Params(targets=N), view, self.rng)
         self.party = Adversary(self.ids[DATA_CENTER], self.keyring, attack, COMPLIANCE, "raw")
@@ -538,7 +541,7 @@ def campaign(target: str, examples: int, rng_seed: int = 0) -> Target:
             # The party's state persists across examples, so hypothesis cannot replay a failing example
             # faithfully: the first failure is recorded with its traceback and raised once the run ends.
             try:
-                t.example(data, attack)
+                t.example(data, attack)  # noqa: B023  (run() is called below, in this iteration)
             except Exception:
                 failures.append(traceback.format_exc())
                 raise

@@ -114,7 +114,7 @@ def run_load(ledger_path: Path, queriers: int = 8, queries: int = 1000, quota: i
 
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=queriers) as pool:
-        results = dict(zip(allowed, pool.map(querier, allowed)))
+        results = dict(zip(allowed, pool.map(querier, allowed), strict=True))
     wall = time.perf_counter() - start
     stats = deployment.call("compliance", "stats")
     summary = deployment.call("compliance", "ledger_summary")

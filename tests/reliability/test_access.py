@@ -37,7 +37,10 @@ def _world(kx: bool = False, queriers=("dc-a",)):
     return ids, ring
 
 
-def _query(identity, to="compliance", kind="metric-query", query_id=None, m=1, rng=np.random.default_rng(0)):
+_RNG = np.random.default_rng(0)  # one stream shared by every _query call
+
+
+def _query(identity, to="compliance", kind="metric-query", query_id=None, m=1, rng=_RNG):
     payload = {"metric": "sp", "predictions": (rng.random((m, N)) < 0.5).astype(np.float64),
                "query_id": query_id or uuid.uuid4().hex}
     return identity.seal(to, kind, "raw", payload)

@@ -45,8 +45,10 @@ def _overheard(tmp_path, confidential: bool):
         ring.add(identity.key_entry())
     audit, rng = audit_set(), np.random.default_rng(0)
     deployment = LocalDeployment()
-    deployment.add("compliance", Compliance, ids["compliance"], ring, audit, get_protocol("raw")(), ["data-center"], rng)
-    view = AttackerView(n=N, base_scores=rng.random(N), base_predictions=(rng.random(N) < .5).astype(np.int8), y=audit.y)
+    deployment.add("compliance", Compliance, ids["compliance"], ring, audit, get_protocol("raw")(), ["data-center"],
+                   rng)
+    view = AttackerView(n=N, base_scores=rng.random(N), base_predictions=(rng.random(N) < .5).astype(np.int8),
+                        y=audit.y)
     attack = get_attack("double-query")(get_attack("double-query").Params(targets=TARGETS), view, rng)
     deployment.add("data-center", Adversary, ids["data-center"], ring, attack, "compliance", "raw")
     path = tmp_path / f"t-{confidential}.jsonl"

@@ -26,7 +26,8 @@ def test_applicability_comes_from_the_scenario_checks():
                                             "threshold-inversion [passive-observer]"]
     assert set(p.cells) == {("raw", "double-query [curious-data-center]"),
                             ("laplace ε=1", "double-query [curious-data-center]"),
-                            ("raw", "differencing [passive-observer]"), ("laplace ε=1", "differencing [passive-observer]"),
+                            ("raw", "differencing [passive-observer]"),
+                            ("laplace ε=1", "differencing [passive-observer]"),
                             ("cov-threshold m=100", "threshold-inversion [curious-data-center]"),
                             ("cov-threshold m=100", "threshold-inversion [passive-observer]")}
     reason = p.reasons[("raw", "threshold-inversion [passive-observer]")]

@@ -54,7 +54,8 @@ def test_failing_cell_records_its_error_and_the_study_goes_on(ray_session, tmp_p
 
 
 def test_worker_killed_mid_study_is_replaced_and_its_cell_rerun(ray_session, tmp_path):
-    study = Study.from_dict({"name": "kill", "scenario": SYNTHETIC, "grid": {"attack.targets": [1, 2, 3, 4, 5, 6, 7, 8]}})
+    study = Study.from_dict({"name": "kill", "scenario": SYNTHETIC,
+                             "grid": {"attack.targets": [1, 2, 3, 4, 5, 6, 7, 8]}})
     killed: list[int] = []
 
     def kill_a_worker(row):

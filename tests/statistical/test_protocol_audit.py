@@ -1,4 +1,7 @@
-"""Each DP protocol audited empirically (alpha = 1e-4): its bound stays at or below its epsilon; a broken one is caught."""
+"""Each DP protocol audited empirically (alpha = 1e-4).
+
+Its bound stays at or below its epsilon; a broken one is caught.
+"""
 
 from __future__ import annotations
 

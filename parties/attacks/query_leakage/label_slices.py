@@ -73,12 +73,13 @@ PRP_ZERO = ("{count} of {total} answer differences are zero at the released prec
 
 
 class SliceParams(TargetedParams):
-    targets: int | list[int] | Literal["visible"] = Field(
+    # widens TargetedParams.targets with 'visible' (the helpers below handle it before choose_targets)
+    targets: int | list[int] | Literal["visible"] = Field(  # type: ignore[assignment]
         default=20, description="how many random individuals, their indices, or 'visible': every individual of the "
                                 "slice the metric sees (the data center knows y)")
 
 
-def _slice_targets(attack: Attack, y: np.ndarray, label: int) -> np.ndarray:
+def _slice_targets(attack: EOFlip | PEFlip, y: np.ndarray, label: int) -> np.ndarray:
     if attack.params.targets == "visible":
         return np.flatnonzero(y == label)
     return choose_targets(attack.params.targets, attack.view.n, attack.rng)
@@ -96,7 +97,7 @@ def _labelled_view(attack: Attack) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(view.y).astype(np.int8), np.asarray(view.base_predictions, dtype=np.float64)
 
 
-def _signed_slice_flip(attack: Attack, metric: str, label: int) -> Generator[Probe, Answer, Reconstruction]:
+def _signed_slice_flip(attack: EOFlip | PEFlip, metric: str, label: int) -> Generator[Probe, Answer, Reconstruction]:
     """Double query (Example 2) inside the slice y = ``label`` for a signed sliced gap (EO or PE)."""
     y, base = _labelled_view(attack)
     idx = _slice_targets(attack, y, label)
@@ -123,7 +124,7 @@ def _signed_slice_flip(attack: Attack, metric: str, label: int) -> Generator[Pro
     return Reconstruction(indices=idx, a_hat=a_hat, decided=decided, queries=H.shape[0], info=info)
 
 
-def _slice_partition(attack: Attack, metric: str, base: np.ndarray, labels: tuple[int, ...],
+def _slice_partition(attack: EOFlip | EOddsFlip, metric: str, base: np.ndarray, labels: tuple[int, ...],
                      idx: np.ndarray, y: np.ndarray) -> Generator[Probe, Answer, Reconstruction]:
     """Thm. 4 partition of each slice y in ``labels``, from probes flipping ``base`` (gap 0 on the slice)."""
     a_hat = np.ones(idx.size, dtype=np.int8)
@@ -162,6 +163,7 @@ class EOFlip(Attack):
 
     name = "eo-flip"
     Params = EOFlipParams
+    params: EOFlipParams
     summary = "flip one y=1 target of the base model; the EO (or |EO|, up to a swap) difference reveals a_j (Remark 5)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
@@ -195,6 +197,7 @@ class PEFlip(Attack):
 
     name = "pe-flip"
     Params = SliceParams
+    params: SliceParams
     summary = "flip one y=0 target of the base model; the PE (FPR gap) difference reveals a_j (Remark 5, mirrored)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
@@ -221,6 +224,7 @@ class EOddsFlip(Attack):
 
     name = "eodds-flip"
     Params = TargetedParams
+    params: TargetedParams
     summary = "flip targets of the perfect classifier h = y; max(|EO|, |PE|) partitions each y-slice (Thm. 4, Remark 5)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
@@ -271,6 +275,7 @@ class PRPFlip(Attack):
 
     name = "prp-flip"
     Params = TargetedParams
+    params: TargetedParams
     summary = "flip one target of the base model; sign(PRP difference * delta * (2y-1)) is the sign of a_j (Remark 5)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
@@ -297,7 +302,7 @@ class PRPFlip(Attack):
     def _check_classes(diffs, delta, y, a_hat, decided, decimals) -> None:
         """Equal exact answers within a class (y_j, delta_j, a_j) must be released equal."""
         tol = 1e-9 if decimals is None else 0.5 * 10.0 ** (-decimals)
-        for key in set(zip(y[decided].tolist(), delta[decided].tolist(), a_hat[decided].tolist())):
+        for key in set(zip(y[decided].tolist(), delta[decided].tolist(), a_hat[decided].tolist(), strict=True)):
             members = decided & (y == key[0]) & (delta == key[1]) & (a_hat == key[2])
             if np.ptp(diffs[members]) > tol * max(1.0, float(np.abs(diffs[members]).max())):
                 raise AttackError(INCONSISTENT.format(metric="prp"))

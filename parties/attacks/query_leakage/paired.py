@@ -154,7 +154,9 @@ def redraw_block(h0: np.ndarray, ref: np.ndarray, order: np.ndarray, k: int, b: 
         How many entries of ``order`` were consumed.
     """
     row = np.array(ref, dtype=np.float64, copy=True)
-    moved, still, used = [], [], 0
+    moved: list[np.ndarray] = []
+    still: list[np.ndarray] = []
+    used = 0
     while used < order.size and sum(map(len, moved)) < k:
         need = k - sum(map(len, moved))
         chunk = order[used:used + need + 8]
@@ -166,7 +168,10 @@ def redraw_block(h0: np.ndarray, ref: np.ndarray, order: np.ndarray, k: int, b: 
         moved.append(chunk[:cut][moves[:cut]])
         still.append(chunk[:cut][~moves[:cut]])
         used += cut
-    cat = (lambda parts: np.concatenate(parts) if parts else np.empty(0, dtype=np.int64))
+
+    def cat(parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
     return row, cat(moved).astype(np.int64), cat(still).astype(np.int64), used
 
 

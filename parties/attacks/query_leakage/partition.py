@@ -45,8 +45,9 @@ When the targets are the whole audit set (or slice), the count of alpha is
 N_alpha itself, which pins sizes that rounded answers left open.
 
 Sec. 3.3 notes that "the partitioned sizes can also be used to determine which
-group is which": the disadvantaged group is usually the smaller one. The reconstruction stays ``partition_only`` (scored with the
-better labelling), but ``a_hat`` carries that guess: smaller partition = a=0.
+group is which": the disadvantaged group is usually the smaller one. The reconstruction
+stays ``partition_only`` (scored with the better labelling), but ``a_hat`` carries that guess:
+smaller partition = a=0.
 With equal sizes there is nothing to go by and alpha is labelled a=1.
 
 The same engine (:func:`reveal_partition`) reads any absolute gap that moves by
@@ -168,7 +169,7 @@ def reveal_partition(metric: str, base: np.ndarray, targets: np.ndarray, slice_s
     }
     seen: dict[str, dict[int, float]] = {SINGLE: {}, PAIR: {}}
     probes = {SINGLE: 0, PAIR: 0}
-    state = {"decimals": None}
+    state: dict[str, int | None] = {"decimals": None}
 
     def probe_rows(kind: str, js: list[int]) -> np.ndarray:
         H = flip_one(base, np.asarray(js))
@@ -182,7 +183,7 @@ def reveal_partition(metric: str, base: np.ndarray, targets: np.ndarray, slice_s
         values, decimals = yield from ask(metric, probe_rows(kind, js), one_query, purpose)
         state["decimals"] = decimals
         probes[kind] += len(js)
-        seen[kind].update(zip(js, (float(v) for v in values)))
+        seen[kind].update(zip(js, (float(v) for v in values), strict=True))
 
     def assess() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Feasible sizes and, per remaining target, (decided, in alpha)."""
@@ -213,7 +214,7 @@ def reveal_partition(metric: str, base: np.ndarray, targets: np.ndarray, slice_s
         feasible, decided, alpha = assess()
         if not feasible.any():
             raise AttackError(INCONSISTENT.format(metric=metric))
-        todo = [j for j, d in zip(rest, decided) if not d]
+        todo = [j for j, d in zip(rest, decided, strict=True) if not d]
         if not todo:
             break
         decimals = state["decimals"]
@@ -291,7 +292,8 @@ def label_partition(outcome: PartitionOutcome, prefix: str = "") -> tuple[np.nda
 
 
 class PartitionParams(TargetedParams):
-    targets: int | list[int] | None = Field(
+    # widens TargetedParams.targets with None (everyone), which the partition attack handles itself
+    targets: int | list[int] | None = Field(  # type: ignore[assignment]
         default=None, description="the first k individuals, or these indices (the first is the reference); "
                                   "none = everyone")
     batch: bool = Field(default=False, description="send all probes of the settled case in one query")
@@ -326,6 +328,7 @@ class AbsSPPartition(Attack):
 
     name = "abs-sp-partition"
     Params = PartitionParams
+    params: PartitionParams
     summary = "|SP| of one-individual (or reference+individual) models partitions the audit set (Thm. 4)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:

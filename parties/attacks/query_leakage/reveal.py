@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -68,7 +68,7 @@ SIZES_AMBIGUOUS = "the first block's answer fits no group size: answers are nois
 PAIRED_WITH_PRIOR = ("attack.n0_prior applies to the i.i.d. designs (uniform, binary); the paired design reads the "
                      "group sizes from its first block and needs exact answers")
 PAIRED_REFERENCE = "paired-reference"
-DECODERS = {
+DECODERS: dict[str, Callable[..., decoders.Decoded]] = {
     "fastest": decoders.decode_fastest, "l1": decoders.decode_l1, "box-count": decoders.decode_box_count,
     "amp": decoders.decode_amp, "robust": decoders.decode_robust,
 }
@@ -86,7 +86,7 @@ def _rows(H: np.ndarray, batch: int, purpose: str) -> Generator[Probe, Answer, t
 
 def _sizes(view, rng) -> Generator[Probe, Answer, tuple[int, int, int | None]]:
     """Remark 4 with realistic models: base predictions and the same flipped at one individual."""
-    base = view.base_predictions.astype(np.float64)
+    base = view.require("base_predictions").astype(np.float64)
     j = int(rng.integers(view.n))
     H = flip_one(base, np.array([j]))
     answers, decimals = yield from _rows(np.vstack([base, H]), 2, "group sizes (double query)")
@@ -110,16 +110,17 @@ class LinearReveal(Attack):
 
     name = "linear"
     Params = LinearParams
+    params: LinearParams
     summary = "n probe models of full rank; solve SP = H v (Thm. 1, Alg. 1)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
         n, p = self.view.n, self.params
         if p.design == "flip-one":
-            H = flip_one(self.view.base_predictions, np.arange(n))
+            H = flip_one(self.view.require("base_predictions"), np.arange(n))
         elif p.design == "random-binary":
             H = random_binary(n, n, self.rng)
         else:
-            H = uniform_perturbations(self.view.base_scores, n, p.b, self.rng)
+            H = uniform_perturbations(self.view.require("base_scores"), n, p.b, self.rng)
         answers, _ = yield from _rows(H, p.batch, f"linear system ({p.design})")
         dec = decoders.decode_linear(H, answers)
         info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds,
@@ -163,6 +164,7 @@ class CompressedSensingReveal(Attack):
 
     name = "compressed-sensing"
     Params = CompressedSensingParams
+    params: CompressedSensingParams
     summary = "rounds of perturbations within b of the base model, sparse decoding (Thm. 2, Alg. 2)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
@@ -183,7 +185,7 @@ class CompressedSensingReveal(Attack):
         while H.shape[0] < cap:
             k = min(p.round_size, cap - H.shape[0]) if p.stop == "certified" else cap
             if p.design == "uniform":
-                rows = uniform_perturbations(self.view.base_scores, k, p.b, self.rng)
+                rows = uniform_perturbations(self.view.require("base_scores"), k, p.b, self.rng)
             else:
                 rows = random_binary(n, k, self.rng)
             answers, decimals = yield from _rows(rows, k, f"compressed sensing ({p.design}, b={p.b})")
@@ -201,7 +203,7 @@ class CompressedSensingReveal(Attack):
             raise AttackError(f"no decode succeeded with {H.shape[0]} probe models for n={n}")
         info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds, "probe_models": H.shape[0],
                 **({} if dec.certified else {"warning": UNCERTIFIED.format(m=H.shape[0], n=n)}),
-                "N0": n0, "N1": n1, "probe_max_deviation": max_deviation(H, self.view.base_scores),
+                "N0": n0, "N1": n1, "probe_max_deviation": max_deviation(H, self.view.require("base_scores")),
                 "counting_bound": counting_bound(n, n0, p.b, decimals), **probe_accuracy(H, self.view)}
         return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=H.shape[0] + size_queries, info=info)
 
@@ -212,13 +214,17 @@ class CompressedSensingReveal(Attack):
             return None
         moved = np.concatenate(fresh)
         fresh.clear()
-        return Reconstruction(moved, np.where(self._x_hat[moved], 0, 1).astype(np.int8), np.ones(moved.size, dtype=bool),
+        return Reconstruction(moved, np.where(self._x_hat[moved], 0, 1).astype(np.int8),
+                              np.ones(moved.size, dtype=bool),
                               queries=self._queries_so_far)
 
     def _paired(self) -> Generator[Probe, Answer, Reconstruction]:
-        """Paired design (:mod:`parley.parties.attacks.query_leakage.paired`): a reference Alg. 2 model, then block re-draws of it."""
+        """Paired design (:mod:`parley.parties.attacks.query_leakage.paired`).
+
+        A reference Alg. 2 model, then block re-draws of it.
+        """
         n, p = self.view.n, self.params
-        h0 = np.asarray(self.view.base_scores, dtype=np.float64)
+        h0 = np.asarray(self.view.require("base_scores"), dtype=np.float64)
         cap = p.max_queries or n
         ref = uniform_perturbations(h0, 1, p.b, self.rng)[0]
         answer = yield Probe("sp", ref[None, :], f"paired design: reference model (Alg. 2, b={p.b})", keep=True,
@@ -227,6 +233,7 @@ class CompressedSensingReveal(Attack):
         err = paired.answer_error(decimals, p.safety_ulps)
         margin = p.margin if decimals is None else 1.0  # a rounded answer's error bound is exact
         sizes = np.arange(1, n)  # every N1 is possible until an answer rules it out
+        n1: int | None
         queries, c_worst = 1, float(_c(sizes, n).min())
         if paired.block_width(1, err, c_worst, p.b, margin, p.ambiguity) < 1:
             raise AttackError(paired.NEEDS_PRECISION.format(decimals=decimals, err=err, need=_decimals_needed(n, p)))
@@ -258,10 +265,12 @@ class CompressedSensingReveal(Attack):
             if read.status == "none":
                 raise AttackError(paired.NO_FIT.format(k=moved.size, window=read.window, sizes=sizes.size))
             if read.status == "ambiguous":  # the truth is among the candidates: keep their sizes, ask again later
+                assert read.sizes is not None  # an "ambiguous" read carries the sizes
                 sizes = read.sizes
                 reasks += 1
                 pending = np.concatenate([moved, still, pending[used:]])
                 continue
+            assert read.fit is not None  # a "read" carries x, n1 and fit
             x_hat[moved], decided[moved] = read.x, True
             self._fresh.append(moved)
             sizes = np.array([read.n1])
@@ -324,7 +333,8 @@ def _decimals_needed(n: int, p: CompressedSensingParams) -> str:
 class PrecisionParams(AttackParams):
     b: float = Field(default=0.1, gt=0.0, le=0.5, description="largest move of any score (|h - h0| <= b)")
     max_queries: int | None = Field(default=None, ge=2, description="queries at most (default n + 1)")
-    safety_ulps: float = Field(default=16.0, gt=0.0, description="float64 error allowance of an answer difference, in ulps of 1")
+    safety_ulps: float = Field(default=16.0, gt=0.0,
+                               description="float64 error allowance of an answer difference, in ulps of 1")
     first_block_slack: int = Field(default=16, ge=4, description="bits the first block leaves free to single out N1")
 
 
@@ -376,11 +386,12 @@ class PrecisionReveal(Attack):
 
     name = "precision"
     Params = PrecisionParams
+    params: PrecisionParams
     summary = "blocks of scores moved by ±b·2^-k; one answer reads a whole block (parley's design)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
         n, p = self.view.n, self.params
-        h0 = np.asarray(self.view.base_scores, dtype=np.float64)
+        h0 = np.asarray(self.view.require("base_scores"), dtype=np.float64)
         cap = p.max_queries or n + 1
         base = yield Probe("sp", h0[None, :], "base model scores", keep=True, name="base")
         sp0, decimals = float(base.values[0]), base.decimals
@@ -425,7 +436,7 @@ class PrecisionReveal(Attack):
         # The decoded vector fixes its own N1; it must be a size the answers allow, and reproduce them all.
         n1 = int(a_hat.sum())
         certified = bool(decided.all() and n1 in candidates and self._reproduces(reads, a_hat, n1, n, err))
-        info = {"certified": certified, "N1_candidates": int(candidates.size),
+        info: dict[str, Any] = {"certified": certified, "N1_candidates": int(candidates.size),
                 "block_width": blocks.width(_c(candidates, n).min()), "block_splits": splits,
                 "probe_max_deviation": max((float(np.abs(r.moves).max()) for r in reads), default=0.0),
                 **self._accuracy(reads, h0),

@@ -115,6 +115,7 @@ class SingleQuery(_Stepwise, Attack):
 
     name = "single-query"
     Params = TargetedParams
+    params: TargetedParams
     summary = "one model accepting only the target; the sign of SP reveals a_j (Example 1)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
@@ -135,12 +136,13 @@ class DoubleQuery(_Stepwise, Attack):
 
     name = "double-query"
     Params = TargetedParams
+    params: TargetedParams
     summary = "base model vs the base model flipped at the target; the SP difference reveals a_j (Example 2)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
         n = self.view.n
         idx = choose_targets(self.params.targets, n, self.rng)
-        base = self.view.base_predictions.astype(np.float64)
+        base = self.view.require("base_predictions").astype(np.float64)
         flipped = flip_one(base, idx)
         H = np.vstack([base[None, :], flipped])
         first = yield Probe("sp", base[None, :], "base model", keep=True, name="base")

@@ -80,6 +80,7 @@ class RRBayesAttack(Attack):
 
     name: ClassVar[str] = "rr-bayes"
     Params = RRBayesParams
+    params: RRBayesParams
     threat_models: ClassVar[tuple[str, ...]] = (CURIOUS, OBSERVER, AUXILIARY)
     flows: ClassVar[tuple[str, ...]] = ("rr-release",)
     summary: ClassVar[str] = "Bayes rule on a randomized-response release of A, optionally with a model of A from X"

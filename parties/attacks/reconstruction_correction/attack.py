@@ -32,13 +32,14 @@ from parley.parties.attacks.reconstruction_correction.baseline_adversary import 
     guess,
     weights,
 )
-from parley.parties.attacks.solvers.correction import SOLVERS, FairnessConstraint, correct
+from parley.parties.attacks.solvers.correction import FairnessConstraint, Solver, correct
 from parley.protocols.errors import AttackError
 
 __all__ = ["BlackBoxKnowledge", "CorrectionOutcome", "ReconstructionCorrection", "NO_CERTIFICATE"]
 
 BLACK_BOX = "black-box-auxiliary"
-NO_CERTIFICATE = "fairness = 'certificate' but the attacker holds no certificate (the compliance party refused or sent none)"
+NO_CERTIFICATE = ("fairness = 'certificate' but the attacker holds no certificate "
+                  "(the compliance party refused or sent none)")
 NO_CERTIFICATE_STATUS = "no-certificate"
 BAD_CERTIFICATE = "the certificate names neither a value nor a tolerance: {keys}"
 
@@ -88,9 +89,10 @@ class ReconstructionCorrectionParams(AttackParams):
         default="certificate", description="constraint from the signed certificate, or estimated (Sec. V-B)")
     exponents: tuple[float, ...] = Field(default=(1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0), min_length=1,
                                          description="confidence exponents tried on the validation part")
-    validation: float = Field(default=0.3, gt=0.0, lt=1.0, description="share of the attack set kept to pick the exponent")
+    validation: float = Field(default=0.3, gt=0.0, lt=1.0,
+                              description="share of the attack set kept to pick the exponent")
     n_estimators: int = Field(default=100, ge=1, le=2000, description="trees of the attack forest")
-    solver: Literal[SOLVERS] = Field(default="auto", description="efficient-model solver (auto: exact enumeration)")
+    solver: Solver = Field(default="auto", description="efficient-model solver (auto: exact enumeration)")
 
 
 @register_attack
@@ -99,6 +101,7 @@ class ReconstructionCorrection(Attack):
 
     name = "reconstruction-correction"
     Params = ReconstructionCorrectionParams
+    params: ReconstructionCorrectionParams
     threat_models = (BLACK_BOX,)
     flows = ("fairness-certificate",)
     summary = "baseline guess of the training set's A corrected to the published fairness (Ferry et al.)"

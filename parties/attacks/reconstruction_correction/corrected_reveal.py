@@ -33,7 +33,8 @@ __all__ = ["CorrectedCompressedSensing"]
 
 class CorrectedCompressedSensingParams(CompressedSensingParams):
     slack: float = Field(default=0.05, ge=0.0, le=2.0,
-                         description="allowed |released SP - SP under the corrected guess| (the attacker's noise allowance)")
+                         description="allowed |released SP - SP under the corrected guess| "
+                                     "(the attacker's noise allowance)")
     exponent: float = Field(default=4.0, gt=0.0, le=256.0, description="confidence exponent (Sec. IV-A)")
 
 
@@ -43,14 +44,16 @@ class CorrectedCompressedSensing(CompressedSensingReveal):
 
     name = "corrected-compressed-sensing"
     Params = CorrectedCompressedSensingParams
+    params: CorrectedCompressedSensingParams
     summary = "compressed-sensing decode corrected to the base model's released SP (Ferry et al. on Hamman et al.)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
         reconstruction = yield from super().run()
-        base = np.asarray(self.view.base_predictions, dtype=np.float64)
+        base = np.asarray(self.view.require("base_predictions"), dtype=np.float64)
         answer = yield Probe("sp", base[None, :], "published fairness value of the base model")
         released = float(np.asarray(answer.values, dtype=np.float64).reshape(-1)[0])
         info = {**reconstruction.info, "released_sp": released}
+        assert self.decoded is not None  # set by the parent's run
         z = self.decoded.z
         if z is None:  # the decoder returned no fractional point: nothing to weigh the guesses with
             return Reconstruction(reconstruction.indices, reconstruction.a_hat, reconstruction.decided,

@@ -59,6 +59,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -69,14 +70,16 @@ from parley.protocols.group_gaps import GAP_METRICS, metric_slices, slice_gap, u
 
 __all__ = [
     "CORRECTION_METRICS", "SOLVERS", "Correction", "FairnessConstraint", "INFEASIBLE", "OPTIMAL",
-    "correct", "metric_slices", "slice_gap", "solve_efficient", "solve_enumeration", "solve_general", "solve_released_sp", "unfairness",
+    "correct", "metric_slices", "slice_gap", "solve_efficient", "solve_enumeration", "solve_general",
+    "solve_released_sp", "unfairness",
 ]
 
 #: Metrics the corrector can use, and the label values of their slices (Sec. III-D).
 CORRECTION_METRICS = GAP_METRICS
 OPTIMAL, INFEASIBLE, TIME_LIMIT = "optimal", "infeasible", "time-limit"
 
-SOLVERS = ("auto", "enumeration", "highs")
+Solver = Literal["auto", "enumeration", "highs"]
+SOLVERS: tuple[Solver, ...] = get_args(Solver)
 BAD_SOLVER = "correction solver must be one of {known}; got {solver!r}"
 ENUMERATION_BINARY = "the enumeration solver handles binary A only; got {groups} groups (use solver 'highs')"
 BAD_RELEASE = "released value and slack must be finite, slack >= 0; got value={value!r}, slack={slack!r}"
@@ -229,7 +232,7 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
                 cells.append(idx[np.argsort(w[idx], kind="stable")])
     # Variables: move counts x[c, h] (cell c to group h != its group), integer; then z per cell element.
     move_index: dict[tuple[int, int], int] = {}
-    for (s, p, g), c in cell_key.items():
+    for (_s, _p, g), c in cell_key.items():
         for h in range(groups):
             if h != g:
                 move_index[(c, h)] = len(move_index)
@@ -241,12 +244,16 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
         cost[z_offset[c]:z_offset[c + 1]] = w[idx]
     # Linking rows: sum_h x[c, h] - sum_j z[c, j] = 0 (moves out of a cell = its incremental fill).
     link_r, link_c, link_v = [], [], []
-    for c, idx in enumerate(cells):
+    for c in range(len(cells)):
         for h in range(groups):
             if (c, h) in move_index:
-                link_r.append(c), link_c.append(move_index[(c, h)]), link_v.append(1.0)
+                link_r.append(c)
+                link_c.append(move_index[(c, h)])
+                link_v.append(1.0)
         span = np.arange(z_offset[c], z_offset[c + 1])
-        link_r.extend([c] * span.size), link_c.extend(span.tolist()), link_v.extend([-1.0] * span.size)
+        link_r.extend([c] * span.size)
+        link_c.extend(span.tolist())
+        link_v.extend([-1.0] * span.size)
     link = coo_matrix((link_v, (link_r, link_c)), shape=(len(cells), size)).tocsr()
     constraints = [LinearConstraint(link, 0.0, 0.0)]
     rows, lower, upper = [], [], []
@@ -265,15 +272,19 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
                 for g in range(groups):
                     c = cell_key[(s, p, g)]
                     if g != h:  # into h from g
-                        n_cols.append(move_index[(c, h)]), n_coef.append(1.0)
+                        n_cols.append(move_index[(c, h)])
+                        n_coef.append(1.0)
                         if p:
-                            p_cols.append(move_index[(c, h)]), p_coef.append(1.0)
+                            p_cols.append(move_index[(c, h)])
+                            p_coef.append(1.0)
                     else:  # out of h to every other group
                         for k in range(groups):
                             if k != h:
-                                n_cols.append(move_index[(c, k)]), n_coef.append(-1.0)
+                                n_cols.append(move_index[(c, k)])
+                                n_coef.append(-1.0)
                                 if p:
-                                    p_cols.append(move_index[(c, k)]), p_coef.append(-1.0)
+                                    p_cols.append(move_index[(c, k)])
+                                    p_coef.append(-1.0)
             return ((np.array(n_cols, dtype=int), np.array(n_coef), n_const),
                     (np.array(p_cols, dtype=int), np.array(p_coef), p_const))
 
@@ -286,7 +297,7 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
     integrality = np.zeros(size)
     integrality[:n_moves] = 1
     upper_bounds = np.ones(size)
-    for (c, h), j in move_index.items():
+    for (c, _h), j in move_index.items():
         upper_bounds[j] = cells[c].size
     result = milp(cost, constraints=constraints, integrality=integrality,
                   bounds=Bounds(np.zeros(size), upper_bounds), options=_options(time_limit))
@@ -351,13 +362,17 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
             const, pconst = float(stay.size), float(yhat[stay].sum())
             for h in range(groups):
                 if h != g:
-                    cols.append(column[stay, h]), coef.append(-np.ones(stay.size))
+                    cols.append(column[stay, h])
+                    coef.append(-np.ones(stay.size))
                     pos = stay[yhat[stay] == 1]
-                    pcols.append(column[pos, h]), pcoef.append(-np.ones(pos.size))
+                    pcols.append(column[pos, h])
+                    pcoef.append(-np.ones(pos.size))
             come = members[a0[members] != g]
-            cols.append(column[come, g]), coef.append(np.ones(come.size))
+            cols.append(column[come, g])
+            coef.append(np.ones(come.size))
             pos = come[yhat[come] == 1]
-            pcols.append(column[pos, g]), pcoef.append(np.ones(pos.size))
+            pcols.append(column[pos, g])
+            pcoef.append(np.ones(pos.size))
             return ((np.concatenate(cols), np.concatenate(coef), const),
                     (np.concatenate(pcols), np.concatenate(pcoef), pconst))
 

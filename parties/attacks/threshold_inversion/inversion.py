@@ -32,8 +32,8 @@ What the adversary knows: the predictions it sent (curious data center) or saw
 on the wire (observer), rho and the policy (both in every reply), which indices
 came back, n, and N1 where ``know_counts``. It does not know the noise draws.
 A curious data center may add ``probes`` hypotheses of its own: i.i.d. Gaussian
-vectors over the training set, scaled to rho so that about half are accepted (what DFKRR's kernel hypotheses look like to the
-third party; the protocol cannot tell a probe from a hypothesis).
+vectors over the training set, scaled to rho so that about half are accepted (what DFKRR's
+kernel hypotheses look like to the third party; the protocol cannot tell a probe from a hypothesis).
 
 Information limit: linear hypotheses ``h_t(x) = w_t . x`` give ``q_t`` in the
 p-dimensional row space of the centred features, so their answers reveal at most
@@ -58,7 +58,8 @@ from scipy.sparse.linalg import LinearOperator, eigsh
 from parley.parties.attacks.base import ACTIVE, PASSIVE, Attack, AttackParams, Reconstruction, register_attack
 from parley.protocols.errors import AttackError
 
-__all__ = ["AcceptAnswer", "ThresholdInversion", "answer_blocks", "centred_rows", "decode_lp", "decode_milp", "spectral_start",
+__all__ = ["AcceptAnswer", "ThresholdInversion", "answer_blocks", "centred_rows", "decode_lp", "decode_milp",
+           "spectral_start",
            "violations", "NO_ANSWERS"]
 
 NO_ANSWERS = "threshold-inversion needs at least one answered hypothesis query; none was seen"
@@ -79,7 +80,7 @@ class AcceptAnswer:
 def answer_blocks(answers: Sequence[AcceptAnswer]) -> list[np.ndarray]:
     """Row indices of each answer within :func:`centred_rows`' stacked matrix."""
     bounds = np.cumsum([0] + [a.predictions.shape[0] for a in answers])
-    return [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def centred_rows(answers: Sequence[AcceptAnswer]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -168,6 +169,7 @@ def _orient(v: np.ndarray, Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray,
         bad = violations(Q, accepted, rho, _round(x, n1, cand))
         if best is None or bad < best[0]:
             best = (bad, cand)
+    assert best is not None  # the loop ran
     return best[1]
 
 
@@ -176,7 +178,8 @@ def decode_lp(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | No
               ) -> tuple[np.ndarray, dict[str, Any]]:
     """LP relaxation with reject sides from a spectral start, rounded; the best of a few rounds, both signs."""
     basis = row_space(Q)
-    best_s, info = None, {"violations": np.inf}
+    best_s: np.ndarray | None = None
+    info: dict[str, Any] = {"violations": np.inf}
     # Starts: the spectral vector of each answer alone, largest first (a low-rank answer, such as
     # linear hypotheses, would pull a joint start into its subspace), then of all rows; both signs,
     # since the start's sign decides every reject's side. Stop at the first that fits every answer.
@@ -191,7 +194,10 @@ def decode_lp(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | No
             if found["violations"] < info["violations"]:
                 best_s, info = s, found
             if info["violations"] == 0:
-                return best_s, info
+                break
+        if info["violations"] == 0:
+            break
+    assert best_s is not None  # the first start improves on infinitely many violations
     return best_s, info
 
 
@@ -304,6 +310,7 @@ class ThresholdInversion(Attack):
 
     name: ClassVar[str] = "threshold-inversion"
     Params: ClassVar[type[AttackParams]] = ThresholdInversionParams
+    params: ThresholdInversionParams
     threat_models: ClassVar[tuple[str, ...]] = ACTIVE + PASSIVE
     flows: ClassVar[tuple[str, ...]] = ("cov-threshold",)
     summary: ClassVar[str] = "accept/reject answers as linear constraints on s, solved by MILP or LP + rounding"

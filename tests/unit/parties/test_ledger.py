@@ -1,4 +1,7 @@
-"""The privacy ledger: budgets enforced, answers idempotent by query id, durable across crashes, safe under concurrency."""
+"""The privacy ledger.
+
+Budgets enforced, answers idempotent by query id, durable across crashes, safe under concurrency.
+"""
 
 from __future__ import annotations
 
@@ -374,7 +377,8 @@ def test_compliance_without_budgets_caps_nothing_and_a_budget_map_refuses_the_un
     for i in range(12):  # 12 x 0.25 = 3 epsilon: no cap
         check_reply(_ask(open_world, identities, keyring, f"q{i}"), keyring, DC, "metric-answer")
     assert open_world.call("compliance", "stats")["epsilon_spent"] == {DC: 3.0}
-    closed = _compliance(identities, keyring, audit_arrays, tmp_path / "closed.sqlite", budgets={"someone-else": PureDP(epsilon=9)})
+    closed = _compliance(identities, keyring, audit_arrays, tmp_path / "closed.sqlite",
+                         budgets={"someone-else": PureDP(epsilon=9)})
     reply = _ask(closed, identities, keyring, "q")
     assert reply.payload["reason"] == wire.BUDGET_EXCEEDED
     assert reply.payload["detail"] == NO_BUDGET.format(querier=DC)

@@ -32,7 +32,8 @@ def _refusal(world, keyring, envelope, to="data-center"):
 def test_each_hostile_envelope_is_refused_and_the_party_keeps_answering(identities, keyring, audit_arrays):
     world = local_compliance(identities, keyring, audit_arrays)
     for i, (name, envelope, reason) in enumerate(hostile_envelopes(identities)):
-        to = "observer" if name == "observer may not send" else ("outsider" if name == "unknown sender" else "data-center")
+        to = ("observer" if name == "observer may not send"
+              else "outsider" if name == "unknown sender" else "data-center")
         got, detail = _refusal(world, keyring, envelope, to=to)
         assert got == reason, (name, detail)
         _good(identities, keyring, world, audit_arrays, f"after-{i}")
@@ -85,7 +86,8 @@ def test_malformed_queries_get_clear_errors(identities, keyring, audit_arrays):
         else:
             assert "group a=0" in detail and "prp" in detail
     for payload, message in [
-        ({"metric": "sp", "query_id": "x"}, queries.MISSING_FIELD.format(field="predictions", fields="metric, predictions, query_id")),
+        ({"metric": "sp", "query_id": "x"},
+         queries.MISSING_FIELD.format(field="predictions", fields="metric, predictions, query_id")),
         ({"metric": "bias", "predictions": np.zeros((1, 40)), "query_id": "x"}, "metric must be one of"),
         ({"metric": "sp", "predictions": np.zeros((1, 40)), "query_id": ""}, "query_id must be"),
     ]:
@@ -116,7 +118,8 @@ def test_rounded_answers_record_their_precision(identities, keyring, audit_array
 def test_refusals_are_never_refused(identities, keyring, audit_arrays):
     """A refusal sent to a party that does not accept refusals is dropped, not answered (no ping-pong)."""
     world = local_compliance(identities, keyring, audit_arrays)
-    refusal = identities["data-center"].seal("compliance", REFUSAL, "raw", {"reason": "x", "detail": "", "refused": "?"})
+    refusal = identities["data-center"].seal("compliance", REFUSAL, "raw",
+                                             {"reason": "x", "detail": "", "refused": "?"})
     assert world.call("compliance", "receive", refusal) is None
     with pytest.raises(RefusedError, match="no-reply"):
         check_reply(None, keyring, "data-center", "metric-answer")
@@ -160,7 +163,7 @@ def test_edit_form_queries_match_full_queries_and_expand_on_the_wire(identities,
     full = np.repeat(base[None, :], 2, axis=0)
     full[0, [3, 7]], full[1, [0, 39]] = [1.0, 0.0], [0.5, 0.25]
     np.testing.assert_array_equal(replies[1].payload["values"], metrics.statistical_parity_difference(full, a))
-    seen = list(exchanges_from([e for pair in zip(sent, replies) for e in pair]))
+    seen = list(exchanges_from([e for pair in zip(sent, replies, strict=True) for e in pair]))
     np.testing.assert_array_equal(seen[1].predictions, full)
 
 

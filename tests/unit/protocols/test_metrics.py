@@ -129,7 +129,7 @@ def loop_reference(key: str, H: np.ndarray, a: np.ndarray, y: np.ndarray) -> np.
     """Straightforward per-model implementation with boolean masks."""
     out = []
     for h in H:
-        def gap(mask):
+        def gap(mask, h=h):
             return h[mask & (a == 1)].mean() - h[mask & (a == 0)].mean()
 
         every = np.ones_like(a, dtype=bool)

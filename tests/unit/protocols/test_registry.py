@@ -14,7 +14,8 @@ def test_a_taken_name_is_a_bug_but_registering_the_same_plugin_again_is_not():
     first, second = object(), object()
     assert add(registry, "x", first, "widget") is first
     assert add(registry, "x", first, "widget") is first  # a module imported twice registers the same class
-    with pytest.raises(ParleyError, match=NAME_TAKEN.format(what="widget", name="x").replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ParleyError,
+                       match=NAME_TAKEN.format(what="widget", name="x").replace("(", r"\(").replace(")", r"\)")):
         add(registry, "x", second, "widget")
     assert registry == {"x": first}
 

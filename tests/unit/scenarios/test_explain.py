@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -116,10 +118,8 @@ def test_a_targeted_attack_reports_each_target_as_its_answer_arrives(audit_array
     known = _Known(a.size)
     for k in range(1, 4):
         answer = Answer(values=evaluate("sp", probe.predictions, a, y))
-        try:
+        with contextlib.suppress(StopIteration):
             probe = run.send(answer)
-        except StopIteration:
-            pass
         change = attack.progress()
         assert change.indices.tolist() == [[3, 7, 11][k - 1]]  # the target this answer was about
         known.apply(change)

@@ -28,16 +28,23 @@ def test_default_scenario_is_the_double_query():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"colour": "red"}, "unknown key 'colour'; allowed keys: attack, audit_metrics, backend, budget, composition, confidential, dataset,"),
-        ({"dataset": {**BASE["dataset"], "size": 3}}, "unknown key 'dataset.size'; allowed keys: audit_size, minority, n_features, name, strength, train_size"),
+        ({"colour": "red"},
+         "unknown key 'colour'; allowed keys: attack, audit_metrics, backend, budget, composition, confidential, "
+         "dataset,"),
+        ({"dataset": {**BASE["dataset"], "size": 3}},
+         "unknown key 'dataset.size'; allowed keys: audit_size, minority, n_features, name, strength, "
+         "train_size"),
         ({"protocol": {"name": "raw", "digits": 3}}, "unknown key 'protocol.digits'; allowed keys: decimals"),
-        ({"attack": {"name": "single-query", "target": 3}}, "unknown key 'attack.target'; allowed keys: batch, targets"),
+        ({"attack": {"name": "single-query", "target": 3}},
+         "unknown key 'attack.target'; allowed keys: batch, targets"),
         ({"model": {"estimator": "x.Y", "C": 1}}, "unknown key 'model.C'; allowed keys: estimator, params, threshold"),
-        ({"protocol": {"name": "smoke-signals"}}, "unknown protocol 'smoke-signals'; known protocols: " + ", ".join(sorted(PROTOCOLS))),
+        ({"protocol": {"name": "smoke-signals"}},
+         "unknown protocol 'smoke-signals'; known protocols: " + ", ".join(sorted(PROTOCOLS))),
         ({"attack": {"name": "guess"}}, "unknown attack 'guess'; known attacks: abs-sp-partition, compressed-sensing,"),
         ({"attack": {"targets": 3}}, "attack needs a 'name'"),
         ({"dataset": {"name": "mnist"}}, "dataset.name must be one of adult, german, compas, synthetic, csv"),
-        ({"protocol": {"name": "raw", "decimals": -1}}, "protocol.decimals: Input should be greater than or equal to 0"),
+        ({"protocol": {"name": "raw", "decimals": -1}},
+         "protocol.decimals: Input should be greater than or equal to 0"),
         ({"seed": -3}, "seed: Input should be greater than or equal to 0"),
         ({"threat_model": "passive-observer"}, "attack 'single-query' works under curious-data-center"),
         ({"observer": {"name": "double-query"}}, "observer attack 'double-query' must be passive"),

@@ -103,7 +103,8 @@ def test_results_round_trip_and_summary(tmp_path):
     frame = _frame(study)
     save_results(frame, tmp_path / "results.csv")
     again = load_results(tmp_path / "results.csv")
-    assert len(again) == 12 and (again["status"] == "error").sum() == 1 and again.loc[0, "failure"] == "ConfigError: boom"
+    assert len(again) == 12 and (again["status"] == "error").sum() == 1
+    assert again.loc[0, "failure"] == "ConfigError: boom"
     summary = summarise(study, again)
     assert list(summary["attack.targets"]) == [3, 5, 7, 3, 5, 7]  # grid order, not completion order
     assert summary.loc[0, "n"] == 1 and summary.loc[1, "leakage"] == "60 ± 7.1"  # (55, 65): mean 60, sd 7.07
@@ -114,6 +115,13 @@ def test_results_round_trip_and_summary(tmp_path):
     assert "## Errors" in text and "boom" in text and "![l.png](l.png)" in text
     assert (tmp_path / "l.png").stat().st_size > 5000
     assert load_results(tmp_path / "missing.csv").empty
+
+
+def test_summary_pairs_each_cell_with_its_own_values_when_grid_points_coincide():
+    study = _study(grid={"attack.targets": [3, 5], "seed": [1, 2]})  # the seed is not part of a cell's id
+    assert len(study.assignments()) == 4 and len(study.cell_ids()) == 2
+    summary = summarise(study, _frame(study))
+    assert list(summary["attack.targets"]) == [3, 5] and list(summary["n"]) == [3, 4]
 
 
 def test_linked_axes_vary_fields_together():
@@ -128,7 +136,8 @@ def test_linked_axes_vary_fields_together():
 
 def test_where_selects_the_rows_of_a_table_and_a_plot(tmp_path):
     study = _study(outputs={"metrics": ["leakage"],
-                            "tables": [{"rows": "attack.targets", "value": "leakage", "where": {"protocol.decimals": 6}}],
+                            "tables": [{"rows": "attack.targets", "value": "leakage",
+                                        "where": {"protocol.decimals": 6}}],
                             "plots": [{"file": "w.png", "x": "attack.targets", "y": "leakage",
                                        "where": {"protocol.decimals": 2}}]})
     frame = _frame(study)

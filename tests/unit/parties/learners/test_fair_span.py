@@ -81,7 +81,10 @@ def test_frr_penalty_drives_the_mean_difference_to_zero(data):
     X, y, s = data
     free = _learner("frr", lam=0.0).fit(X, y, s)
     fair = _learner("frr", lam=1e4).fit(X, y, s)
-    md = lambda m: m.decision_function(X)[s == 1].mean() - m.decision_function(X)[s == 0].mean()
+
+    def md(m):
+        return m.decision_function(X)[s == 1].mean() - m.decision_function(X)[s == 0].mean()
+
     ols = np.linalg.lstsq(np.column_stack([X, np.ones(len(y))]), y, rcond=None)[0]
     assert np.allclose(free.coef_, ols[:-1])
     assert abs(md(fair)) < 1e-3 * abs(md(free))
