@@ -71,7 +71,8 @@ def write_report(record: dict[str, Any], run_dir: Path) -> Path:
         f"({m['undecided']} undecided): "
         f"leakage (balanced accuracy, Def. 5.1) {_fmt(m['leakage'])} % after {m['queries']} answered "
         f"{_what_was_asked(record['protocol'], m['queries'])}.",
-        *(["", SWAP_NOTE.format(as_labelled=_fmt(m.get("leakage_as_labelled")))] if m.get("leakage_up_to_swap") else []),
+        *(["", SWAP_NOTE.format(as_labelled=_fmt(m.get("leakage_as_labelled")))]
+          if m.get("leakage_up_to_swap") else []),
         "",
         "| metric | value |",
         "|---|---|",

@@ -214,7 +214,8 @@ def _verification(record: Mapping[str, Any], transcript: Path) -> tuple[str, lis
 
 def _keys_table(record: Mapping[str, Any]) -> str:
     """Key fingerprints and the final transcript head, where the run recorded them."""
-    anchors = record.get("transcript") if isinstance(record.get("transcript"), Mapping) else {}
+    found = record.get("transcript")
+    anchors: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     rows = [(k, v) for k, v in anchors.items() if not isinstance(v, (Mapping, list))]
     for key in ("fingerprints", "keys"):
         for name, value in (anchors.get(key) or {}).items():

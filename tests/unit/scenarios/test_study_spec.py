@@ -158,7 +158,7 @@ def test_a_study_whose_every_row_failed_still_writes_its_summary(tmp_path):
     study = Study.load("smoke")
     rows = [{**assignment, "cell": cid, "repeat": 0, "seed": 0, "status": "error", "failure": "bug: boom",
              "attempts": 1, "node": "n", "cell_wall_s": 0.1}
-            for assignment, cid in zip(study.assignments(), study.cell_ids())]
+            for assignment, cid in zip(study.assignments(), study.cell_ids(), strict=True)]
     summary = write_outputs(study, pd.DataFrame(rows), tmp_path)
     text = summary.read_text()
     assert NOTHING_FINISHED in text and "0 rows ok, 12 with errors" in text
