@@ -56,7 +56,7 @@ NAME_TAKEN = "two {what}s are registered as {name!r} (a bug in parley, please re
 PLUGIN = "{what} plug-in {entry_point!r} ({group} entry point '{value}' of {dist})"
 PLUGIN_LOAD_FAILED = PLUGIN + " failed to load: {error}"
 PLUGIN_NOT_A_CLASS = PLUGIN + " is {got}, not a subclass of {base}"
-PLUGIN_NAME_MISMATCH = PLUGIN + " names itself {name!r}; the entry point's name and the class's name must agree"
+PLUGIN_NAME_MISMATCH = PLUGIN + " names itself {name!r}: the entry point's name and the class's name must agree"
 PLUGIN_NAME_TAKEN = PLUGIN + " takes the name {name!r}, already registered by {origin}"
 PLUGIN_INVALID = PLUGIN + ": {problem}"
 

@@ -74,14 +74,14 @@ class _RealDataset(Dataset):
 class Adult(_RealDataset):
     name = "adult"
     Params = AdultParams
-    summary = "UCI Adult (1994 census income), A = race, sex or race3; 45,222 rows"
+    summary = "UCI Adult (1994 census income), A = race, sex or race3 (three groups)"
 
 
 @register_dataset
 class German(_RealDataset):
     name = "german"
     Params = GermanParams
-    summary = "UCI Statlog German Credit, A = sex or age; 1,000 rows"
+    summary = "UCI Statlog German Credit, A = sex or age"
 
 
 @register_dataset
