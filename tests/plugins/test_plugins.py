@@ -1,9 +1,10 @@
 """Plug-ins from outside parley: a package installed with pip adds a protocol, an attack, a learner and a data set.
 
 The package under ``fixture_pkg/`` (parley-toy-plugins, its own pyproject.toml declaring the
-entry points) is installed with pip into a folder outside the parley tree; every check runs in
-a subprocess with that folder on PYTHONPATH, as a user's environment would have it, so the
-registries of this test process never see it. A second package written here, parley-bad-plugins,
+entry points) is built and installed with pip into a folder outside the parley tree; every check
+runs in a subprocess with that folder on PYTHONPATH, as a user's environment would have it, so
+the registries of this test process never see it. A second distribution written here as pip
+lays one out (module and .dist-info; no build, to keep the test short), parley-bad-plugins,
 carries a broken entry point and name clashes: each must give a PluginError naming its
 distribution and entry point, on the command line one line and no traceback.
 """
@@ -36,30 +37,21 @@ DOCS = HERE.parents[1] / "docs" / "plugins.md"
 TOY = "parley-toy-plugins 0.1.0"
 BAD = "parley-bad-plugins 0.1.0"
 
-BAD_PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
+# parley-bad-plugins as pip would install it: its module and its .dist-info (METADATA, entry_points.txt).
+BAD_METADATA = "Metadata-Version: 2.1\nName: parley-bad-plugins\nVersion: 0.1.0\n"
+BAD_ENTRY_POINTS = """\
+[parley.protocols]
+broken = parley_bad_plugins.missing:Nothing
 
-[project]
-name = "parley-bad-plugins"
-version = "0.1.0"
+[parley.attacks]
+double-query = parley_bad_plugins:Impostor
 
-[project.entry-points."parley.protocols"]
-broken = "parley_bad_plugins.missing:Nothing"
+[parley.learners]
+toy-logit = parley_bad_plugins:OtherLogit
 
-[project.entry-points."parley.attacks"]
-double-query = "parley_bad_plugins:Impostor"
-
-[project.entry-points."parley.learners"]
-toy-logit = "parley_bad_plugins:OtherLogit"
-
-[project.entry-points."parley.datasets"]
-not-a-class = "parley_bad_plugins:NOT_A_CLASS"
-wrong-name = "parley_bad_plugins:Misnamed"
-
-[tool.setuptools]
-packages = ["parley_bad_plugins"]
+[parley.datasets]
+not-a-class = parley_bad_plugins:NOT_A_CLASS
+wrong-name = parley_bad_plugins:Misnamed
 """
 
 BAD_MODULE = """\
@@ -123,17 +115,18 @@ def _pip_install(source: Path, target: Path) -> subprocess.Popen:
 
 @pytest.fixture(scope="module")
 def sites(tmp_path_factory) -> dict[str, Path]:
-    """Both plug-in packages built and installed by pip, each into its own folder (in parallel)."""
+    """parley-toy-plugins built and installed by pip; parley-bad-plugins laid out as an installed distribution."""
     root = tmp_path_factory.mktemp("plugins")
-    bad = root / "parley-bad-plugins"
-    (bad / "parley_bad_plugins").mkdir(parents=True)
-    (bad / "pyproject.toml").write_text(BAD_PYPROJECT)
-    (bad / "parley_bad_plugins" / "__init__.py").write_text(BAD_MODULE)
     targets = {"toy": root / "toy-site", "bad": root / "bad-site"}
-    procs = {"toy": _pip_install(FIXTURE, targets["toy"]), "bad": _pip_install(bad, targets["bad"])}
-    for key, proc in procs.items():
-        output, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, f"pip install of the {key} plug-in package failed:\n{output}"
+    proc = _pip_install(FIXTURE, targets["toy"])
+    (targets["bad"] / "parley_bad_plugins").mkdir(parents=True)
+    (targets["bad"] / "parley_bad_plugins" / "__init__.py").write_text(BAD_MODULE)
+    info = targets["bad"] / "parley_bad_plugins-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(BAD_METADATA)
+    (info / "entry_points.txt").write_text(BAD_ENTRY_POINTS)
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, f"pip install of {FIXTURE} failed:\n{output}"
     assert (targets["toy"] / "parley_toy_plugins-0.1.0.dist-info" / "entry_points.txt").is_file()
     return targets
 
