@@ -42,6 +42,7 @@ __all__ = [
     "PLUGIN_NOT_A_CLASS",
     "PLUGIN_NAME_MISMATCH",
     "PLUGIN_NAME_TAKEN",
+    "PLUGIN_NAME_HELD",
     "PLUGIN_INVALID",
 ]
 
@@ -58,6 +59,7 @@ PLUGIN_LOAD_FAILED = PLUGIN + " failed to load: {error}"
 PLUGIN_NOT_A_CLASS = PLUGIN + " is {got}, not a subclass of {base}"
 PLUGIN_NAME_MISMATCH = PLUGIN + " names itself {name!r}: the entry point's name and the class's name must agree"
 PLUGIN_NAME_TAKEN = PLUGIN + " takes the name {name!r}, already registered by {origin}"
+PLUGIN_NAME_HELD = PLUGIN + " holds the name {name!r}, which one of parley's built-in {what}s also takes"
 PLUGIN_INVALID = PLUGIN + ": {problem}"
 
 
@@ -92,8 +94,12 @@ def _dist_of(entry_point: metadata.EntryPoint) -> tuple[str, str]:
     return str(dist.metadata["Name"] or dist.name), str(dist.version)
 
 
-class Registry(Mapping[str, T], Generic[T]):
-    """A read-only mapping name -> plug-in class that also loads its entry-point group on first read.
+class Registry(MutableMapping[str, T], Generic[T]):
+    """A mapping name -> plug-in class that also loads its entry-point group on first read.
+
+    ``registry[name] = cls`` is :meth:`add` (a taken name is refused, never replaced) and
+    ``del registry[name]`` unregisters, so a test can register a class for its own duration
+    (``monkeypatch.setitem``).
 
     Parameters
     ----------
@@ -138,10 +144,9 @@ class Registry(Mapping[str, T], Generic[T]):
                 first = self._origins[name]
                 if origin.builtin and first.builtin:
                     raise ParleyError(NAME_TAKEN.format(what=self.what, name=name))
-                plug = origin if not origin.builtin else first
-                raise PluginError(PLUGIN_NAME_TAKEN.format(
-                    **self._context(plug, name), name=name,
-                    origin=first if plug is origin else f"parley's built-in {self.what} (registered after it)"))
+                if origin.builtin:  # a built-in imported late, after a plug-in took its name
+                    raise PluginError(PLUGIN_NAME_HELD.format(**self._context(first, name), name=name))
+                raise PluginError(PLUGIN_NAME_TAKEN.format(**self._context(origin, name), name=name, origin=first))
             self._entries[name] = plugin
             if name not in self._origins or not origin.builtin:
                 self._origins[name] = origin
@@ -189,7 +194,8 @@ class Registry(Mapping[str, T], Generic[T]):
         except Exception as exc:  # whatever the third-party import raised: reported, never swallowed
             raise PluginError(PLUGIN_LOAD_FAILED.format(**context, error=f"{type(exc).__name__}: {exc}")) from None
         if not (isinstance(plugin, type) and issubclass(plugin, self.base)):
-            got = f"class {plugin.__qualname__}" if isinstance(plugin, type) else f"a {type(plugin).__name__}"
+            got = (f"class {plugin.__qualname__}" if isinstance(plugin, type)
+                   else f"an object of type {type(plugin).__name__}")
             raise PluginError(PLUGIN_NOT_A_CLASS.format(**context, got=got,
                                                         base=f"{self.base.__module__}.{self.base.__qualname__}"))
         name = getattr(plugin, "name", None)
@@ -217,6 +223,14 @@ class Registry(Mapping[str, T], Generic[T]):
     def __contains__(self, name: object) -> bool:
         self._load()
         return name in self._entries
+
+    def __setitem__(self, name: str, plugin: T) -> None:
+        self.add(name, plugin)
+
+    def __delitem__(self, name: str) -> None:
+        with self._lock:
+            del self._entries[name]
+            del self._origins[name]
 
     def lookup(self, name: str) -> T:
         """The plug-in named ``name``, or a ConfigError that lists the known names."""

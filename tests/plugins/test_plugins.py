@@ -259,7 +259,7 @@ def test_broken_and_clashing_plugins_give_typed_errors_naming_distribution_and_e
     assert BAD in message and TOY in message
     not_a_class = PLUGIN_NOT_A_CLASS.format(
         what="dataset", entry_point="not-a-class", group="parley.datasets", value="parley_bad_plugins:NOT_A_CLASS",
-        dist=BAD, got="a str", base="parley.scenarios.datasets._registry.Dataset")
+        dist=BAD, got="an object of type str", base="parley.scenarios.datasets._registry.Dataset")
     misnamed = PLUGIN_NAME_MISMATCH.format(
         what="dataset", entry_point="wrong-name", group="parley.datasets", value="parley_bad_plugins:Misnamed",
         dist=BAD, name="misnamed")
