@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from parley.protocols.errors import ConfigError, ParleyError, PluginError
 
@@ -204,7 +204,7 @@ class Registry(MutableMapping[str, T], Generic[T]):
         problem = self.check(plugin) if self.check is not None else None
         if problem:
             raise PluginError(PLUGIN_INVALID.format(**context, problem=problem))
-        self.add(name, plugin, origin)
+        self.add(name, cast(T, plugin), origin)
 
     # -- reading ---------------------------------------------------------------------------
 
