@@ -4,7 +4,15 @@ Importing :mod:`protocols` registers every built-in protocol, so
 ``get_protocol("raw")`` works after a plain ``import protocols``.
 """
 
-from parley.protocols.base import PROTOCOLS, AuditSet, MetricQuery, Protocol, get_protocol, register_protocol
+from parley.protocols.base import (
+    PROTOCOLS,
+    AuditSet,
+    MetricQuery,
+    Protocol,
+    ProtocolParams,
+    get_protocol,
+    register_protocol,
+)
 from parley.protocols.mechanisms import (  # noqa: F401  (register the protocols)
     covariance_threshold,  # noqa: F401  (rho-fair hypothesis selection)
     fairness_certificate,  # noqa: F401
@@ -14,4 +22,4 @@ from parley.protocols.mechanisms import (  # noqa: F401  (register the protocols
     smooth_sensitivity,
 )
 
-__all__ = ["PROTOCOLS", "AuditSet", "MetricQuery", "Protocol", "get_protocol", "register_protocol"]
+__all__ = ["PROTOCOLS", "AuditSet", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol", "register_protocol"]

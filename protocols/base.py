@@ -3,7 +3,8 @@
 A protocol is a strategy object (the template-method pattern of federated
 learning strategies): the base class validates the query once, and each
 protocol only decides how to turn exact metric values into a release. Adding
-a protocol is one module with a ``@register_protocol`` class.
+a built-in protocol is one module with a ``@register_protocol`` class; a user's
+package adds one through a ``parley.protocols`` entry point (docs/plugins.md).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from parley.protocols.queries import (
     validate_predictions,
     validate_query_id,
 )
-from parley.protocols.registry import add, lookup
+from parley.protocols.registry import Registry
 
 __all__ = ["PROTOCOLS", "AuditSet", "Holdings", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol",
            "register_protocol"]
@@ -171,14 +172,21 @@ class Protocol(ABC):
         raise QueryError(NO_REQUESTS.format(name=self.name, kind=kind))
 
 
-PROTOCOLS: dict[str, type[Protocol]] = {}
+def _check_protocol(cls: type[Protocol]) -> str | None:
+    if not (isinstance(cls.Params, type) and issubclass(cls.Params, ProtocolParams)):
+        return "its Params is not a subclass of parley.protocols.base.ProtocolParams"
+    return None
+
+
+#: Every protocol by name: the built-ins, and the ``parley.protocols`` entry points (loaded on first read).
+PROTOCOLS: Registry[type[Protocol]] = Registry("protocol", UNKNOWN_PROTOCOL, Protocol, check=_check_protocol)
 
 
 def register_protocol(cls: type[Protocol]) -> type[Protocol]:
-    """Class decorator adding a protocol to :data:`PROTOCOLS` under ``cls.name``."""
-    return add(PROTOCOLS, cls.name, cls, "protocol")
+    """Class decorator adding a built-in protocol to :data:`PROTOCOLS` under ``cls.name``."""
+    return PROTOCOLS.add(cls.name, cls)
 
 
 def get_protocol(name: str) -> type[Protocol]:
     """The protocol class registered as ``name``; the error lists the known names."""
-    return lookup(PROTOCOLS, name, UNKNOWN_PROTOCOL)
+    return PROTOCOLS.lookup(name)

@@ -12,6 +12,7 @@ __all__ = [
     "ParleyError",
     "ConfigError",
     "DatasetError",
+    "PluginError",
     "QueryError",
     "EmptyGroupError",
     "WireError",
@@ -32,6 +33,14 @@ class ConfigError(ParleyError, ValueError):
 
 class DatasetError(ParleyError):
     """A data set is missing, altered, or lacks the columns a spec names."""
+
+
+class PluginError(ParleyError):
+    """An installed plug-in (an entry point of another distribution) cannot be registered.
+
+    The message names the distribution and the entry point, and what was wrong: it failed
+    to import, is not a plug-in class of its family, or takes a name already taken.
+    """
 
 
 class QueryError(ParleyError, ValueError):

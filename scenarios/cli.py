@@ -12,8 +12,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from parley.protocols.registry import Registry
 
 __all__ = ["main"]
 
@@ -107,11 +111,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _list_plugins(title: str, registry: Registry[Any], detail: Callable[[Any], str]) -> None:
+    origins = registry.origins()
+    width = max(map(len, origins), default=0)
+    print(f"{title}:")
+    for name, origin in origins.items():
+        print(f"  {name:<{width}}  ({origin}) {detail(registry[name])}")
+
+
 def _cmd_list() -> int:
     from parley.parties.attacks import ATTACKS
+    from parley.parties.learners import LEARNERS
     from parley.protocols import PROTOCOLS
     from parley.scenarios.catalog import DEFAULT_SCENARIO, scenario_names, scenario_path
-    from parley.scenarios.datasets import DATASET_NAMES
+    from parley.scenarios.datasets import DATASETS
     from parley.scenarios.spec import load_toml
 
     print("scenarios:")
@@ -120,24 +138,18 @@ def _cmd_list() -> int:
         first = " ".join(str(data.get("description", "")).split())
         mark = " (default)" if name == DEFAULT_SCENARIO else ""
         print(f"  {name}{mark}\n      {first[:110]}{'...' if len(first) > 110 else ''}")
-    print("protocols:")
-    for name, cls in sorted(PROTOCOLS.items()):
-        print(f"  {name:<16} {(cls.__doc__ or '').strip().splitlines()[0]}")
-    print("attacks:")
-    for name, attack_cls in sorted(ATTACKS.items()):
-        print(f"  {name:<16} [{', '.join(attack_cls.threat_models)}] {attack_cls.summary}")
-    from parley.parties.learners import LEARNERS
-
-    print("learners:")
-    for name, learner_cls in sorted(LEARNERS.items()):
-        print(f"  {name:<22} [{', '.join(learner_cls.flows)}] {learner_cls.summary}")
+    # Every plug-in with its origin: "parley" for a built-in, else the distribution that provides it.
+    for title, registry, detail in (
+            ("protocols", PROTOCOLS, lambda cls: _first_line(cls.__doc__)),
+            ("attacks", ATTACKS, lambda cls: f"[{', '.join(cls.threat_models)}] {cls.summary}"),
+            ("learners", LEARNERS, lambda cls: f"[{', '.join(cls.flows)}] {cls.summary}")):
+        _list_plugins(title, registry, detail)
     from parley.scenarios.catalog import study_names
 
     print("studies:")
     for name in study_names():
         print(f"  {name}")
-    print("datasets:")
-    print("  " + ", ".join(DATASET_NAMES))
+    _list_plugins("datasets", DATASETS, lambda cls: cls.summary)
     return EXIT_OK
 
 

@@ -3,7 +3,8 @@
 A scenario names a data set, the data center's base model, the compliance
 party's protocol, the threat model and its attack. Protocol, attack and
 dataset tables are validated against the parameter model each plug-in
-registers, so an unknown key is reported with the keys that plug-in accepts::
+registers (a built-in, or a plug-in from an entry point of another package, see
+docs/plugins.md), so an unknown key is reported with the keys that plug-in accepts::
 
     name = "adult-raw-double-query"
     threat_model = "curious-data-center"
@@ -57,7 +58,7 @@ from parley.parties.ledger import DEFAULT_SLACK
 from parley.protocols.budget import Budget, budget
 from parley.protocols.errors import ConfigError
 from parley.protocols.metrics import METRICS
-from parley.scenarios.datasets import DatasetParams
+from parley.scenarios.datasets import DATASETS
 
 __all__ = ["BudgetSpec", "Component", "Scenario", "THREAT_MODELS", "parse_assignment", "load_toml"]
 
@@ -90,12 +91,6 @@ EPSILON_TWICE = "epsilon is an alias of protocol.epsilon: give one of them, not 
 EPSILON_ALIAS = " (epsilon is an alias of protocol.epsilon, which protocol {name!r} does not take)"
 #: Slack delta' of advanced composition in a run's ledger.
 COMPOSITION_SLACK = DEFAULT_SLACK
-
-_DATASET_CLASSES: dict[str, type[BaseModel]] = {
-    typing.get_args(cls.model_fields["name"].annotation)[0]: cls
-    for cls in typing.get_args(typing.get_args(DatasetParams)[0])
-}
-
 
 def _describe(value: Any) -> Any:
     text = repr(value)
@@ -189,9 +184,10 @@ def _dataset(data: Any) -> BaseModel:
     if not isinstance(data, Mapping):
         raise ConfigError(NOT_A_TABLE.format(key="dataset", value=_describe(data)))
     name = data.get("name")
-    if name not in _DATASET_CLASSES:
-        raise ConfigError(BAD_DATASET.format(known=", ".join(_DATASET_CLASSES), name=name))
-    return _validate(_DATASET_CLASSES[name], data, "dataset")
+    # The registry holds the built-ins and the parley.datasets entry points (plug-ins).
+    if not isinstance(name, str) or name not in DATASETS:
+        raise ConfigError(BAD_DATASET.format(known=", ".join(DATASETS), name=name))
+    return _validate(DATASETS[name].Params, data, "dataset")
 
 
 def _protocol_params(name: str) -> type[BaseModel]:
@@ -313,7 +309,8 @@ class Scenario(BaseModel):
         groups = getattr(self.protocol.params, "groups", None)
         if groups != k:
             takes = "is binary" if groups is None else f"has groups = {groups}"
-            raise ConfigError(GROUPS_MISMATCH.format(name=self.dataset.name, protected=self.dataset.protected, k=k,
+            raise ConfigError(GROUPS_MISMATCH.format(name=self.dataset.name,
+                                                     protected=getattr(self.dataset, "protected", None), k=k,
                                                      protocol=self.protocol.name, takes=takes))
 
     @classmethod

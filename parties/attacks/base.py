@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from parley.protocols.errors import AttackError
-from parley.protocols.registry import add, lookup
+from parley.protocols.registry import Registry
 
 __all__ = [
     "ATTACKS", "ACTIVE", "PASSIVE", "Answer", "Attack", "AttackParams", "AttackerView", "Exchange", "Probe",
@@ -188,14 +188,23 @@ class Attack(ABC):
         raise AttackError(NOT_PASSIVE.format(name=self.name, models=", ".join(self.threat_models)))
 
 
-ATTACKS: dict[str, type[Attack]] = {}
+def _check_attack(cls: type[Attack]) -> str | None:
+    if not (isinstance(cls.Params, type) and issubclass(cls.Params, AttackParams)):
+        return "its Params is not a subclass of parley.parties.attacks.AttackParams"
+    if not cls.threat_models or not cls.flows:
+        return "it names no threat_models or no flows"
+    return None
+
+
+#: Every attack by name: the built-ins, and the ``parley.attacks`` entry points (loaded on first read).
+ATTACKS: Registry[type[Attack]] = Registry("attack", UNKNOWN_ATTACK, Attack, check=_check_attack)
 
 
 def register_attack(cls: type[Attack]) -> type[Attack]:
-    """Class decorator adding an attack to :data:`ATTACKS` under ``cls.name``."""
-    return add(ATTACKS, cls.name, cls, "attack")
+    """Class decorator adding a built-in attack to :data:`ATTACKS` under ``cls.name``."""
+    return ATTACKS.add(cls.name, cls)
 
 
 def get_attack(name: str) -> type[Attack]:
     """The attack class registered as ``name``; the error lists the known names."""
-    return lookup(ATTACKS, name, UNKNOWN_ATTACK)
+    return ATTACKS.lookup(name)

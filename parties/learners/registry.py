@@ -3,7 +3,8 @@
 A learner is a class with a ``name``, a pydantic ``Params`` model and whatever
 fit/predict methods its flow calls; the registry only lets scenario specs
 validate ``[learner]`` tables and list the known names, as for protocols and
-attacks.
+attacks. A user's package adds one through a ``parley.learners`` entry point
+(docs/plugins.md).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from parley.protocols.registry import add, lookup
+from parley.protocols.registry import Registry
 
 __all__ = ["LEARNERS", "Learner", "LearnerParams", "get_learner", "register_learner"]
 
@@ -40,14 +41,23 @@ class Learner:
         self.params = params if params is not None else self.Params()
 
 
-LEARNERS: dict[str, type[Learner]] = {}
+def _check_learner(cls: type[Learner]) -> str | None:
+    if not (isinstance(cls.Params, type) and issubclass(cls.Params, LearnerParams)):
+        return "its Params is not a subclass of parley.parties.learners.LearnerParams"
+    if not cls.flows:
+        return "it names no flows"
+    return None
+
+
+#: Every learner by name: the built-ins, and the ``parley.learners`` entry points (loaded on first read).
+LEARNERS: Registry[type[Learner]] = Registry("learner", UNKNOWN_LEARNER, Learner, check=_check_learner)
 
 
 def register_learner(cls: type[Learner]) -> type[Learner]:
-    """Class decorator adding a learner to :data:`LEARNERS` under ``cls.name``."""
-    return add(LEARNERS, cls.name, cls, "learner")
+    """Class decorator adding a built-in learner to :data:`LEARNERS` under ``cls.name``."""
+    return LEARNERS.add(cls.name, cls)
 
 
 def get_learner(name: str) -> type[Learner]:
     """The learner class registered as ``name``; the error lists the known names."""
-    return lookup(LEARNERS, name, UNKNOWN_LEARNER)
+    return LEARNERS.lookup(name)

@@ -1,8 +1,10 @@
-"""Data sets for parley scenarios: Adult, German Credit, COMPAS, synthetic and user CSV.
+"""Data sets for parley scenarios: Adult, German Credit, COMPAS, synthetic, user CSV and plug-ins.
 
 A scenario names a data set with one of the parameter models (discriminated on
 ``name``); :func:`load_table` returns the parsed :class:`Table` and :func:`load_split`
-the preprocessed training and audit sets. In every data set ``a = 1`` is the advantaged
+the preprocessed training and audit sets. :data:`DATASETS` registers every data set
+by name: the built-ins, and those a user's package adds through a ``parley.datasets``
+entry point (a :class:`Dataset` subclass, docs/plugins.md). In every data set ``a = 1`` is the advantaged
 group and ``y = 1`` the favourable outcome.
 
 Sources (vendored, gzip, SHA-256 checked on every load):
@@ -27,9 +29,11 @@ from parley.scenarios.datasets._params import (
     CompasParams,
     CsvParams,
     DatasetParams,
+    DatasetParamsBase,
     GermanParams,
     SyntheticParams,
 )
+from parley.scenarios.datasets._registry import DATASETS, Dataset, dataset_of, get_dataset, register_dataset
 from parley.scenarios.datasets._split import load_split
 from parley.scenarios.datasets._table import Split, Table
 
@@ -45,4 +49,10 @@ __all__ = [
     "load_table",
     "load_split",
     "DATASET_NAMES",
+    "DATASETS",
+    "Dataset",
+    "DatasetParamsBase",
+    "dataset_of",
+    "get_dataset",
+    "register_dataset",
 ]

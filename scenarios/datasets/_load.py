@@ -1,4 +1,8 @@
-"""Turn data set parameters into a :class:`Table`: dispatch, integrity check and cache.
+"""Turn data set parameters into a :class:`Table`: the built-in data sets, dispatch, checks and cache.
+
+Each built-in is a :class:`Dataset` registered here; :func:`load_table` dispatches on
+the parameters' model through :data:`DATASETS`, so a plug-in data set (a
+``parley.datasets`` entry point) loads the same way, and what it returns is checked.
 
 Parsing Adult takes a few hundred milliseconds and a study loads the same table for every
 cell, so parsed tables are cached in-process with :func:`functools.lru_cache` keyed on
@@ -17,24 +21,22 @@ from typing import Any
 
 import numpy as np
 
-from parley.protocols.errors import ConfigError, InternalError
+from parley.protocols.errors import ConfigError, DatasetError, InternalError
 from parley.scenarios.datasets._csv import read_csv
 from parley.scenarios.datasets._integrity import verify
 from parley.scenarios.datasets._params import AdultParams, CompasParams, CsvParams, GermanParams, SyntheticParams
 from parley.scenarios.datasets._real import FILES, read_adult, read_compas, read_german
+from parley.scenarios.datasets._registry import MSG_NOT_PARAMS, Dataset, dataset_of, register_dataset
 from parley.scenarios.datasets._synthetic import generate
 from parley.scenarios.datasets._table import Table
 
-__all__ = ["load_table", "clear_cache", "MSG_NOT_PARAMS", "MSG_SYNTHETIC_RNG"]
+__all__ = ["load_table", "clear_cache", "MSG_NOT_PARAMS", "MSG_SYNTHETIC_RNG", "MSG_SEEDED_RNG", "MSG_BAD_TABLE"]
 
-MSG_NOT_PARAMS = (
-    "params must be one of AdultParams, GermanParams, CompasParams, SyntheticParams, "
-    "CsvParams; received {kind}"
-)
 MSG_SYNTHETIC_RNG = "the synthetic data set needs rng (a numpy.random.Generator); received {rng!r}"
+MSG_SEEDED_RNG = "data set {name!r} draws its rows from rng (a numpy.random.Generator); received {rng!r}"
+MSG_BAD_TABLE = "data set {name!r} loaded a bad table: {problem}"
 
 _READERS: dict[str, Callable[[Any], Table]] = {"adult": read_adult, "german": read_german, "compas": read_compas}
-_MODELS = (AdultParams, GermanParams, CompasParams, SyntheticParams, CsvParams)
 
 
 @functools.lru_cache(maxsize=32)
@@ -61,15 +63,87 @@ def _fresh(table: Table) -> Table:
     return dataclasses.replace(table, features=table.features.copy(deep=True))
 
 
-def load_table(params: object, rng: np.random.Generator | None = None) -> Table:
+class _RealDataset(Dataset):
+    """A vendored public data set: files verified on every load, parsed tables cached."""
+
+    def load(self, rng: np.random.Generator | None) -> Table:
+        for name in FILES[self.name]:
+            verify(name)
+        return _fresh(_real_table(self.params))
+
+
+@register_dataset
+class Adult(_RealDataset):
+    name = "adult"
+    Params = AdultParams
+    summary = "UCI Adult (1994 census income), A = race, sex or race3 (three groups)"
+
+
+@register_dataset
+class German(_RealDataset):
+    name = "german"
+    Params = GermanParams
+    summary = "UCI Statlog German Credit, A = sex or age"
+
+
+@register_dataset
+class Compas(_RealDataset):
+    name = "compas"
+    Params = CompasParams
+    summary = "ProPublica COMPAS two-year recidivism, A = race or sex"
+
+
+@register_dataset
+class Synthetic(Dataset):
+    name = "synthetic"
+    Params = SyntheticParams
+    params: SyntheticParams
+    summary = "generated from the seed: exact minority count, tunable feature-A link"
+    seeded = True
+
+    def load(self, rng: np.random.Generator | None) -> Table:
+        if rng is None:
+            raise InternalError("the synthetic data set was loaded without a generator")
+        return generate(self.params, rng)
+
+
+@register_dataset
+class Csv(Dataset):
+    name = "csv"
+    Params = CsvParams
+    params: CsvParams
+    summary = "a user CSV file: label, protected column, favourable and privileged values"
+
+    def load(self, rng: np.random.Generator | None) -> Table:
+        path = Path(self.params.path).resolve()
+        stat = path.stat() if path.is_file() else None
+        stamp = (str(path), stat.st_mtime_ns, stat.st_size) if stat else (str(path), -1, -1)
+        return _fresh(_csv_table(self.params, stamp))
+
+
+def _check_table(table: object, name: str) -> Table:
+    """What a (plug-in) data set returned is a Table of consistent, binary/k-ary columns."""
+    if not isinstance(table, Table):
+        problem = f"a {type(table).__name__}, not a parley.scenarios.datasets.Table"
+    elif not len(table.features) == len(table.y) == len(table.a):
+        problem = f"{len(table.features)} feature rows, {len(table.y)} labels and {len(table.a)} values of A"
+    elif not (np.isin(table.y, (0, 1)).all() and len(table.groups) >= 2
+              and np.isin(table.a, np.arange(len(table.groups))).all()):
+        problem = f"y must be 0/1 and a one of 0..{len(table.groups) - 1} (groups {table.groups})"
+    else:
+        return table
+    raise DatasetError(MSG_BAD_TABLE.format(name=name, problem=problem))
+
+
+def load_table(params: Any, rng: np.random.Generator | None = None) -> Table:
     """Load one data set as a :class:`Table`.
 
     Parameters
     ----------
-    params : DatasetParams
+    params : DatasetParams or a plug-in's parameters
         Which data set, and how (protected attribute, filter, CSV columns ...).
     rng : numpy.random.Generator, optional
-        Used only by the synthetic data set, where it is required.
+        Used only by seeded data sets (synthetic), where it is required.
 
     Returns
     -------
@@ -79,21 +153,14 @@ def load_table(params: object, rng: np.random.Generator | None = None) -> Table:
     Raises
     ------
     DatasetError
-        A vendored file is altered or missing, or a CSV lacks a named column.
+        A vendored file is altered or missing, a CSV lacks a named column, or a
+        plug-in returned an inconsistent table.
     ConfigError
-        ``params`` is not a data set model, or the synthetic set gets no generator.
+        ``params`` is not a registered data set's model, or a seeded data set (synthetic)
+        gets no generator.
     """
-    if not isinstance(params, _MODELS):
-        raise ConfigError(MSG_NOT_PARAMS.format(kind=type(params).__name__))
-    if isinstance(params, SyntheticParams):
-        if not isinstance(rng, np.random.Generator):
-            raise ConfigError(MSG_SYNTHETIC_RNG.format(rng=rng))
-        return generate(params, rng)
-    if isinstance(params, CsvParams):
-        path = Path(params.path).resolve()
-        stat = path.stat() if path.is_file() else None
-        stamp = (str(path), stat.st_mtime_ns, stat.st_size) if stat else (str(path), -1, -1)
-        return _fresh(_csv_table(params, stamp))
-    for name in FILES[params.name]:
-        verify(name)
-    return _fresh(_real_table(params))
+    dataset = dataset_of(params)
+    if dataset.seeded and not isinstance(rng, np.random.Generator):
+        message = MSG_SYNTHETIC_RNG if dataset is Synthetic else MSG_SEEDED_RNG
+        raise ConfigError(message.format(name=dataset.name, rng=rng))
+    return _check_table(dataset(params).load(rng), dataset.name)

@@ -19,11 +19,13 @@ __all__ = [
     "SyntheticParams",
     "CsvParams",
     "DatasetParams",
+    "DatasetParamsBase",
     "DATASET_NAMES",
     "MSG_MINORITY_RANGE",
     "MSG_CSV_COLUMN_CLASH",
 ]
 
+#: The built-in data sets (``DATASETS`` in :mod:`parley.scenarios.datasets` also holds the plug-ins).
 DATASET_NAMES: tuple[str, ...] = ("adult", "german", "compas", "synthetic", "csv")
 
 MSG_MINORITY_RANGE = "minority must satisfy 1 <= minority < audit_size={audit_size}; received minority={minority}"
@@ -40,6 +42,19 @@ Scalar = bool | int | float | str
 
 class _Params(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DatasetParamsBase(_Params):
+    """Base of a plug-in data set's parameters: its ``name`` and the sizes of the audit and training sets.
+
+    A subclass fixes ``name`` to its data set's name (``name: Literal["mine"] = "mine"``)
+    and adds its own fields; parley draws ``audit_size`` audit rows and ``train_size``
+    training rows (None = every other row) from the table the data set loads.
+    """
+
+    name: str
+    audit_size: AuditSize = 1000
+    train_size: TrainSize = None
 
 
 class AdultParams(_Params):

@@ -17,6 +17,7 @@ import pandas as pd
 from parley.protocols.errors import ConfigError, DatasetError
 from parley.scenarios.datasets._load import load_table
 from parley.scenarios.datasets._params import SyntheticParams
+from parley.scenarios.datasets._registry import dataset_of
 from parley.scenarios.datasets._table import Split, Table
 
 __all__ = [
@@ -132,8 +133,8 @@ def load_split(params: Any, rng: np.random.Generator, table: Table | None = None
         gives identical arrays.
     table : Table, optional
         The parsed table of ``params``, when the caller already holds it (a study shares
-        one copy through Ray's object store); ignored for synthetic data, which is
-        generated from ``rng``.
+        one copy through Ray's object store); ignored for seeded data sets (synthetic),
+        which are generated from ``rng``.
 
     Returns
     -------
@@ -147,7 +148,7 @@ def load_split(params: Any, rng: np.random.Generator, table: Table | None = None
     DatasetError
         The audit set drawn from a real data set misses a group, or loading failed.
     """
-    if table is None or isinstance(params, SyntheticParams):
+    if table is None or dataset_of(params).seeded:
         table = load_table(params, rng)
     if isinstance(params, SyntheticParams):
         # The generator lays out the audit part first; keep it so N0 stays exact.

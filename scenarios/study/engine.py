@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from parley.parties.actors import ensure_ray, start_hosts
 from parley.protocols.errors import ConfigError, ParleyError
-from parley.scenarios.datasets import SyntheticParams, Table, load_table
+from parley.scenarios.datasets import Table, dataset_of, load_table
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study.plan import ROW_FIELDS, Cell, Study, load_results, save_results
 
@@ -82,8 +82,8 @@ class StudyRun:
 
 def _table_key(params: Any) -> str | None:
     """Cells whose data sets parse to the same table share one object-store copy."""
-    if isinstance(params, SyntheticParams):
-        return None  # generated from each cell's own seed
+    if dataset_of(params).seeded:
+        return None  # generated from each cell's own seed (synthetic data)
     return params.model_dump_json(exclude={"audit_size", "train_size"})
 
 
