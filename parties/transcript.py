@@ -182,6 +182,7 @@ class TranscriptWriter:
         self._file = self.path.open("w", encoding="ascii")
         self._prev = GENESIS
         self.lines = 0
+        self._messages = 0
         self._write({"type": "keyring", "format": FORMAT, "keys": keyring.to_json()})
         self._file.flush()  # an interrupted run leaves at least its keyring
 
@@ -192,7 +193,7 @@ class TranscriptWriter:
     @property
     def messages(self) -> int:
         """Envelopes appended so far."""
-        return self.lines - 1
+        return self._messages
 
     @property
     def fingerprints(self) -> dict[str, str]:
@@ -219,7 +220,9 @@ class TranscriptWriter:
             arrays.append(arr)
             return f"{token}{len(arrays) - 1}."
 
-        return self._write({"type": "envelope", **envelope.to_record(placeholder)}, arrays, token)
+        size = self._write({"type": "envelope", **envelope.to_record(placeholder)}, arrays, token)
+        self._messages += 1
+        return size
 
     def flush(self) -> None:
         """Push what was written to the file (readers of a run in progress)."""

@@ -76,7 +76,7 @@ def test_a_run_publishes_anchors_and_verifies_against_them(run_dir, capsys):
     record = json.loads((run_dir / "result.json").read_text())
     keys, head = _anchors(run_dir)
     verified = check_transcript(run_dir / "transcript.jsonl", keys=keys, head=head)
-    assert verified.messages == record["metrics"]["messages"] == 2 * (TARGETS + 1)
+    assert verified.messages == record["metrics"]["messages"] == record["transcript"]["messages"] == 2 * (TARGETS + 1)
     assert verified.head == head and verified.keys == keys and sorted(keys) == ["compliance", "data-center"]
     report = (run_dir / "report.md").read_text()
     assert head in report and all(fp in report for fp in keys.values())
