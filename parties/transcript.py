@@ -622,12 +622,12 @@ def _match_keys(number: int, got: Mapping[str, str], expected: Mapping[str, str]
         return
     want, have = set(expected), set(got.values())
     if want != have:
-        detail = []
+        parts: list[str] = []
         if have - want:
-            detail.append("not expected: " + ", ".join(f"{n}={fp}" for n, fp in sorted(got.items()) if fp not in want))
+            parts.append("not expected: " + ", ".join(f"{n}={fp}" for n, fp in sorted(got.items()) if fp not in want))
         if want - have:
-            detail.append("missing: " + ", ".join(sorted(want - have)))
-        raise TranscriptError(number, KEYS_MISMATCH_MSG.format(detail="; ".join(detail)))
+            parts.append("missing: " + ", ".join(sorted(want - have)))
+        raise TranscriptError(number, KEYS_MISMATCH_MSG.format(detail="; ".join(parts)))
 
 
 def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:

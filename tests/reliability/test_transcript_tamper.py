@@ -254,10 +254,11 @@ def test_byte_mutation_campaign(run_dir, tmp_path):
 
 @pytest.mark.reliability
 @pytest.mark.ray
-@pytest.mark.parametrize("name", ["adult-raw-double-query", "adult-observer-honest"])
-def test_edit_campaign_on_ray_runs(ray_session, tmp_path, name):
+@pytest.mark.parametrize(("name", "values"), [("adult-raw-double-query", {"attack.targets": 20}),
+                                              ("adult-observer-honest", {})])
+def test_edit_campaign_on_ray_runs(ray_session, tmp_path, name, values):
     """Every edit on a Ray run (parties in their own processes sign what they saw), with an observer in the keyring."""
-    scenario = Scenario.from_toml(scenario_path(name)).with_values({"backend": "ray", "attack.targets": 20})
+    scenario = Scenario.from_toml(scenario_path(name)).with_values({"backend": "ray", **values})
     done = run(scenario, tmp_path / "run")
     keys, head = _anchors(done.run_dir)
     assert check_transcript(done.transcript_path, keys=keys, head=head).messages == done.metrics["messages"]
