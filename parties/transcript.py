@@ -584,7 +584,8 @@ class _Checker:
 
     def end(self, number: int, record: dict[str, Any]) -> None:
         _exact_fields(number, "the end record", record, ("head", "messages", "signatures", "type"))
-        if record["messages"] != self.count:
+        # The end line is signed over by no later line: its fields must have the writer's exact types (1.0 == 1).
+        if type(record["messages"]) is not int or record["messages"] != self.count:
             raise TranscriptError(number, BAD_END_MSG.format(claimed=str(record["messages"])[:40], actual=self.count))
         if record["head"] != self.prev:
             raise TranscriptError(number, END_HEAD_MSG.format(claimed=str(record["head"])[:80], actual=self.prev))

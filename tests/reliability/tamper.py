@@ -143,6 +143,10 @@ def _edits(lines: Lines) -> Iterator[tuple[str, Lines]]:
         # Replace one party's key and re-sign its envelopes and end signature: the others' signatures still fail.
         one, fresh = fresh_keyring(lines, [name])
         yield "replace one party's key and re-sign as it", rechain(one, resign=fresh)
+    # The end record is signed by no later line: its own fields must be exactly what the writer writes.
+    respelled = copy.deepcopy(lines)
+    respelled[-1]["record"]["messages"] = float(len(env))
+    yield "respell the end record's count as a float", _keep_end(rechain(respelled), float(len(env)))
     # The payload of one message altered and its digest recomputed: the signature covers the digest.
     for i in env[:4]:
         forged = copy.deepcopy(lines)
@@ -151,6 +155,13 @@ def _edits(lines: Lines) -> Iterator[tuple[str, Lines]]:
         forged = copy.deepcopy(lines)
         forged[i]["record"]["seq"] += 1
         yield "renumber a message", rechain(forged)
+
+
+def _keep_end(lines: Lines, messages: Any) -> Lines:
+    """Set the end record's count back to ``messages`` after :func:`rechain` and rehash the end line."""
+    lines[-1]["record"]["messages"] = messages
+    lines[-1]["hash"] = _chain_hash(lines[-1]["prev"], lines[-1]["record"])
+    return lines
 
 
 def rekeyed(lines: Lines) -> Lines:
