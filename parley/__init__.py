@@ -18,6 +18,7 @@ imports what it needs when called.
 from __future__ import annotations
 
 import os as _os
+from collections.abc import Mapping
 from importlib import metadata as _metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -166,10 +167,16 @@ def compare(dataset: str = "adult", out: str | Path | None = None, *, quick: boo
     return _compare(dataset, folder, quick=quick, address=address, workers=workers)
 
 
-def verify(transcript: str | Path) -> int:
-    """Check every signature, digest and chain link of a transcript; return the number of messages.
+def verify(transcript: str | Path, *, keys: Mapping[str, str] | None = None, head: str | None = None) -> int:
+    """Check a transcript: every signature, digest, chain link, sequence number, nonce and end signature.
 
-    Raises :class:`parley.protocols.errors.TranscriptError` naming the first bad line.
+    Returns the number of messages. With ``keys`` (party name -> key fingerprint) and ``head``
+    (the final chain head), both as ``result.json`` stores them under ``transcript``, the check is
+    also against those anchors, so a transcript rewritten under fresh keys fails.
+
+    Raises :class:`parley.protocols.errors.TranscriptError` naming the first bad line, or its
+    subclass ``IncompleteTranscriptError`` when every line verifies but the parties' end record is
+    missing (an interrupted run).
 
     Examples
     --------
@@ -179,9 +186,10 @@ def verify(transcript: str | Path) -> int:
     ...     "dataset": {"name": "synthetic", "audit_size": 100, "minority": 20},
     ...     "protocol": {"name": "raw"}, "attack": {"name": "single-query", "targets": 2}})
     >>> result = parley.run(scenario, out=tempfile.mkdtemp())
-    >>> parley.verify(result.transcript_path) == result.metrics["messages"]
+    >>> anchors = result.record["transcript"]
+    >>> parley.verify(result.transcript_path, keys=anchors["keys"], head=anchors["head"]) == result.metrics["messages"]
     True
     """
-    from parley.parties.transcript import verify_transcript
+    from parley.parties.transcript import check_transcript
 
-    return verify_transcript(Path(transcript))
+    return check_transcript(Path(transcript), keys=keys, head=head).messages

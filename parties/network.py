@@ -1,7 +1,10 @@
 """The wire: delivers envelopes between parties and logs each one to the transcript.
 
 The network is what a passive observer taps: every envelope it carries is
-appended to the hash-chained transcript before delivery. Parties reach each
+appended to the hash-chained transcript before delivery, and the recipient is
+told the transcript head after it (the log state its next envelope signs). At
+the end of a run :meth:`Network.countersign` asks every party to sign the final
+head for the transcript's end record. Parties reach each
 other only through :meth:`Network.send`, whether they are plain objects in this
 process (:class:`LocalDeployment`) or Ray actors
 (:class:`parley.parties.actors.RayDeployment`); both offer ``call(slot, method, ...)``.
@@ -10,17 +13,19 @@ process (:class:`LocalDeployment`) or Ray actors
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 from typing import Protocol as TypingProtocol
 
 from parley.parties.transcript import TranscriptWriter
-from parley.parties.wire import Envelope
-from parley.protocols.errors import ParleyError
+from parley.parties.wire import Envelope, Identity
+from parley.protocols.errors import InternalError, ParleyError
 
 __all__ = ["Deployment", "LocalDeployment", "Network"]
 
 NO_ROUTE = "no party on the network answers to {name!r} (known: {known})"
 TOO_MANY = "the exchange exceeded {limit} messages without ending (a loop between parties?)"
+NO_SIGNER = "no party can sign the end of the transcript as {name!r}: the party routed at {slot!r} holds {held!r}"
 
 
 class Deployment(TypingProtocol):
@@ -78,7 +83,7 @@ class Network:
         self.bytes += self.transcript.append(envelope)
         self.messages += 1
         self.kinds[envelope.kind] += 1
-        return self.deployment.call(slot, "receive", envelope)
+        return self.deployment.call(slot, "deliver", envelope, self.transcript.head)
 
     def exchange(self, first: Envelope | None, limit: int = 1_000_000) -> None:
         """Carry a conversation to its end: each reply is sent on until someone replies nothing."""
@@ -88,3 +93,26 @@ class Network:
             if count > limit:
                 raise ParleyError(TOO_MANY.format(limit=limit))
             envelope = self.send(envelope)
+
+    def countersign(self, unrouted: Mapping[str, Identity], head: str, messages: int) -> list[dict[str, Any]]:
+        """End signatures of every party in the transcript's keyring over ``head`` after ``messages`` envelopes.
+
+        A party with a route signs in its own process (the party answering to the
+        name, e.g. the adversary that took over the data center's identity); a party
+        without one (a passive observer that sends nothing) signs through the
+        identity the run holds for it in ``unrouted``.
+        """
+        signatures = []
+        for name in self.transcript.keyring.entries:
+            slot = self.routes.get(name)
+            if slot is not None:
+                signed = self.deployment.call(slot, "countersign", head, messages)
+                if signed is None or signed.get("signer") != name:
+                    held = None if signed is None else signed.get("signer")
+                    raise InternalError(NO_SIGNER.format(name=name, slot=slot, held=held))
+            elif name in unrouted:
+                signed = unrouted[name].sign_end(head, messages)
+            else:
+                raise InternalError(NO_SIGNER.format(name=name, slot=None, held=None))
+            signatures.append(signed)
+        return signatures

@@ -96,6 +96,23 @@ class Party:
                                   confidential.outgoing(self.identity, self.keyring, recipient, kind, self.protocol,
                                                         payload))
 
+    def deliver(self, envelope: Envelope, head: str) -> Envelope | None:
+        """What the network calls: note the transcript ``head`` after ``envelope`` was logged, then :meth:`receive`.
+
+        The head is what this party has seen of the log; its next envelope signs it
+        (:meth:`parley.parties.wire.Identity.seal`). A network that lies about it gets
+        envelopes whose head is not in the transcript, which ``parley verify`` rejects.
+        """
+        if self.identity is not None and type(head) is str:
+            self.identity.saw(head)
+        return self.receive(envelope)
+
+    def countersign(self, head: str, messages: int) -> dict[str, Any] | None:
+        """The end-of-run signature of this party over the final transcript head (None without an identity)."""
+        if self.identity is None:
+            return None
+        return self.identity.sign_end(head, messages)
+
     def receive(self, envelope: Envelope) -> Envelope | None:
         """Verify ``envelope`` and dispatch it; return the reply (or a refusal), or ``None``."""
         try:

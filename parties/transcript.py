@@ -1,47 +1,136 @@
-"""Append-only, hash-chained JSONL log of every envelope on the wire.
+"""Append-only, hash-chained JSONL log of every envelope on the wire, signed at its end by every party.
 
-Line 1 holds the keyring (names, roles, public keys) so the file verifies on its
-own; every later line holds one envelope; the last line is an end record with
-the number of envelopes, so a truncated file does not verify. (The keyring is
-the file's own: to trust a transcript, compare its line-1 keys with the keys you
-expect the parties to hold.) Each line carries ``prev`` (the hash of
-the line before) and ``hash`` = SHA-256(prev || canonical record without its
-payload). The payload need not enter the chain hash: it is bound by the
-envelope's digest, which the signature covers and :func:`verify_transcript`
-recomputes from the stored payload. So altering a header breaks the signature and
-the chain, altering a payload breaks its digest, and removing, inserting or
-reordering lines breaks the chain.
+Line 1 holds the keyring (names, roles, public keys); every later line holds one
+envelope; the last line is the end record. Each line carries ``prev`` (the hash
+of the line before) and ``hash`` = SHA-256(prev || canonical record without its
+payload); the hash of the latest line is the transcript's *head*. The payload
+is bound by the envelope's digest, which the signature covers.
+
+The chain alone uses no secret: whoever edits the file can recompute it. What
+makes edits evident is what the parties sign, in the manner of
+certificate-transparency logs (RFC 9162's signed tree heads):
+
+* every envelope signs ``head``, the transcript head its sender had seen (the
+  network tells a party the head after each delivery), so a message cannot be
+  moved before the log state it answers, nor the log before it be rewritten;
+* the end record carries every party's Ed25519 signature over the final head,
+  the number of messages and the number of envelopes that party itself sealed,
+  so deleting, inserting, reordering, duplicating or truncating anything, or
+  editing the keyring, breaks every end signature;
+* each sender's sequence numbers run 0, 1, 2, ... without a gap, and no nonce
+  or envelope id appears twice.
+
+What no signature can rule out is a wholesale rewrite with fresh keys: check the
+keyring's fingerprints and the final head against the ones the run printed and
+stored in ``result.json`` (``parley verify RUN --keys ... --head ...``). A file
+without an end record (an interrupted run) is *incomplete*, never intact.
+
+The verifying reader is strict: a line must be byte for byte what the writer
+writes (sorted keys, compact separators, ASCII), with bounded nesting and
+integers, no duplicate keys, no lone surrogates, no unknown or missing fields
+and canonical base64; anything else is a :class:`TranscriptError` naming the line.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
+import math
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from pydantic import ValidationError
 
-from parley.parties.wire import Envelope, Keyring, array_text, verify_envelope
-from parley.protocols.errors import TranscriptError, WireError
+from parley.parties.wire import (
+    _ALL_FIELDS,
+    _HEADER_FIELDS,
+    GENESIS,
+    Envelope,
+    Identity,
+    KeyEntry,
+    Keyring,
+    array_text,
+    end_bytes,
+    key_fingerprint,
+    verify_envelope,
+)
+from parley.protocols.errors import IncompleteTranscriptError, ParleyError, TranscriptError, WireError
 
-__all__ = ["TranscriptWriter", "verify_transcript", "read_transcript", "iter_transcript", "GENESIS"]
+__all__ = [
+    "GENESIS",
+    "TranscriptWriter",
+    "Verified",
+    "check_transcript",
+    "iter_transcript",
+    "keyring_fingerprints",
+    "read_transcript",
+    "verify_transcript",
+]
 
-GENESIS = "0" * 64
-FORMAT = "parley-transcript-v1"
+FORMAT = "parley-transcript-v2"
+
+#: Bounds of the verifying reader (far above anything a run writes).
+MAX_LINE_CHARS = 1 << 31
+MAX_DEPTH = 32
+MAX_INT_DIGITS = 20
+MAX_ARRAY_DIMS = 32
 
 NOT_JSON_MSG = "not a JSON object ({error})"
+NOT_ASCII_MSG = "not a transcript line (a byte outside ASCII at offset {offset})"
+TOO_LONG_MSG = f"line longer than {MAX_LINE_CHARS:,} characters"
+TOO_DEEP_MSG = f"nested deeper than {MAX_DEPTH} levels"
+TOO_DEEP_PARSER_MSG = "nested too deep for the JSON parser"
+BIG_INT_MSG = f"integer with more than {MAX_INT_DIGITS} digits"
+DUPLICATE_KEY_MSG = "duplicate key {key!r}"
+SURROGATE_MSG = "string with a lone surrogate at {path}"
+NOT_CANONICAL_MSG = "not in canonical form (sorted keys, compact separators, ASCII escapes): the line was re-encoded"
+FIELDS_MSG = "{what} must have exactly the fields {expected}, got {got}"
+FIELD_TYPE_MSG = "{what} field {field!r} must be {expected}, got {got}"
 MISSING_FIELD_MSG = "missing field {field!r}"
 BAD_PREV_MSG = "chain link broken: prev is {got}, the previous line's hash is {expected}"
 BAD_HASH_MSG = "line hash does not match its content (stored {got}, computed {expected})"
 NO_KEYRING_MSG = "the first line must be the keyring record of a {format} transcript"
+OLD_FORMAT_MSG = "transcript format {got!r} is not {format!r} (written by an older parley, without end signatures)"
+BAD_KEYRING_MSG = "malformed keyring ({error})"
 LATE_KEYRING_MSG = "a keyring record may only stand on line 1"
+UNKNOWN_TYPE_MSG = "unknown record type {got!r} (expected keyring, envelope or end)"
 BAD_ENVELOPE_MSG = "not a valid envelope ({error})"
-NO_END_MSG = "no end record: the transcript is truncated or its run is still writing"
+BAD_ARRAY_MSG = "array at {path} is malformed ({error})"
+SEQ_GAP_MSG = ("sequence number {got} from {sender!r}, expected {expected}: a message of its was removed, moved "
+               "or repeated")
+NONCE_REUSED_MSG = "nonce {nonce} appears twice (first on line {first}): a repeated message"
+ID_REUSED_MSG = "envelope id {id} appears twice (first on line {first}): a repeated message"
+UNKNOWN_HEAD_MSG = ("{sender!r} signed head {head}, which no earlier line has: the log before this message "
+                    "was altered or the message was moved")
+HEAD_BACKWARDS_MSG = ("{sender!r} signed head of line {got}, but its previous message signed line {before}: "
+                      "messages were reordered")
+NO_END_MSG = ("no end record: the run was interrupted or is still writing ({count} messages verified up to here, "
+              "head {head})")
+TORN_MSG = "the last line is cut short: the run was interrupted while writing it ({count} messages verified before it)"
+EMPTY_MSG = "the file is empty: the run wrote nothing"
 BAD_END_MSG = "end record counts {claimed} messages, the transcript holds {actual}"
+END_HEAD_MSG = "end record's head {claimed} is not the head before it ({actual})"
+END_SIGNERS_MSG = "end record must be signed by exactly the parties of the keyring ({expected}), got {got}"
+END_SENT_MSG = "{signer!r} signed that it sent {claimed} messages, the transcript holds {actual} from it"
+END_SIGNATURE_MSG = "end signature of {signer!r} does not verify over the final head"
 AFTER_END_MSG = "a line after the end record"
+KEYS_MISMATCH_MSG = "the keyring does not match the expected keys ({detail})"
+HEAD_MISMATCH_MSG = "the final head is {got}, not the expected {expected}"
+NO_SIGNERS_MSG = "the transcript writer has no parties to sign its end record; the file stays incomplete"
+
+#: Signs the end of a run: (final head, number of messages) -> one signature record per party.
+Countersign = Callable[[str, int], Sequence[Mapping[str, Any]]]
+
+_HEX64 = frozenset("0123456789abcdef")
+_ND_TAG = "__ndarray__"
 
 
 def _canonical(obj: Any) -> bytes:
@@ -54,6 +143,11 @@ def _chain_hash(prev: str, record: dict[str, Any]) -> str:
     return hashlib.sha256(prev.encode() + _canonical(header_only)).hexdigest()
 
 
+def keyring_fingerprints(keyring: Keyring) -> dict[str, str]:
+    """Name -> fingerprint (:func:`parley.parties.wire.key_fingerprint`) of every key of ``keyring``."""
+    return {name: key_fingerprint(entry) for name, entry in sorted(keyring.entries.items())}
+
+
 class TranscriptWriter:
     """Writes the transcript of one run; the network appends every envelope it carries.
 
@@ -63,19 +157,52 @@ class TranscriptWriter:
         File to create (truncated if it exists).
     keyring : Keyring
         Public keys of every party, written as line 1.
+    countersign : callable or mapping of Identity, optional
+        How the parties sign the end: ``countersign(head, messages)`` returns one
+        signature record per party (:meth:`parley.parties.network.Network.countersign`
+        asks each party in its own process), or a mapping name -> :class:`Identity`
+        whose keys sign directly (tests and in-process tools). Without it,
+        :meth:`close` leaves the file incomplete and raises.
+
+    Attributes
+    ----------
+    head : str
+        Hash of the latest line (what the network tells a recipient after a delivery).
+    final_head : str or None
+        The head every party signed at the end (None until :meth:`close` wrote the end record).
     """
 
-    def __init__(self, path: str | Path, keyring: Keyring) -> None:
+    def __init__(self, path: str | Path, keyring: Keyring,
+                 countersign: Countersign | Mapping[str, Identity] | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("w", encoding="utf-8")
+        self.keyring = keyring
+        self.countersign = countersign
+        self.final_head: str | None = None
+        self._file = self.path.open("w", encoding="ascii")
         self._prev = GENESIS
         self.lines = 0
+        self._messages = 0
         self._write({"type": "keyring", "format": FORMAT, "keys": keyring.to_json()})
+        self._file.flush()  # an interrupted run leaves at least its keyring
+
+    @property
+    def head(self) -> str:
+        return self._prev
+
+    @property
+    def messages(self) -> int:
+        """Envelopes appended so far."""
+        return self._messages
+
+    @property
+    def fingerprints(self) -> dict[str, str]:
+        return keyring_fingerprints(self.keyring)
 
     def _write(self, record: dict[str, Any], arrays: Sequence[np.ndarray] = (), token: str = "") -> int:
         digest = _chain_hash(self._prev, record)
-        line = json.dumps({"prev": self._prev, "hash": digest, "record": record}, separators=(",", ":")) + "\n"
+        line = json.dumps({"prev": self._prev, "hash": digest, "record": record},
+                          sort_keys=True, separators=(",", ":")) + "\n"
         # Splice each array's base64 over its placeholder: JSON never scans megabytes of base64.
         for i, arr in enumerate(arrays):
             line = line.replace(f"{token}{i}.", array_text(arr), 1)
@@ -93,115 +220,531 @@ class TranscriptWriter:
             arrays.append(arr)
             return f"{token}{len(arrays) - 1}."
 
-        return self._write({"type": "envelope", **envelope.to_record(placeholder)}, arrays, token)
+        size = self._write({"type": "envelope", **envelope.to_record(placeholder)}, arrays, token)
+        self._messages += 1
+        return size
+
+    def flush(self) -> None:
+        """Push what was written to the file (readers of a run in progress)."""
+        if not self._file.closed:
+            self._file.flush()
+
+    def _signatures(self, head: str, messages: int) -> list[dict[str, Any]]:
+        if self.countersign is None:
+            raise ParleyError(NO_SIGNERS_MSG)
+        if isinstance(self.countersign, Mapping):
+            signed = [self.countersign[name].sign_end(head, messages) for name in self.keyring.entries]
+        else:
+            signed = [dict(s) for s in self.countersign(head, messages)]
+        return sorted(signed, key=lambda s: s["signer"])
 
     def close(self) -> None:
-        """Write the end record and close (idempotent)."""
+        """End of the run: every party signs the final head, the end record is written, the file closed (idempotent).
+
+        If signing fails the file is closed without an end record: it verifies as incomplete.
+        """
+        if self._file.closed:
+            return
+        try:
+            self._file.flush()
+            head, messages = self._prev, self.messages
+            signatures = self._signatures(head, messages)
+            self._write({"type": "end", "messages": messages, "head": head, "signatures": signatures})
+            self.final_head = head
+        finally:
+            self._file.close()
+
+    def abort(self) -> None:
+        """Close without an end record (an interrupted run): the file verifies as incomplete, never intact."""
         if not self._file.closed:
-            self._write({"type": "end", "messages": self.lines - 1})
             self._file.close()
 
     def __enter__(self) -> TranscriptWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open("r", encoding="utf-8") as fh:
-        for number, text in enumerate(fh, start=1):
+# --------------------------------------------------------------------------- strict parsing
+class _Malformed(ValueError):
+    """Raised inside the JSON parser's hooks; turned into a TranscriptError with the line number."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Malformed(DUPLICATE_KEY_MSG.format(key=key[:80]))
+        out[key] = value
+    return out
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) - text.startswith("-") > MAX_INT_DIGITS:
+        raise _Malformed(BIG_INT_MSG)
+    return int(text)
+
+
+def _check_tree(value: Any, depth: int, path: str, arrays: list[dict[str, Any]]) -> None:
+    """Depth bound and no lone surrogates over a parsed line (ASCII strings cost nothing); collects array specs."""
+    if depth > MAX_DEPTH:
+        raise _Malformed(TOO_DEEP_MSG)
+    kind = type(value)
+    if kind is str:
+        if not value.isascii():
             try:
-                line = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise TranscriptError(number, NOT_JSON_MSG.format(error=exc.msg)) from None
-            if not isinstance(line, dict):
-                raise TranscriptError(number, NOT_JSON_MSG.format(error="top level is not an object"))
-            for name in ("prev", "hash", "record"):
-                if name not in line:
-                    raise TranscriptError(number, MISSING_FIELD_MSG.format(field=name))
-            yield number, line
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _Malformed(SURROGATE_MSG.format(path=path)) from None
+    elif kind is dict:
+        spec = value.get(_ND_TAG)
+        if type(spec) is dict and type(spec.get("data")) is str:
+            arrays.append(spec)
+        for key, item in value.items():
+            _check_tree(key, depth + 1, path, arrays)
+            _check_tree(item, depth + 1, f"{path}.{key[:40]}", arrays)
+    elif kind is list:
+        for i, item in enumerate(value):
+            _check_tree(item, depth + 1, f"{path}[{i}]", arrays)
 
 
-def _check_chain(number: int, line: dict[str, Any], prev: str) -> None:
-    if line["prev"] != prev:
-        raise TranscriptError(number, BAD_PREV_MSG.format(got=line["prev"], expected=prev))
-    expected = _chain_hash(prev, line["record"])
-    if line["hash"] != expected:
-        raise TranscriptError(number, BAD_HASH_MSG.format(got=line["hash"], expected=expected))
+def _is_canonical(line: dict[str, Any], text: str, arrays: list[dict[str, Any]]) -> bool:
+    """Is ``text`` exactly the writer's rendering of ``line``?
+
+    Array data is taken out before rendering and spliced back, as the writer does,
+    so the megabytes of base64 are compared, never re-escaped. Data that would need
+    escaping cannot match: spliced raw, it differs from its escaped form in ``text``.
+    """
+    token = f"@{secrets.token_hex(8)}:"
+    datas = [spec["data"] for spec in arrays]
+    try:
+        for i, spec in enumerate(arrays):
+            spec["data"] = f"{token}{i}."
+        rendered = json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n"
+    finally:
+        for spec, data in zip(arrays, datas, strict=True):
+            spec["data"] = data
+    for i, data in enumerate(datas):
+        rendered = rendered.replace(f"{token}{i}.", data, 1)
+    return rendered == text
 
 
-def _envelope_error(exc: Exception) -> str:
-    """First problem of a failed envelope parse, naming the field where pydantic says which."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        return f"{'.'.join(map(str, first['loc'])) or 'envelope'}: {first['msg']}"
-    return f"{type(exc).__name__}: {exc}"
+def _parse_line(number: int, raw: bytes) -> dict[str, Any]:
+    """One line, parsed strictly and required to be in the writer's canonical form."""
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(number, NOT_ASCII_MSG.format(offset=exc.start)) from None
+    try:
+        line = json.loads(text, object_pairs_hook=_pairs, parse_int=_bounded_int)
+        arrays: list[dict[str, Any]] = []
+        _check_tree(line, 0, "line", arrays)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(number, NOT_JSON_MSG.format(error=exc.msg)) from None
+    except _Malformed as exc:
+        raise TranscriptError(number, NOT_JSON_MSG.format(error=str(exc))) from None
+    except RecursionError:
+        raise TranscriptError(number, NOT_JSON_MSG.format(error=TOO_DEEP_PARSER_MSG)) from None
+    except ValueError as exc:  # e.g. Python's own limit on integer digits
+        raise TranscriptError(number, NOT_JSON_MSG.format(error=str(exc)[:200])) from None
+    if type(line) is not dict:
+        raise TranscriptError(number, NOT_JSON_MSG.format(error="top level is not an object"))
+    _exact_fields(number, "a line", line, ("hash", "prev", "record"))
+    if type(line["record"]) is not dict:
+        raise TranscriptError(number, NOT_JSON_MSG.format(error="record is not an object"))
+    for name in ("prev", "hash"):
+        _hex_field(number, "the line", line, name, 64)
+    if not _is_canonical(line, text, arrays):
+        raise TranscriptError(number, NOT_CANONICAL_MSG)
+    return line
 
 
-def _walk(path: str | Path, check: bool) -> Iterator[Envelope]:
-    """Envelopes in order; with ``check``, each line's signature and digest, then its chain link.
+def _exact_fields(number: int, what: str, record: Mapping[str, Any], expected: Iterable[str]) -> None:
+    expected = sorted(expected)
+    if sorted(record) != expected:
+        got = sorted(record)
+        missing = [f for f in expected if f not in record]
+        if len(missing) == 1 and len(got) == len(expected) - 1:
+            raise TranscriptError(number, MISSING_FIELD_MSG.format(field=missing[0]))
+        raise TranscriptError(number, FIELDS_MSG.format(what=what, expected=", ".join(expected),
+                                                        got=", ".join(map(repr, got[:20])) or "none"))
+
+
+def _hex_field(number: int, what: str, record: Mapping[str, Any], name: str, length: int) -> None:
+    value = record[name]
+    if type(value) is not str or len(value) != length or not _HEX64.issuperset(value):
+        raise TranscriptError(number, FIELD_TYPE_MSG.format(what=what, field=name,
+                                                            expected=f"{length} lowercase hex digits",
+                                                            got=repr(value)[:80]))
+
+
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def _canonical_base64(data: str, nbytes: int) -> bool:
+    """Is ``data`` (already decoded strictly to ``nbytes`` bytes) the one base64 spelling of those bytes?
+
+    Strict decoding still accepts set bits in the unused low bits of the last digit
+    before the padding; those, and any length other than 4 ceil(n / 3), make a second
+    spelling. Checked in O(1) instead of re-encoding megabytes.
+    """
+    if len(data) != 4 * ((nbytes + 2) // 3):
+        return False
+    pad = 2 if data.endswith("==") else 1 if data.endswith("=") else 0
+    if pad == 0:
+        return True
+    unused = 4 if pad == 2 else 2
+    return _B64.index(data[-pad - 1]) & ((1 << unused) - 1) == 0
+
+
+def _decode_array(spec: Any, path: str) -> np.ndarray:
+    """A transcript array, accepted only in the exact form the writer produces."""
+    if type(spec) is not dict or sorted(spec) != ["data", "dtype", "shape"]:
+        raise ValueError("expected exactly the fields data, dtype, shape")
+    dtype, shape, data = spec["dtype"], spec["shape"], spec["data"]
+    if type(dtype) is not str:
+        raise ValueError("dtype must be a string")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"unknown dtype {dtype[:40]!r}") from None
+    if dt.kind not in "biuf" or dt.str != dtype:
+        raise ValueError(f"dtype {dtype[:40]!r} is not a canonical numeric dtype")
+    if type(shape) is not list or len(shape) > MAX_ARRAY_DIMS or any(type(d) is not int or d < 0 for d in shape):
+        raise ValueError("shape must be a list of non-negative integers")
+    if type(data) is not str:
+        raise ValueError("data must be base64 text")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"data is not base64 ({exc})") from None
+    if not _canonical_base64(data, len(raw)):
+        raise ValueError("data is not canonical base64")
+    if len(raw) != math.prod(shape) * dt.itemsize:
+        raise ValueError(f"data holds {len(raw)} bytes, dtype and shape need {math.prod(shape) * dt.itemsize}")
+    return np.frombuffer(raw, dtype=dt).reshape(shape)
+
+
+def _decode_strict(value: Any, path: str) -> Any:
+    """Inverse of :func:`parley.parties.wire.encode_payload` that accepts only what it produces."""
+    if type(value) is dict:
+        if _ND_TAG in value:
+            if len(value) != 1:
+                raise ValueError(f"{path}: {_ND_TAG} beside other keys")
+            try:
+                return _decode_array(value[_ND_TAG], path)
+            except ValueError as exc:
+                raise ValueError(BAD_ARRAY_MSG.format(path=path, error=exc)) from None
+        return {k: _decode_strict(v, f"{path}.{k}") for k, v in value.items()}
+    if type(value) is list:
+        return [_decode_strict(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+_ENVELOPE_TYPES: dict[str, type] = {"id": str, "sender": str, "recipient": str, "kind": str, "protocol": str,
+                                    "seq": int, "nonce": str, "timestamp": int, "head": str, "digest": str,
+                                    "signature": str, "payload": dict}
+
+
+def _strict_envelope(number: int, record: dict[str, Any]) -> Envelope:
+    _exact_fields(number, "an envelope record", record, ("type", *_ALL_FIELDS))
+    for name, expected in _ENVELOPE_TYPES.items():
+        if type(record[name]) is not expected:
+            raise TranscriptError(number, BAD_ENVELOPE_MSG.format(error=FIELD_TYPE_MSG.format(
+                what="envelope", field=name, expected=expected.__name__, got=type(record[name]).__name__)))
+    if record["seq"] < 0:
+        raise TranscriptError(number, BAD_ENVELOPE_MSG.format(error="seq must be >= 0"))
+    _hex_field(number, "envelope", record, "digest", 64)
+    _hex_field(number, "envelope", record, "head", 64)
+    _hex_field(number, "envelope", record, "signature", 128)
+    try:
+        payload = _decode_strict(record["payload"], "payload")
+    except ValueError as exc:
+        raise TranscriptError(number, BAD_ENVELOPE_MSG.format(error=exc)) from None
+    fields = {k: record[k] for k in _HEADER_FIELDS}
+    return Envelope.model_construct(**fields, payload=payload, signature=record["signature"])
+
+
+def _strict_keyring(number: int, record: dict[str, Any]) -> Keyring:
+    if record.get("type") != "keyring":
+        raise TranscriptError(number, NO_KEYRING_MSG.format(format=FORMAT))
+    if record.get("format") != FORMAT:
+        raise TranscriptError(number, OLD_FORMAT_MSG.format(got=str(record.get("format"))[:80], format=FORMAT))
+    _exact_fields(number, "the keyring record", record, ("format", "keys", "type"))
+    keys = record["keys"]
+    if type(keys) is not dict or not keys:
+        raise TranscriptError(number, BAD_KEYRING_MSG.format(error="keys must be a non-empty object"))
+    ring = Keyring()
+    for name, data in keys.items():
+        try:
+            entry = KeyEntry.model_validate(data, strict=True)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"])) or "entry"
+            error = f"{name[:40]!r}: {where}: {first['msg']}"
+            raise TranscriptError(number, BAD_KEYRING_MSG.format(error=error)) from None
+        if entry.name != name:
+            error = f"entry {name[:40]!r} names {entry.name[:40]!r}"
+            raise TranscriptError(number, BAD_KEYRING_MSG.format(error=error))
+        for field_name in ("public_key", "kx_public"):
+            value = getattr(entry, field_name)
+            if value is None:
+                continue
+            if len(value) != 64 or not _HEX64.issuperset(value):
+                raise TranscriptError(number, BAD_KEYRING_MSG.format(
+                    error=f"{name[:40]!r}: {field_name} must be 64 lowercase hex digits"))
+        try:
+            Ed25519PublicKey.from_public_bytes(bytes.fromhex(entry.public_key))
+        except ValueError:
+            raise TranscriptError(number, BAD_KEYRING_MSG.format(error=f"{name[:40]!r}: not an Ed25519 key")) from None
+        ring.add(entry)
+    return ring
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What :func:`check_transcript` established.
+
+    Attributes
+    ----------
+    messages : int
+        Envelopes in the transcript.
+    head : str
+        The final head every party signed (compare it with ``result.json``'s).
+    keys : dict
+        Name -> key fingerprint of every party in the keyring (compare them likewise).
+    """
+
+    messages: int
+    head: str
+    keys: dict[str, str]
+
+
+class _Checker:
+    """Verification state over one transcript: chain, signatures, sequences, nonces, signed heads."""
+
+    def __init__(self, keys: Mapping[str, str] | Iterable[str] | None, head: str | None) -> None:
+        self.expected_keys = keys
+        self.expected_head = head
+        self.prev = GENESIS
+        self.keyring = Keyring()
+        self.line_of_head: dict[str, int] = {GENESIS: 0}
+        self.next_seq: dict[str, int] = {}
+        self.signed_line: dict[str, int] = {}
+        self.nonces: dict[str, int] = {}
+        self.ids: dict[str, int] = {}
+        self.count = 0
+        self.ended = False
+        self.final_head = GENESIS
+
+    def chain(self, number: int, line: dict[str, Any]) -> None:
+        if line["prev"] != self.prev:
+            raise TranscriptError(number, BAD_PREV_MSG.format(got=line["prev"], expected=self.prev))
+        expected = _chain_hash(self.prev, line["record"])
+        if line["hash"] != expected:
+            raise TranscriptError(number, BAD_HASH_MSG.format(got=line["hash"], expected=expected))
+        self.prev = line["hash"]
+        self.line_of_head[self.prev] = number
+
+    def keyring_line(self, number: int, record: dict[str, Any]) -> None:
+        self.keyring = _strict_keyring(number, record)
+        if self.expected_keys is not None:
+            _match_keys(number, keyring_fingerprints(self.keyring), self.expected_keys)
+
+    def envelope(self, number: int, record: dict[str, Any]) -> Envelope:
+        envelope = _strict_envelope(number, record)
+        try:
+            verify_envelope(envelope, self.keyring)
+        except WireError as exc:
+            raise TranscriptError(number, str(exc)) from None
+        sender = envelope.sender
+        expected = self.next_seq.get(sender, 0)
+        if envelope.seq != expected:
+            raise TranscriptError(number, SEQ_GAP_MSG.format(got=envelope.seq, sender=sender, expected=expected))
+        for seen, value, message in ((self.nonces, envelope.nonce, NONCE_REUSED_MSG),
+                                     (self.ids, envelope.id, ID_REUSED_MSG)):
+            if value in seen:
+                raise TranscriptError(number, message.format(nonce=value[:80], id=value[:80], first=seen[value]))
+            seen[value] = number
+        # The head it signed must be a state of this log before it, and a sender's view only grows.
+        signed = self.line_of_head.get(envelope.head)
+        if signed is None:
+            raise TranscriptError(number, UNKNOWN_HEAD_MSG.format(sender=sender, head=envelope.head))
+        before = self.signed_line.get(sender, 0)
+        if signed < before:
+            raise TranscriptError(number, HEAD_BACKWARDS_MSG.format(sender=sender, got=signed, before=before))
+        self.signed_line[sender] = signed
+        self.next_seq[sender] = expected + 1
+        self.count += 1
+        return envelope
+
+    def end(self, number: int, record: dict[str, Any]) -> None:
+        _exact_fields(number, "the end record", record, ("head", "messages", "signatures", "type"))
+        # The end line is signed over by no later line: its fields must have the writer's exact types (1.0 == 1).
+        if type(record["messages"]) is not int or record["messages"] != self.count:
+            raise TranscriptError(number, BAD_END_MSG.format(claimed=str(record["messages"])[:40], actual=self.count))
+        if record["head"] != self.prev:
+            raise TranscriptError(number, END_HEAD_MSG.format(claimed=str(record["head"])[:80], actual=self.prev))
+        signatures = record["signatures"]
+        names = sorted(self.keyring.entries)
+        ok = type(signatures) is list and all(type(s) is dict and sorted(s) == ["sent", "signature", "signer"]
+                                              for s in signatures)
+        signers = [s["signer"] for s in signatures] if ok else []
+        if not ok or signers != names:
+            got = ", ".join(map(str, signers)) if ok else "a malformed list"
+            raise TranscriptError(number, END_SIGNERS_MSG.format(expected=", ".join(names), got=got[:200]))
+        for item in signatures:
+            signer, sent = item["signer"], item["sent"]
+            actual = self.next_seq.get(signer, 0)
+            if type(sent) is not int or sent != actual:
+                raise TranscriptError(number, END_SENT_MSG.format(signer=signer, claimed=str(sent)[:40], actual=actual))
+            _hex_field(number, "end signature", item, "signature", 128)
+            try:
+                self.keyring.public_key(signer).verify(bytes.fromhex(item["signature"]),
+                                                       end_bytes(signer, self.prev, self.count, sent))
+            except InvalidSignature:
+                raise TranscriptError(number, END_SIGNATURE_MSG.format(signer=signer)) from None
+        self.final_head = self.prev
+        self.ended = True
+
+
+def _match_keys(number: int, got: Mapping[str, str], expected: Mapping[str, str] | Iterable[str]) -> None:
+    """The keyring's fingerprints against the expected ones: by name if names are given, else as a set."""
+    if isinstance(expected, Mapping):
+        wrong = sorted(n for n in set(got) | set(expected) if got.get(n) != expected.get(n))
+        if wrong:
+            detail = "; ".join(f"{n}: transcript {got.get(n, 'absent')}, expected {expected.get(n, 'absent')}"
+                               for n in wrong)
+            raise TranscriptError(number, KEYS_MISMATCH_MSG.format(detail=detail))
+        return
+    want, have = set(expected), set(got.values())
+    if want != have:
+        parts: list[str] = []
+        if have - want:
+            parts.append("not expected: " + ", ".join(f"{n}={fp}" for n, fp in sorted(got.items()) if fp not in want))
+        if want - have:
+            parts.append("missing: " + ", ".join(sorted(want - have)))
+        raise TranscriptError(number, KEYS_MISMATCH_MSG.format(detail="; ".join(parts)))
+
+
+def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    with path.open("rb") as fh:
+        number = 0
+        while True:
+            raw = fh.readline(MAX_LINE_CHARS + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_LINE_CHARS:
+                raise TranscriptError(number, TOO_LONG_MSG)
+            yield number, raw
+
+
+def _walk_strict(path: Path, checker: _Checker) -> Iterator[Envelope]:
+    """Envelopes in order, each checked (signature and digest, then sequence, nonce, head, then its chain link).
 
     Signatures are checked before the chain so that an edited header is reported
     as what it is (a signature failure), not only as a broken hash.
     """
-    prev = GENESIS
-    keyring = Keyring()
-    count, ended, number = 0, False, 0
-    for number, line in _lines(Path(path)):
-        record = line["record"]
-        if not isinstance(record, dict):
-            raise TranscriptError(number, NOT_JSON_MSG.format(error="record is not an object"))
-        if check and ended:
+    number = 0
+    for number, raw in _raw_lines(path):
+        if not raw.endswith(b"\n"):
+            raise IncompleteTranscriptError(number, TORN_MSG.format(count=checker.count), checker.count, checker.prev)
+        if checker.ended:
             raise TranscriptError(number, AFTER_END_MSG)
+        line = _parse_line(number, raw)
+        record = line["record"]
         kind = record.get("type")
+        envelope = None
         if number == 1:
-            if kind != "keyring" or record.get("format") != FORMAT:
-                raise TranscriptError(number, NO_KEYRING_MSG.format(format=FORMAT))
-            keyring = Keyring.from_json(record.get("keys", {}))
+            checker.keyring_line(number, record)
         elif kind == "keyring":
             raise TranscriptError(number, LATE_KEYRING_MSG)
         elif kind == "end":
-            if check and record.get("messages") != count:
-                raise TranscriptError(number, BAD_END_MSG.format(claimed=record.get("messages"), actual=count))
-            ended = True
+            checker.end(number, record)
+        elif kind == "envelope":
+            envelope = checker.envelope(number, record)
         else:
-            try:
-                envelope = Envelope.from_record({k: v for k, v in record.items() if k != "type"})
-            except Exception as exc:  # pydantic ValidationError, base64 or reshape errors
-                raise TranscriptError(number, BAD_ENVELOPE_MSG.format(error=_envelope_error(exc))) from None
-            if check:
-                try:
-                    verify_envelope(envelope, keyring)
-                except WireError as exc:
-                    raise TranscriptError(number, str(exc)) from None
-            count += 1
-        if check:
-            _check_chain(number, line, prev)
-        prev = line["hash"]
-        if kind not in ("keyring", "end"):
+            raise TranscriptError(number, UNKNOWN_TYPE_MSG.format(got=str(kind)[:40]))
+        checker.chain(number, line)
+        if envelope is not None:
             yield envelope
-    if check and not ended:
-        raise TranscriptError(number + 1, NO_END_MSG)
+    if number == 0:
+        raise IncompleteTranscriptError(1, EMPTY_MSG, 0, GENESIS)
+    if not checker.ended:
+        raise IncompleteTranscriptError(number + 1, NO_END_MSG.format(count=checker.count, head=checker.prev),
+                                        checker.count, checker.prev)
+    if checker.expected_head is not None and checker.final_head != checker.expected_head:
+        raise TranscriptError(number, HEAD_MISMATCH_MSG.format(got=checker.final_head,
+                                                               expected=checker.expected_head))
 
 
-def verify_transcript(path: str | Path) -> int:
-    """Verify every chain link, digest and signature; return the number of envelopes.
+def _walk_fast(path: Path) -> Iterator[Envelope]:
+    """Envelopes in order, unchecked (a run reading its own transcript, an observer reading a run in progress)."""
+    with path.open("r", encoding="utf-8") as fh:
+        for number, text in enumerate(fh, start=1):
+            if not text.endswith("\n"):
+                return  # a line still being written
+            try:
+                line = json.loads(text)
+                record = line["record"]
+            except (ValueError, KeyError, TypeError):
+                raise TranscriptError(number, NOT_JSON_MSG.format(error="unreadable line")) from None
+            if record.get("type") != "envelope":
+                continue
+            try:
+                yield Envelope.from_record({k: v for k, v in record.items() if k != "type"})
+            except Exception as exc:  # pydantic ValidationError, base64 or reshape errors
+                raise TranscriptError(number, BAD_ENVELOPE_MSG.format(error=type(exc).__name__)) from None
+
+
+def check_transcript(path: str | Path, keys: Mapping[str, str] | Iterable[str] | None = None,
+                     head: str | None = None) -> Verified:
+    """Verify a transcript completely, optionally against expected key fingerprints and final head.
+
+    Parameters
+    ----------
+    path : path-like
+        A ``transcript.jsonl``.
+    keys : mapping or iterable of str, optional
+        Expected fingerprints: name -> fingerprint (names must match too) or a
+        collection of fingerprints; the keyring must hold exactly these keys.
+    head : str, optional
+        Expected final head (the one the run printed and stored in ``result.json``).
 
     Raises
     ------
+    IncompleteTranscriptError
+        Every line present verifies but the parties' end record is missing (interrupted run).
     TranscriptError
         At the first bad line, naming its 1-based number and what failed.
     """
-    return sum(1 for _ in _walk(path, check=True))
+    checker = _Checker(keys, head)
+    for _ in _walk_strict(Path(path), checker):
+        pass
+    return Verified(messages=checker.count, head=checker.final_head, keys=keyring_fingerprints(checker.keyring))
+
+
+def verify_transcript(path: str | Path) -> int:
+    """Verify every chain link, digest, signature, sequence number, nonce, signed head and the end signatures.
+
+    Returns the number of envelopes; raises as :func:`check_transcript`.
+    """
+    return check_transcript(path).messages
 
 
 def read_transcript(path: str | Path, verify: bool = True) -> list[Envelope]:
-    """Envelopes of a transcript in wire order (what a passive observer saw)."""
-    return list(_walk(path, check=verify))
+    """Envelopes of a transcript in wire order (what a passive observer saw); ``verify`` as :func:`check_transcript`."""
+    return list(iter_transcript(path, verify))
 
 
 def iter_transcript(path: str | Path, verify: bool = True) -> Iterator[Envelope]:
     """The same, one envelope at a time (large transcripts)."""
-    return _walk(path, check=verify)
+    if verify:
+        return _walk_strict(Path(path), _Checker(None, None))
+    return _walk_fast(Path(path))
+

@@ -2,7 +2,9 @@
 
 Every message between parties is an :class:`Envelope`. Its signature covers the
 canonical header (id, sender, recipient, kind, protocol, sequence, nonce,
-timestamp) *and* the SHA-256 digest of the payload, so a large array is hashed
+timestamp, and ``head``: the transcript head its sender had seen, which binds the
+log's state before it, in the manner of certificate-transparency logs) *and* the
+SHA-256 digest of the payload, so a large array is hashed
 once and never copied for signing. Arrays are hashed by dtype, shape and raw
 bytes, which makes the digest independent of how the payload travelled (Ray's
 object store, a JSON transcript); an array above 1 MiB enters the digest as the
@@ -52,6 +54,9 @@ __all__ = [
     "header_bytes",
     "verify_envelope",
     "check_fields",
+    "GENESIS",
+    "end_bytes",
+    "key_fingerprint",
 ]
 
 # Refusal codes a party sends back (the `reason` of a refusal payload).
@@ -85,7 +90,11 @@ MALFORMED_MSG = "envelope field {field!r} must be {expected}, got {got}"
 UNHASHABLE_MSG = ("payload value of type {type} at {path} cannot be hashed "
                   "(allowed: dict, list, str, int, float, bool, None, numeric numpy arrays)")
 
-_SIGNING_DOMAIN = b"parley-envelope-v1\n"
+_SIGNING_DOMAIN = b"parley-envelope-v2\n"
+#: Domain of the end-of-run signatures (never confusable with an envelope's).
+_END_DOMAIN = b"parley-end-v1\n"
+#: The head of an empty transcript: what a party has seen before anything was logged.
+GENESIS = "0" * 64
 _ND_TAG = "__ndarray__"
 
 
@@ -210,6 +219,7 @@ class Envelope(BaseModel):
     seq: int = Field(ge=0)
     nonce: str
     timestamp: int  # nanoseconds since the epoch (fixed width, so sizes do not depend on the clock)
+    head: str  # transcript head the sender had seen when it signed (GENESIS before anything)
     payload: dict[str, Any]
     digest: str
     signature: str
@@ -236,7 +246,7 @@ class Envelope(BaseModel):
         return cls(**{**record, "payload": decode_payload(record["payload"])})
 
 
-_HEADER_FIELDS = ("id", "sender", "recipient", "kind", "protocol", "seq", "nonce", "timestamp", "digest")
+_HEADER_FIELDS = ("id", "sender", "recipient", "kind", "protocol", "seq", "nonce", "timestamp", "head", "digest")
 _ALL_FIELDS = (*_HEADER_FIELDS, "payload", "signature")
 #: Payloads with at most this many array bytes are pickled in band (no object-store round trip).
 _INBAND_BYTES = 64 * 1024
@@ -265,10 +275,30 @@ def header_bytes(header: Mapping[str, Any]) -> bytes:
     return _SIGNING_DOMAIN + json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
 
 
+def end_bytes(signer: str, head: str, messages: int, sent: int) -> bytes:
+    """Canonical bytes of a party's end-of-run signature: the final head, the message count, its own sent count."""
+    body = {"head": head, "messages": messages, "sent": sent, "signer": signer}
+    return _END_DOMAIN + json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def key_fingerprint(entry: KeyEntry) -> str:
+    """SHA-256 (hex) of a key entry's canonical JSON: name, role, Ed25519 key and X25519 key if any.
+
+    ``result.json`` carries one per party, so a transcript can be checked against keys kept apart from it.
+    """
+    body = json.dumps(entry.model_dump(exclude_none=True), sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(body).hexdigest()
+
+
 # --------------------------------------------------------------------------- identities
 @dataclass
 class Identity:
-    """A party's name, role and Ed25519 private key, with its outgoing sequence counter."""
+    """A party's name, role and Ed25519 private key, its outgoing sequence counter and the head it saw.
+
+    ``head`` is the transcript head after the last envelope delivered to this party
+    (the network tells it on delivery); every envelope it seals signs it, so a
+    message binds the log as its sender saw it and cannot be moved before it.
+    """
 
     name: str
     role: str
@@ -276,6 +306,7 @@ class Identity:
     next_seq: int = 0
     #: X25519 key of a party on confidential channels (parties/confidential.py); None: payloads in the clear.
     kx_private: X25519PrivateKey | None = None
+    head: str = GENESIS
 
     @classmethod
     def generate(cls, name: str, role: str, kx: bool = False) -> Identity:
@@ -304,11 +335,25 @@ class Identity:
             "seq": self.next_seq,
             "nonce": secrets.token_hex(16),
             "timestamp": time.time_ns(),
+            "head": self.head,
             "digest": payload_digest(payload),
         }
         self.next_seq += 1
         signature = self.private_key.sign(header_bytes(header)).hex()
         return Envelope.model_construct(**header, payload=dict(payload), signature=signature)
+
+    def saw(self, head: str) -> None:
+        """Remember the transcript head after a delivery to this party (what its next envelope signs)."""
+        self.head = head
+
+    def sign_end(self, head: str, messages: int) -> dict[str, Any]:
+        """This party's end-of-run signature over the final ``head``, the ``messages`` logged and its own sent count.
+
+        The sent count comes from the party's own counter, not from the log, so a log
+        missing one of its messages cannot carry its end signature.
+        """
+        signature = self.private_key.sign(end_bytes(self.name, head, messages, self.next_seq)).hex()
+        return {"signer": self.name, "sent": self.next_seq, "signature": signature}
 
     # Ed25519PrivateKey does not pickle; Ray moves identities between processes.
     def __getstate__(self) -> dict[str, Any]:
@@ -317,13 +362,15 @@ class Identity:
         raw = self.private_key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
         kx = (None if self.kx_private is None
               else self.kx_private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
-        return {"name": self.name, "role": self.role, "key": raw, "next_seq": self.next_seq, "kx": kx}
+        return {"name": self.name, "role": self.role, "key": raw, "next_seq": self.next_seq, "kx": kx,
+                "head": self.head}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.name, self.role, self.next_seq = state["name"], state["role"], state["next_seq"]
         self.private_key = Ed25519PrivateKey.from_private_bytes(state["key"])
         kx = state.get("kx")
         self.kx_private = None if kx is None else X25519PrivateKey.from_private_bytes(kx)
+        self.head = state.get("head", GENESIS)
 
 
 class KeyEntry(BaseModel):
@@ -401,7 +448,7 @@ def verify_envelope(envelope: Envelope, keyring: Keyring, recipient: str | None 
 
 
 _FIELD_TYPES = {"id": str, "sender": str, "recipient": str, "kind": str, "protocol": str, "seq": int,
-                "nonce": str, "timestamp": int, "digest": str, "signature": str, "payload": dict}
+                "nonce": str, "timestamp": int, "head": str, "digest": str, "signature": str, "payload": dict}
 
 
 def check_fields(envelope: Envelope) -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "WireError",
     "RefusedError",
     "AttackError",
+    "IncompleteTranscriptError",
     "TranscriptError",
     "InternalError",
 ]
@@ -88,6 +89,18 @@ class TranscriptError(ParleyError):
         super().__init__(f"line {line}: {detail}")
         self.line = line
         self.detail = detail
+
+
+class IncompleteTranscriptError(TranscriptError):
+    """Every line present verifies, but no end record signed by the parties follows: the run was interrupted.
+
+    ``messages`` envelopes verified; ``head`` is the hash of the last line read.
+    """
+
+    def __init__(self, line: int, detail: str, messages: int, head: str) -> None:
+        super().__init__(line, detail)
+        self.messages = messages
+        self.head = head
 
 
 class InternalError(ParleyError):

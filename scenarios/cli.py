@@ -2,9 +2,10 @@
 
 User mistakes (a bad key, an unknown scenario, a missing file, an output folder that
 cannot be one) print one line, ``parley: error: ...``, and exit 2; a transcript that
-fails verification exits 1 naming the bad line; Ctrl-C prints one line and exits 130
-(a run or study started again resumes). A bug prints one line saying so and where its
-traceback was written, and exits 70.
+fails verification exits 1 naming the bad line, one without the parties' end record (an
+interrupted run) exits 3; Ctrl-C prints one line and exits 130 (a run or study started
+again resumes). A bug prints one line saying so and where its traceback was written, and
+exits 70.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 #: 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
 EXIT_INTERRUPTED = 130
 #: sysexits' EX_SOFTWARE: an internal error (a bug in parley).
@@ -65,6 +66,12 @@ def _bug_log(error: BaseException) -> Path:
     return Path(name)
 
 
+BAD_KEYS_MSG = "--keys takes fingerprints (64 hex digits) or name=fingerprint pairs, comma-separated; got {got!r}"
+BAD_HEAD_MSG = "--head takes the final head printed by `parley run` (64 hex digits); got {got!r}"
+BAD_EXPECT_MSG = "cannot read expected keys and head from {path}: {why}"
+NO_TRANSCRIPT_MSG = "transcript {path} does not exist"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="parley",
@@ -106,8 +113,16 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
     compare.add_argument("--workers", type=int, help="parallel workers (default: the CPUs Ray reports)")
 
-    verify = sub.add_parser("verify", help="check every signature, digest and chain link of a transcript")
-    verify.add_argument("path", type=Path)
+    verify = sub.add_parser(
+        "verify", help="check a transcript: signatures, digests, chain, sequences, nonces and the parties' end record",
+        description="Exit 0: intact; 1: verification failed (the line and what failed are named); 2: usage error; "
+                    "3: incomplete (no end record signed by the parties: the run was interrupted).")
+    verify.add_argument("path", type=Path, help="a transcript.jsonl or a run folder")
+    verify.add_argument("--keys", help="expected key fingerprints, comma-separated (name=fingerprint or fingerprint)")
+    verify.add_argument("--head", help="expected final head")
+    verify.add_argument("--expect", type=Path, metavar="RESULT_JSON",
+                        help="read the expected keys and head from a result.json kept apart from the transcript "
+                             "(default for a run folder: its own result.json)")
     return parser
 
 
@@ -171,6 +186,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result.metrics.get("leakage_up_to_swap"):
         print(f"\n{SWAP_NOTE.format(as_labelled=result.metrics['leakage_as_labelled'])}")
     print(f"\nrun folder: {result.run_dir}")
+    anchors = result.record.get("transcript") or {}
+    if anchors.get("head"):
+        print(f"transcript head: {anchors['head']}")
+        print("key fingerprints: " + ",".join(f"{n}={fp}" for n, fp in anchors["keys"].items()))
     if args.open:
         import webbrowser
 
@@ -212,19 +231,80 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_FAILED if bugs else EXIT_OK
 
 
-def _cmd_verify(args: argparse.Namespace) -> int:
-    from parley.parties.transcript import verify_transcript
-    from parley.protocols.errors import TranscriptError
+def _is_hex64(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
 
-    if not args.path.is_file():
-        print(f"parley: error: transcript {args.path} does not exist", file=sys.stderr)
-        return EXIT_USAGE
+
+def _parse_keys(text: str) -> dict[str, str] | list[str]:
+    """``--keys``: all name=fingerprint pairs (checked by name) or all bare fingerprints (checked as a set)."""
+    from parley.protocols.errors import ConfigError
+
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    named = [item.partition("=") for item in items]
+    if items and all(sep for _, sep, _ in named) and all(_is_hex64(fp) for _, _, fp in named):
+        return {name: fp for name, _, fp in named}
+    if items and all(_is_hex64(item) for item in items):
+        return items
+    raise ConfigError(BAD_KEYS_MSG.format(got=text[:200]))
+
+
+def _read_expected(path: Path) -> tuple[dict[str, str], str]:
+    """Keys and head from a result.json (its ``transcript`` field)."""
+    import json
+
+    from parley.protocols.errors import ConfigError
+
     try:
-        count = verify_transcript(args.path)
+        record = json.loads(path.read_text(encoding="utf-8"))
+        anchors = record["transcript"]
+        keys, head = anchors["keys"], anchors["head"]
+        if type(keys) is not dict or not all(type(v) is str and _is_hex64(v) for v in keys.values()) \
+                or type(head) is not str or not _is_hex64(head):
+            raise ValueError("transcript.keys or transcript.head is malformed")
+    except (OSError, ValueError, RecursionError, KeyError, TypeError) as exc:
+        raise ConfigError(BAD_EXPECT_MSG.format(path=path, why=f"{type(exc).__name__}: {str(exc)[:200]}")) from None
+    return keys, head
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from parley.parties.transcript import check_transcript
+    from parley.protocols.errors import ConfigError, IncompleteTranscriptError, TranscriptError
+
+    path, expect = args.path, args.expect
+    if path.is_dir():
+        if expect is None and args.keys is None and args.head is None and (path / "result.json").is_file():
+            expect = path / "result.json"
+        path = path / "transcript.jsonl"
+    if not path.is_file():
+        print(f"parley: error: {NO_TRANSCRIPT_MSG.format(path=path)}", file=sys.stderr)
+        return EXIT_USAGE
+    keys: dict[str, str] | list[str] | None = None
+    head: str | None = None
+    if expect is not None:
+        keys, head = _read_expected(expect)
+    if args.keys is not None:
+        keys = _parse_keys(args.keys)
+    if args.head is not None:
+        if not _is_hex64(args.head):
+            raise ConfigError(BAD_HEAD_MSG.format(got=args.head[:200]))
+        head = args.head
+    try:
+        verified = check_transcript(path, keys=keys, head=head)
+    except IncompleteTranscriptError as exc:
+        print(f"parley: verify INCOMPLETE: {path}: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     except TranscriptError as exc:
-        print(f"parley: verify FAILED: {args.path}: {exc}", file=sys.stderr)
+        print(f"parley: verify FAILED: {path}: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"verified {count} messages in {args.path}: every signature, digest and chain link is intact")
+    print(f"verified {verified.messages} messages in {path}: every signature, digest, chain link, sequence number "
+          f"and nonce is intact, and every party signed the final head")
+    print(f"head: {verified.head}")
+    print("keys: " + ",".join(f"{n}={fp}" for n, fp in verified.keys.items()))
+    if keys is None or head is None:
+        print("not checked against expected keys and head: a rewrite with fresh keys is ruled out only by "
+              "--keys and --head (printed by `parley run`, stored in result.json) or --expect RESULT_JSON")
+    else:
+        print(f"matches the expected keys and head{f' of {expect}' if expect is not None else ''}")
     return EXIT_OK
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from parley.protocols import get_protocol
 
-__all__ = ["format_table", "write_report", "HEADLINE"]
+__all__ = ["format_table", "transcript_anchors", "write_report", "HEADLINE"]
 
 #: Metrics shown first, in this order, when present.
 HEADLINE = ("leakage", "leakage_bound", "exact_recovery", "attacked", "correct", "queries", "messages", "bytes",
@@ -51,6 +51,25 @@ def _what_was_asked(protocol: str, count: Any) -> str:
     return one if count == 1 else many
 
 
+def transcript_anchors(anchors: dict[str, Any] | None) -> list[str]:
+    """The report's lines on the transcript's key fingerprints and final head (what ``parley verify`` checks)."""
+    if not anchors or not anchors.get("head"):
+        return []
+    keys = ",".join(f"{name}={fp}" for name, fp in anchors["keys"].items())
+    return [
+        "## Transcript anchors",
+        "",
+        f"Every party signed the final head after {anchors['messages']:,} messages. Keep these apart from the "
+        "run folder: a transcript checked against them cannot have been rewritten, even with fresh keys.",
+        "",
+        f"- final head: `{anchors['head']}`",
+        *(f"- key of {name}: `{fp}`" for name, fp in anchors["keys"].items()),
+        "",
+        f"    parley verify {anchors.get('file', 'transcript.jsonl')} --keys {keys} --head {anchors['head']}",
+        "",
+    ]
+
+
 def write_report(record: dict[str, Any], run_dir: Path) -> Path:
     """Write ``report.md``: what ran, what leaked, every metric, the files of the run."""
     m = record["metrics"]
@@ -82,6 +101,7 @@ def write_report(record: dict[str, Any], run_dir: Path) -> Path:
         "`parley verify transcript.jsonl`)" + (", `ledger.sqlite` (every debit of privacy budget)." if
                                                  m.get("epsilon_spent") is not None else "."),
         "",
+        *transcript_anchors(record.get("transcript")),
     ]
     path = run_dir / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")

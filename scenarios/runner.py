@@ -34,7 +34,7 @@ from parley.scenarios.world import COMPLIANCE, DATA_CENTER, LEDGER_FILE, PARTY_S
 __all__ = ["LEDGER_FILE", "PARTY_SLOTS", "Result", "VOLATILE", "leakage_bound", "run"]
 
 #: Keys of result.json that vary between runs of the same seed.
-VOLATILE = ("wall_s", "versions", "attack_decode_s")
+VOLATILE = ("wall_s", "versions", "attack_decode_s", "transcript")
 
 
 @dataclass(frozen=True)
@@ -130,12 +130,16 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     world = build_world(scenario, run_dir, address, table, hosts, split)
     try:
         flow_metrics = get_flow(world.protocol.flow)(world)
-        world.transcript.close()
+        world.transcript.close()  # every party signs the final head (a flow may have closed it already)
         compliance_stats = world.deployment.call(COMPLIANCE, "stats")
         ledger_summary = world.deployment.call(COMPLIANCE, "ledger_summary") if world.ledger_path else None
         world.deployment.call(COMPLIANCE, "close")
+    except BaseException:
+        # An interrupted or failed run ends without the parties' end record: its transcript is incomplete,
+        # never intact (a transcript the flow had already closed stays as the parties signed it).
+        world.transcript.abort()
+        raise
     finally:
-        world.transcript.close()
         world.deployment.shutdown()
 
     split = world.split
@@ -169,6 +173,9 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         "learned": [[after, text] for after, text in world.learned],
         "knowledge": [list(step) for step in world.knowledge],
         "ledger": None if ledger_summary is None else {"file": LEDGER_FILE, **ledger_summary},
+        # Anchors of the transcript: check a copy with `parley verify RUN --keys ... --head ...`.
+        "transcript": {"file": "transcript.jsonl", "messages": world.transcript.messages,
+                       "head": world.transcript.final_head, "keys": world.transcript.fingerprints},
         "spec": scenario.to_dict(),
         "versions": dict(_versions()),
     })

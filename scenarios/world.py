@@ -9,6 +9,7 @@ the run's ledger. A flow (:mod:`parley.scenarios.flows`) then drives the exchang
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,9 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     deployment = _deployment(scenario, address, hosts)
     transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
     network = Network(deployment, transcript)
+    # At the end every party signs the final head: the routed ones in their own process, the others (a passive
+    # observer, which sends nothing) through the identity the run holds for them.
+    transcript.countersign = functools.partial(network.countersign, identities)
     # A protocol that spends privacy budget is accounted in the run's ledger file, the data center's
     # queries (and the adversary's, sent in its name) against the scenario's budget.
     accounting: dict[str, Any] = {}

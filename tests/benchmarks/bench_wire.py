@@ -94,7 +94,7 @@ def measure(label: str, metric: str, H: np.ndarray, a: np.ndarray, y: np.ndarray
         for key, fn in calls.items():
             times[key].append(_timed(fn))
     blocks = {k: [_timed(fn) for _ in range(REPEATS[label])] for k, fn in calls.items()}
-    transcript.close()
+    transcript.abort()  # a benchmark log, not a run: no end record
     deployment.shutdown()
     ray.kill(bare)
     b, s, lg = (1e3 * statistics.median(times[k]) for k in ("bare", "signed", "logged"))

@@ -43,6 +43,7 @@ from parley.parties.ledger import Ledger
 from parley.parties.party import REFUSAL
 from parley.parties.transcript import read_transcript, verify_transcript
 from parley.parties.wire import payload_digest
+from parley.protocols.errors import IncompleteTranscriptError
 
 __all__ = ["ANSWER_KINDS", "Fault", "Injector", "StudyKiller", "check_run", "job_actor_pids", "kill_host"]
 
@@ -193,9 +194,14 @@ def check_run(run_dir: Path, completed: bool) -> dict[str, int]:
     Raises AssertionError naming the first broken promise.
     """
     transcript = Path(run_dir) / "transcript.jsonl"
-    messages = verify_transcript(transcript)  # raises TranscriptError at the first bad line
+    try:
+        messages = verify_transcript(transcript)  # raises TranscriptError at the first bad line
+        ended = True
+    except IncompleteTranscriptError as exc:  # a run that stopped has no end record: every line present verified
+        assert not completed, f"a completed run left an incomplete transcript: {exc}"
+        messages, ended = exc.messages, False
     answers: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for envelope in read_transcript(transcript):
+    for envelope in read_transcript(transcript, verify=ended):
         if envelope.sender == COMPLIANCE and envelope.kind in ANSWER_KINDS and envelope.kind != REFUSAL:
             answers[(envelope.recipient, str(envelope.payload.get("query_id")))].add(envelope.digest)
     twice = {key: digests for key, digests in answers.items() if len(digests) > 1}

@@ -41,7 +41,7 @@ def test_the_canary_finds_what_is_planted_and_nothing_else(tmp_path):
                                                                          "query_id": "q"}),
              ids["compliance"].seal("data-center", "metric-answer", "raw", {"values": np.zeros(2), "query_id": "q"})]
     path = tmp_path / "t.jsonl"
-    with TranscriptWriter(path, ring) as writer:
+    with TranscriptWriter(path, ring, ids) as writer:
         for e in clean:
             writer.append(e)
     assert scan_transcript(path, a) == []

@@ -52,7 +52,7 @@ def _overheard(tmp_path, confidential: bool):
     attack = get_attack("double-query")(get_attack("double-query").Params(targets=TARGETS), view, rng)
     deployment.add("data-center", Adversary, ids["data-center"], ring, attack, "compliance", "raw")
     path = tmp_path / f"t-{confidential}.jsonl"
-    with TranscriptWriter(path, ring) as transcript:
+    with TranscriptWriter(path, ring, ids) as transcript:
         network = Network(deployment, transcript)
         network.route("compliance", "compliance")
         network.route("data-center", "data-center")

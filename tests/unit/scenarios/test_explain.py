@@ -64,7 +64,7 @@ def test_reconstruction_note_running_and_concluded():
 def test_narrate_names_every_message_and_places_what_was_learned(identities, keyring, tmp_path):
     path = tmp_path / "transcript.jsonl"
     dc, comp = identities["data-center"], identities["compliance"]
-    with TranscriptWriter(path, keyring) as transcript:
+    with TranscriptWriter(path, keyring, identities) as transcript:
         transcript.append(dc.seal("compliance", "metric-query", "raw",
                                   {"metric": "sp", "query_id": "q", "predictions": np.zeros((1, 5))}))
         transcript.append(comp.seal("data-center", "metric-answer", "raw",
@@ -83,7 +83,7 @@ def test_narrate_refuses_a_tampered_transcript(identities, keyring, tmp_path):
     from parley.protocols.errors import TranscriptError
 
     path = tmp_path / "transcript.jsonl"
-    with TranscriptWriter(path, keyring) as transcript:
+    with TranscriptWriter(path, keyring, identities) as transcript:
         transcript.append(identities["data-center"].seal("compliance", "metric-query", "raw",
                                                          {"metric": "sp", "query_id": "q",
                                                           "predictions": np.zeros((1, 5))}))
