@@ -16,6 +16,9 @@ from pathlib import Path
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+ADDRESS_HELP = ("join the Ray cluster at HOST:PORT (what `ray start --head` prints), or 'auto' for the one running "
+                "on this machine; parley's code travels to its workers. Default: a private Ray instance, never a "
+                "running cluster")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="override a field by dotted path, e.g. protocol.decimals=4 (repeatable)")
     run.add_argument("--out", type=Path, help="run folder (default: runs/<scenario>)")
     run.add_argument("--seed", type=int, help="root seed (same seed, same result.json)")
-    run.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
+    run.add_argument("--address", help=ADDRESS_HELP)
     run.add_argument("--explain", action="store_true",
                      help="narrate the run for a room: every message, who sent what, and what was learned after it")
 
@@ -43,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     study.add_argument("study", help="catalog study name or path to a study TOML file")
     study.add_argument("--out", type=Path, help="study folder (default: studies/<study>); re-running skips finished rows")
     study.add_argument("--workers", type=int, help="parallel workers (default: the CPUs Ray reports)")
-    study.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
+    study.add_argument("--address", help=ADDRESS_HELP)
     study.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="study field (repeats=3, grid.protocol.decimals=[2,4]) or base-scenario field "
                             "(dataset.audit_size=500); repeatable")
@@ -54,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--dataset", default="adult", help="adult (default), german or compas")
     compare.add_argument("--quick", action="store_true", help="small sizes, few cells, one repeat (about 3 minutes)")
     compare.add_argument("--out", type=Path, help="report folder (default: compare/<dataset>)")
-    compare.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
+    compare.add_argument("--address", help=ADDRESS_HELP)
     compare.add_argument("--workers", type=int, help="parallel workers (default: the CPUs Ray reports)")
 
     verify = sub.add_parser("verify", help="check every signature, digest and chain link of a transcript")
