@@ -75,7 +75,8 @@ UNREACHABLE = ("no Ray cluster answers at {address} ({reason}); start one with `
 NOT_RAY = ("{address} answers but not as a Ray cluster's GCS ({reason}); pass the address `ray start --head` "
            "prints (port 6379 unless --port was given)")
 TOKEN_REFUSED = ("the Ray cluster at {address} refused this machine's authentication token (from {source}); "
-                 "put the cluster's token (`ray get-auth-token` on its head) there, or in RAY_AUTH_TOKEN")
+                 "give this machine the cluster's token (`ray get-auth-token` on its head) in ~/.ray/auth_token, "
+                 "RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN")
 TOKEN_MISSING = ("the Ray cluster at {address} requires token authentication and this machine sends no token; "
                  "put the cluster's token (`ray get-auth-token` on its head) in ~/.ray/auth_token or RAY_AUTH_TOKEN")
 NO_LOCAL_CLUSTER = ("--address auto: no Ray cluster runs on this machine; start one with `ray start --head`, "
@@ -183,8 +184,9 @@ def _check_cluster(address: str) -> None:
         return
     if _is_auth_error(error):
         raise ClusterError(_token_message(address))
-    first = (str(error).strip().splitlines() or [""])[0]
-    raise ClusterError(NOT_RAY.format(address=address, reason=f"{type(error).__name__}: {first}"[:200]))
+    detail = (str(error).strip().splitlines() or [""])[0].removeprefix("RPC error:").strip()
+    reason = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+    raise ClusterError(NOT_RAY.format(address=address, reason=reason[:200]))
 
 
 def _enable_token_auth() -> None:

@@ -99,6 +99,14 @@ def _cmd_list() -> int:
     return EXIT_OK
 
 
+def _join(address: str | None) -> None:
+    """Join the cluster at ``--address`` before any work, so that a wrong address fails at once, in one line."""
+    if address:
+        from parley.parties.actors import ensure_ray
+
+        ensure_ray(address)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from parley.scenarios.catalog import DEFAULT_SCENARIO, resolve_scenario
     from parley.scenarios.report import HEADLINE, format_table
@@ -112,6 +120,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path("runs") / scenario.name
     print(f"parley: running {scenario.name} ({scenario.protocol.name} protocol, {scenario.attack.name} attack) ...",
           file=sys.stderr)
+    _join(args.address)
     result = run(scenario, out=out, address=args.address)
     print(format_table(result.metrics, keys=HEADLINE))
     print(f"\nrun folder: {result.run_dir}")
@@ -130,6 +139,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
     if args.overrides:
         study = study.with_overrides(args.overrides)
     out = args.out if args.out is not None else Path("studies") / study.name
+    _join(args.address)
     done = run_study(study, out, workers=args.workers, address=args.address, keep_runs=not args.no_runs)
     print(f"study {study.name}: {done.ran} rows run, {done.skipped} already done, {done.failed} failed, "
           f"{done.wall_s:.1f} s")
@@ -141,6 +151,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from parley.scenarios.compare import compare
 
     out = args.out if args.out is not None else Path("compare") / args.dataset
+    _join(args.address)
     done = compare(args.dataset, out, quick=args.quick, address=args.address, workers=args.workers)
     stopped = done.results["status"] != "ok"
     bugs = int(done.results.loc[stopped, "failure"].astype(str).str.startswith("bug:").sum())
