@@ -6,6 +6,15 @@ so resets all its state; a study keeps its hosts across cells and skips the
 start-up of new actor processes. Hosts ask for no CPU of their own
 (``num_cpus=0``): parties mostly wait for messages.
 
+Clusters
+--------
+:func:`ensure_ray` starts a private Ray instance, or joins a cluster only when given an
+address; it checks the address first (one :class:`ClusterError` within
+:data:`CONNECT_TIMEOUT_S` for a wrong one or a refused token), sends this machine's Ray
+token, and ships parley to the workers (:func:`cluster_runtime_env`). Hosts run on the
+node of the process that creates them (the driver, or a study worker), so the ledger a
+party writes lies where that process reads it (docs/design.md, "Clusters").
+
 Restarts
 --------
 A party is a state machine driven only by the calls the deployment makes (every
