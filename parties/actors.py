@@ -173,7 +173,7 @@ def _check_cluster(address: str) -> None:
 
     def probe() -> None:
         try:
-            from ray._raylet import GcsClient
+            from ray._raylet import GcsClient  # type: ignore[attr-defined]
 
             GcsClient(address=address).internal_kv_get(b"parley-probe", None, timeout=CONNECT_TIMEOUT_S)
             outcome["error"] = None

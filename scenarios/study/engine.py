@@ -188,7 +188,8 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         ensure_ray(address)
         if workers is None:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        pool = [_RemoteWorker.remote(reuse_hosts) for _ in range(min(workers, len(cells)))]  # boot while tables load
+        # The workers boot while the tables load.
+        pool: list[Any] = [_RemoteWorker.remote(reuse_hosts) for _ in range(min(workers, len(cells)))]
         refs = _put_tables(cells)
         cells_dir = out / "cells"
         queue = deque((cell, 1) for cell in cells)
@@ -197,7 +198,8 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         def submit(worker: Any) -> None:
             if queue:
                 cell, attempt = queue.popleft()
-                table = refs.get(_table_key(Scenario.from_dict(cell.scenario).dataset))
+                key = _table_key(Scenario.from_dict(cell.scenario).dataset)
+                table = refs.get(key) if key is not None else None
                 in_flight[worker.run_cell.remote(cell, table, keep_runs)] = (worker, cell, attempt)
 
         for worker in pool:
