@@ -239,10 +239,10 @@ def _is_auth_error(exc: BaseException) -> bool:
 
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[None]:
-    """Hold back what Ray's C++ core writes to file descriptor 2 (retry and auth warnings) meanwhile.
+    """Drop what Ray's C++ core writes to file descriptor 2 meanwhile (its retry and auth warnings).
 
-    The held text is written out if the block raises something other than :class:`ClusterError`
-    (a bug's context); parley's own one-line errors replace it otherwise.
+    Whatever goes wrong in the block becomes one :class:`ClusterError` line; Ray's lines about
+    it would only bury that line.
     """
     sys.stderr.flush()
     saved = os.dup(2)
@@ -250,13 +250,6 @@ def _quiet_stderr() -> Iterator[None]:
         os.dup2(held.fileno(), 2)
         try:
             yield
-        except ClusterError:
-            raise
-        except BaseException:
-            os.dup2(saved, 2)
-            held.seek(0)
-            sys.stderr.write(held.read().decode(errors="replace"))
-            raise
         finally:
             os.dup2(saved, 2)
             os.close(saved)
