@@ -27,6 +27,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130
 #: sysexits' EX_SOFTWARE: an internal error (a bug in parley).
 EXIT_BUG = 70
+ADDRESS_HELP = ("join the Ray cluster at HOST:PORT (what `ray start --head` prints), or 'auto' for the one running "
+                "on this machine; parley's code travels to its workers. Default: a private Ray instance, never a "
+                "running cluster")
 
 NOT_A_FOLDER = "{what} {path} is a file, not a folder; name a folder with --out"
 CANNOT_WRITE = "cannot write the {what} {path}: {reason}; name another folder with --out"
@@ -89,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="override a field by dotted path, e.g. protocol.decimals=4 (repeatable)")
     run.add_argument("--out", type=Path, help="run folder (default: runs/<scenario>)")
     run.add_argument("--seed", type=int, help="root seed (same seed, same result.json)")
-    run.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
+    run.add_argument("--address", help=ADDRESS_HELP)
     run.add_argument("--open", action="store_true", help="open the run's report.html in a web browser afterwards")
     run.add_argument("--explain", action="store_true",
                      help="narrate the run for a room: every message, who sent what, and what was learned after it")
@@ -99,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     study.add_argument("--out", type=Path,
                        help="study folder (default: studies/<study>); re-running skips finished rows")
     study.add_argument("--workers", type=int, help="parallel workers (default: the CPUs Ray reports)")
-    study.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
+    study.add_argument("--address", help=ADDRESS_HELP)
     study.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="study field (repeats=3, grid.protocol.decimals=[2,4]) or base-scenario field "
                             "(dataset.audit_size=500); repeatable")
@@ -110,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--dataset", default="adult", help="adult (default), german or compas")
     compare.add_argument("--quick", action="store_true", help="small sizes, few cells, one repeat (about 3 minutes)")
     compare.add_argument("--out", type=Path, help="report folder (default: compare/<dataset>)")
-    compare.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
+    compare.add_argument("--address", help=ADDRESS_HELP)
     compare.add_argument("--workers", type=int, help="parallel workers (default: the CPUs Ray reports)")
 
     verify = sub.add_parser(
@@ -168,6 +171,14 @@ def _cmd_list() -> int:
     return EXIT_OK
 
 
+def _join(address: str | None) -> None:
+    """Join the cluster at ``--address`` before any work, so that a wrong address fails at once, in one line."""
+    if address:
+        from parley.parties.actors import ensure_ray
+
+        ensure_ray(address)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from parley.scenarios.catalog import DEFAULT_SCENARIO, resolve_scenario
     from parley.scenarios.report import HEADLINE, SWAP_NOTE, format_table
@@ -181,6 +192,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out = writable_folder(args.out if args.out is not None else Path("runs") / scenario.name, "run folder")
     print(f"parley: running {scenario.name} ({scenario.protocol.name} protocol, {scenario.attack.name} attack) ...",
           file=sys.stderr)
+    _join(args.address)
     result = run(scenario, out=out, address=args.address)
     print(format_table(result.metrics, keys=HEADLINE))
     if result.metrics.get("leakage_up_to_swap"):
@@ -211,6 +223,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
     if args.overrides:
         study = study.with_overrides(args.overrides)
     out = writable_folder(args.out if args.out is not None else Path("studies") / study.name, "study folder")
+    _join(args.address)
     done = run_study(study, out, workers=args.workers, address=args.address, keep_runs=not args.no_runs)
     print(f"study {study.name}: {done.ran} rows run, {done.skipped} already done, {done.failed} failed, "
           f"{done.wall_s:.1f} s")
@@ -222,6 +235,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from parley.scenarios.compare import compare
 
     out = writable_folder(args.out if args.out is not None else Path("compare") / args.dataset, "report folder")
+    _join(args.address)
     done = compare(args.dataset, out, quick=args.quick, address=args.address, workers=args.workers)
     stopped = done.results["status"] != "ok"
     bugs = int(done.results.loc[stopped, "failure"].astype(str).str.startswith("bug:").sum())

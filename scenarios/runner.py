@@ -113,7 +113,9 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     out : path-like, optional
         Run folder (created); a fresh temporary folder if omitted.
     address : str, optional
-        Ray cluster to join (``ray start --head`` prints it); local Ray if omitted.
+        Ray cluster to join: ``HOST:PORT`` (``ray start --head`` prints it) or ``"auto"`` for the one on
+        this machine; a private local Ray instance if omitted (:func:`parley.parties.actors.ensure_ray`).
+        The party hosts run on the caller's node, so the ledger lands in ``out`` on this machine.
     table : Table, optional
         The data set's parsed table, if the caller holds it already (studies).
     hosts : dict, optional

@@ -6,16 +6,21 @@ for every cell, so no state leaks between cells) and receives each data set's
 parsed table from the object store, where the driver put it once for the whole
 study. A cell whose worker dies is run again on a fresh worker, up to
 ``Study.max_attempts`` times; a cell that fails records its error in its row;
-the study goes on either way. The driver rewrites ``results.csv`` after every
-finished row, so an interrupted study resumes where it stopped; rows of cells
-the study no longer has (its base, fixed or grid values, its seed or its repeats
-changed) are moved to ``results-stale.csv``.
+the study goes on either way. A worker runs its cell in a folder of its own
+node and returns the folder's files with the row; the driver writes them under
+``cells/`` (a worker may run on another machine, where the driver's paths do not
+exist). The driver rewrites ``results.csv`` after every finished row, so an
+interrupted study resumes where it stopped; rows of cells the study no longer
+has (its base, fixed or grid values, its seed or its repeats changed) are moved
+to ``results-stale.csv``.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
@@ -28,7 +33,7 @@ import ray
 from tqdm import tqdm
 
 from parley.parties.actors import ensure_ray, start_hosts
-from parley.protocols.errors import ConfigError, ParleyError
+from parley.protocols.errors import ConfigError, InternalError, ParleyError
 from parley.scenarios.datasets import Table, dataset_of, load_table
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study.plan import ROW_FIELDS, Cell, Study, load_results, save_results
@@ -37,6 +42,8 @@ __all__ = ["StudyRun", "run_study", "StudyWorker"]
 
 WORKER_DIED = "worker died while running the cell ({error}); gave up after {attempts} attempts"
 BAD_WORKERS = "--workers must be at least 1, got {workers}"
+#: Key of a worker's row that carries the cell's run folder, file by file, back to the driver.
+FILES_KEY = "_files"
 
 
 class StudyWorker:
@@ -48,21 +55,43 @@ class StudyWorker:
         # Boot every party host now, in parallel, rather than one by one inside the first cell.
         self.hosts: dict[str, Any] | None = start_hosts(list(PARTY_SLOTS)) if reuse_hosts else None
 
-    def run_cell(self, cell: Cell, table: Table | None, out_dir: str | None) -> dict[str, Any]:
+    def run_cell(self, cell: Cell, table: Table | None, keep_run: bool) -> dict[str, Any]:
+        """Run one cell in a folder of this node's own; the row, with the folder's files if ``keep_run``.
+
+        The worker may be on another machine than the driver: it writes nothing at the driver's
+        paths, it returns the run folder's files (``FILES_KEY``) and the driver writes them.
+        """
         from parley.scenarios.runner import run
 
         started = time.perf_counter()
         row: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id()[:12], "status": "ok", "failure": ""}
+        folder = Path(tempfile.mkdtemp(prefix=f"parley-cell-{cell.cell}-r{cell.repeat}-"))
         try:
-            out = Path(out_dir) / f"{cell.cell}-r{cell.repeat}" if out_dir else None
-            result = run(Scenario.from_dict(cell.scenario), out=out, table=table, hosts=self.hosts)
-            row.update(result.metrics)
-        except ParleyError as exc:
-            row.update(status="error", failure=f"{type(exc).__name__}: {exc}")
-        except Exception as exc:  # a bug in one cell must not stop the study; the row says so
-            row.update(status="error", failure=f"bug: {type(exc).__name__}: {exc}")
+            try:
+                result = run(Scenario.from_dict(cell.scenario), out=folder, table=table, hosts=self.hosts)
+                row.update(result.metrics)
+            except ParleyError as exc:
+                row.update(status="error", failure=f"{type(exc).__name__}: {exc}")
+            except Exception as exc:  # a bug in one cell must not stop the study; the row says so
+                row.update(status="error", failure=f"bug: {type(exc).__name__}: {exc}")
+            if keep_run:
+                row[FILES_KEY] = {str(path.relative_to(folder)): path.read_bytes()
+                                  for path in sorted(folder.rglob("*")) if path.is_file()}
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
         row["cell_wall_s"] = round(time.perf_counter() - started, 3)
         return row
+
+
+def _write_run(folder: Path, files: dict[str, bytes]) -> None:
+    """Write a cell's run folder from the files its worker returned (replacing an earlier attempt's)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    for name, data in files.items():
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise InternalError(f"bug: a cell's file {name!r} would land outside its run folder")
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
 
 
 _RemoteWorker = ray.remote(num_cpus=1, max_restarts=0)(StudyWorker)
@@ -159,18 +188,19 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         ensure_ray(address)
         if workers is None:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        # boot while tables load
+        # The workers boot while the tables load.
         pool: list[Any] = [_RemoteWorker.remote(reuse_hosts) for _ in range(min(workers, len(cells)))]
         refs = _put_tables(cells)
-        cells_dir = str((out / "cells").resolve()) if keep_runs else None
+        cells_dir = out / "cells"
         queue = deque((cell, 1) for cell in cells)
         in_flight: dict[Any, tuple[Any, Cell, int]] = {}
 
         def submit(worker: Any) -> None:
             if queue:
                 cell, attempt = queue.popleft()
-                table = refs.get(_table_key(Scenario.from_dict(cell.scenario).dataset))
-                in_flight[worker.run_cell.remote(cell, table, cells_dir)] = (worker, cell, attempt)
+                key = _table_key(Scenario.from_dict(cell.scenario).dataset)
+                table = refs.get(key) if key is not None else None
+                in_flight[worker.run_cell.remote(cell, table, keep_runs)] = (worker, cell, attempt)
 
         for worker in pool:
             submit(worker)
@@ -192,6 +222,9 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
                         continue
                     failure = WORKER_DIED.format(error=type(exc).__name__, attempts=attempt)
                     outcome = {"status": "error", "failure": failure}
+                files = outcome.pop(FILES_KEY, None)
+                if files is not None:
+                    _write_run(cells_dir / f"{cell.cell}-r{cell.repeat}", files)
                 row = _row(cell, outcome, attempt, study.outputs.metrics)
                 failed += row["status"] != "ok"
                 rows = [r for r in rows if (r["cell"], int(r["repeat"])) != cell.key] + [row]
