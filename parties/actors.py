@@ -265,12 +265,13 @@ def cluster_runtime_env() -> dict[str, Any]:
     driver's parley, whether or not their own Python environment has one. Pass it to ``ray.init``
     when you connect to a cluster yourself.
     """
-    import parley
-
+    package = importlib.util.find_spec("parley")  # found, not imported: parties stay below the public API
+    if package is None or package.origin is None:
+        raise InternalError("bug: the parley package has no folder to ship")
     root = Path(tempfile.mkdtemp(prefix="parley-ship-")) / "parley"
     atexit.register(shutil.rmtree, root.parent, ignore_errors=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    shutil.copytree(Path(parley.__file__).parent, root, ignore=ignore)
+    shutil.copytree(Path(package.origin).parent, root, ignore=ignore)
     for sub in SUBPACKAGES:  # an editable install keeps them beside parley/, not inside it
         if not (root / sub).is_dir():
             spec = importlib.util.find_spec(f"parley.{sub}")
