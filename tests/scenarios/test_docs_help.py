@@ -35,7 +35,8 @@ def test_cli_doc_quotes_every_help_text():
 
 @pytest.mark.parametrize("command, quoted", _blocks(), ids=[command for command, _ in _blocks()])
 def test_quoted_help_is_what_the_command_prints(command, quoted):
-    assert quoted == _help(command), f"docs/cli.md quotes an old `{command}`: python tests/scenarios/test_docs_help.py refreshes it"
+    refresh = "python tests/scenarios/test_docs_help.py refreshes it"
+    assert quoted == _help(command), f"docs/cli.md quotes an old `{command}`: {refresh}"
 
 
 if __name__ == "__main__":  # rewrite every quoted help text from the command itself
