@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="override a field by dotted path, e.g. protocol.decimals=4 (repeatable)")
     run.add_argument("--out", type=Path, help="run folder (default: runs/<scenario>)")
+    run.add_argument("--fresh", action="store_true",
+                     help="discard the privacy ledger an earlier run left in the run folder (refused without it)")
     run.add_argument("--seed", type=int, help="root seed (same seed, same result.json)")
     run.add_argument("--address", help="join the Ray cluster at this address instead of starting a local one")
     run.add_argument("--explain", action="store_true",
@@ -109,7 +111,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path("runs") / scenario.name
     print(f"parley: running {scenario.name} ({scenario.protocol.name} protocol, {scenario.attack.name} attack) ...",
           file=sys.stderr)
-    result = run(scenario, out=out, address=args.address)
+    result = run(scenario, out=out, address=args.address, fresh=args.fresh)
     print(format_table(result.metrics, keys=HEADLINE))
     print(f"\nrun folder: {result.run_dir}")
     if args.explain:

@@ -40,13 +40,14 @@ ignore the budget.
 
 from __future__ import annotations
 
+import re
 import tomllib
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, create_model
 
 from parley import protocols
 from parley.parties.attacks import ATTACKS, PASSIVE, get_attack
@@ -57,7 +58,8 @@ from parley.protocols.errors import ConfigError
 from parley.protocols.metrics import METRICS
 from parley.scenarios.datasets import DatasetParams
 
-__all__ = ["BudgetSpec", "Component", "Scenario", "THREAT_MODELS", "parse_assignment", "load_toml"]
+__all__ = ["BudgetSpec", "Component", "SAFE_NAME", "SafeName", "Scenario", "THREAT_MODELS", "check_name",
+           "parse_assignment", "load_toml"]
 
 THREAT_MODELS = ("curious-data-center", "passive-observer", "black-box-auxiliary")
 
@@ -112,6 +114,24 @@ def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel]:
             return model
         model = nested[0]
     return model
+
+
+#: A scenario's or study's name: it names a folder (``runs/<name>``, ``studies/<name>``, a temporary
+#: folder's prefix), so it is one path component and nothing more: no separators, no ``..``, no leading dot.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+BAD_NAME = ("name must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit "
+            "(it names the output folder), got {name!r}")
+
+
+def check_name(name: Any) -> str:
+    """``name`` if it is a safe folder name (:data:`SAFE_NAME`), else :class:`ConfigError`."""
+    if not isinstance(name, str) or SAFE_NAME.fullmatch(name) is None:
+        raise ConfigError(BAD_NAME.format(name=name))
+    return name
+
+
+#: A ``str`` field holding a safe name (validated wherever the field is, including ``_SimpleFields``).
+SafeName = Annotated[str, AfterValidator(check_name)]
 
 
 def _validate(model: type[BaseModel], data: Any, where: str) -> BaseModel:
@@ -202,7 +222,7 @@ class Scenario(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = "custom"
+    name: SafeName = "custom"
     description: str = ""
     seed: int = Field(default=0, ge=0, description="root of every random stream of the run")
     threat_model: Literal["curious-data-center", "passive-observer", "black-box-auxiliary"] = "curious-data-center"

@@ -55,7 +55,9 @@ class StudyWorker:
         row: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id()[:12], "status": "ok", "failure": ""}
         try:
             out = Path(out_dir) / f"{cell.cell}-r{cell.repeat}" if out_dir else None
-            result = run(Scenario.from_dict(cell.scenario), out=out, table=table, hosts=self.hosts)
+            # fresh: a cell run again (its worker died, or the study resumed) starts its own folder anew;
+            # each cell is its own simulation, and the row records the attempts.
+            result = run(Scenario.from_dict(cell.scenario), out=out, table=table, hosts=self.hosts, fresh=True)
             row.update(result.metrics)
         except ParleyError as exc:
             row.update(status="error", failure=f"{type(exc).__name__}: {exc}")
