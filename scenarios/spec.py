@@ -117,9 +117,10 @@ def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel]:
 
 
 #: A scenario's or study's name: it names a folder (``runs/<name>``, ``studies/<name>``, a temporary
-#: folder's prefix), so it is one path component and nothing more: no separators, no ``..``, no leading dot.
-SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-BAD_NAME = ("name must be 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit "
+#: folder's prefix), so it is one path component and nothing more: no separators, no ``..``, no leading dot
+#: or space.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}")
+BAD_NAME = ("name must be 1 to 100 letters, digits, spaces, '.', '_' or '-', starting with a letter or digit "
             "(it names the output folder), got {name!r}")
 
 

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -93,11 +94,30 @@ def _parley(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+_STARTED: list[subprocess.Popen] = []
+
+
 def _start(out: Path, cwd: Path) -> subprocess.Popen:
     """A budgeted run in the background, at the lowest CPU priority (so the poll that stops it keeps up)."""
-    return subprocess.Popen([sys.executable, "-m", "parley.scenarios.cli", *RUN, "--out", str(out)], cwd=cwd,
+    return _track(subprocess.Popen([sys.executable, "-m", "parley.scenarios.cli", *RUN, "--out", str(out)], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=lambda: os.nice(19))
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=lambda: os.nice(19)))
+
+
+def _track(proc: subprocess.Popen) -> subprocess.Popen:
+    _STARTED.append(proc)
+    return proc
+
+
+@pytest.fixture
+def no_orphans() -> Iterator[None]:
+    """Kill every run the test started that is still there (a stopped one included) when it ends."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=120)
 
 
 def _spent(path: Path) -> tuple[float, int]:
@@ -244,7 +264,7 @@ def _tamper_cases(killed: Path) -> dict[str, tuple]:
 
 @pytest.mark.reliability
 @pytest.mark.slow
-def test_ledger_fault_campaign(tmp_path):
+def test_ledger_fault_campaign(tmp_path, no_orphans):
     tally = Tally()
     work = tmp_path / "work"
     work.mkdir()
@@ -297,13 +317,14 @@ def test_ledger_fault_campaign(tmp_path):
     assert caught, second.stderr
 
     # 3. names and paths that leave the folder
-    victim = tmp_path / "victim"
+    nested = work / "a"
+    nested.mkdir()
+    victim = work / "victim"  # where runs/../../victim lands from work/a
     victim.mkdir()
     for name in ("report.md", "result.json", LEDGER, "transcript.jsonl"):
         (victim / name).write_text(f"the victim's own {name}\n")
     kept = _digests(victim)
-    nested = work / "a"
-    nested.mkdir()
+    assert (nested / "runs" / "../../victim").resolve() == victim.resolve()
     hostile = _parley(*RUN, "--set", "name=../../victim", cwd=nested)  # default out: runs/<name>
     caught = _refused(hostile, BAD_NAME) and _digests(victim) == kept
     tally.case("--set name=../../victim (default --out runs/<name>)", caught, "refused; victim's files unchanged")
