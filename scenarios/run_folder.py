@@ -85,7 +85,8 @@ def _spent(ledger: Ledger) -> tuple[int, str]:
 
 
 @contextmanager
-def claim(folder: Path, ledger: str, stale: tuple[str, ...], fresh: bool = False) -> Iterator[Path]:
+def claim(folder: Path, ledger: str, stale: tuple[str, ...], fresh: bool = False,
+          written: tuple[str, ...] = ()) -> Iterator[Path]:
     """Lock ``folder`` for one run, settle its ledger file ``ledger``, remove ``stale`` outputs; yield the folder.
 
     Parameters
@@ -98,6 +99,8 @@ def claim(folder: Path, ledger: str, stale: tuple[str, ...], fresh: bool = False
         Outputs of an earlier run to delete (a failed run must not leave an older run's results behind).
     fresh : bool
         Delete an earlier run's ledger (its spending is forgotten: the caller asked for it).
+    written : tuple of str
+        Further files the run will write (checked to resolve inside ``folder``, not deleted).
 
     Raises
     ------
@@ -125,7 +128,7 @@ def claim(folder: Path, ledger: str, stale: tuple[str, ...], fresh: bool = False
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         files = _ledger_files(ledger)
-        for name in (*files, *stale):
+        for name in (*files, *stale, *written):
             inside(folder, name)
         if any((folder / name).exists() for name in files) and not fresh:
             with Ledger(folder / ledger) as earlier:
