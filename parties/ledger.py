@@ -317,7 +317,7 @@ class Ledger:
             os.replace(tmp, head)
 
     def head(self) -> dict[str, Any]:
-        """The chain's head as the sidecar records it: number of debits and last link."""
+        """The chain's current head in the database: number of debits and last link (what the sidecar records)."""
         rows = self._read("SELECT COUNT(*), (SELECT link FROM debits ORDER BY rowid DESC LIMIT 1) FROM debits")
         return {"debits": int(rows[0][0]), "head": rows[0][1] or GENESIS}
 
