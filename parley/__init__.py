@@ -72,7 +72,7 @@ def _scenario(scenario: str | Path | Scenario) -> Scenario:
 
 
 def run(scenario: str | Path | Scenario, out: str | Path | None = None, *, address: str | None = None,
-        **values: Any) -> Result:
+        fresh: bool = False, **values: Any) -> Result:
     """Run one scenario end to end and write its run folder.
 
     Parameters
@@ -83,6 +83,8 @@ def run(scenario: str | Path | Scenario, out: str | Path | None = None, *, addre
         The run folder (default: ``runs/<scenario name>``).
     address : str, optional
         A Ray cluster to join (``"auto"`` or ``HOST:PORT``); by default a private local instance.
+    fresh : bool
+        Discard the privacy ledger an earlier run left in ``out`` (without it, such a folder is refused).
     **values
         Fields to change, by dotted path with ``__`` for the dot (``attack__targets=5``).
 
@@ -107,7 +109,7 @@ def run(scenario: str | Path | Scenario, out: str | Path | None = None, *, addre
     spec = _scenario(scenario)
     if values:
         spec = spec.with_values({key.replace("__", "."): value for key, value in values.items()})
-    return _run(spec, out=Path(out) if out is not None else Path("runs") / spec.name, address=address)
+    return _run(spec, out=Path(out) if out is not None else Path("runs") / spec.name, address=address, fresh=fresh)
 
 
 def study(study: str | Path | Study, out: str | Path | None = None, *, workers: int | None = None,

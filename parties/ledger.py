@@ -21,16 +21,41 @@ Durability
   same file serialize their charges and can never both squeeze into the last
   piece of a budget. Waiting writers retry for ``timeout`` seconds.
 
+Integrity
+---------
+Every debit carries ``link`` = SHA-256 over the previous debit's link and this
+debit's fields (:func:`chain_link`), so the debits form a hash chain, and after
+every commit the chain's head (number of debits and last link) is written to a
+sidecar file next to the database, ``<ledger>-head`` (:data:`HEAD_SUFFIX`).
+Opening a ledger recomputes the chain and checks it against the head: a debit
+edited in place, a debit deleted, a file truncated or emptied, a file copied
+without its ``-wal`` journal (whose committed debits then are missing), or a
+file separated from its head raises :class:`LedgerIntegrityError` naming the
+file and what is wrong. A database *ahead* of its head is accepted when the
+head is a link of its chain: a process killed between the commit and the head
+write leaves exactly that, and extra debits only mean more budget spent.
+
+What this does not stop: the chain is not keyed, so someone who reads this code
+and can write both files can delete a debit, recompute every link and rewrite
+the head to match. The chain alone only turns an edit of the database into an
+edit of two files; a deletion becomes detectable against an adversary when the
+head is kept where that adversary cannot write (handed to the auditor, or
+signed with a key the adversary does not hold), which parley does not do for
+you. The ``budgets`` table is configuration, not evidence: the compliance
+party writes the scenario's budgets into it at every start, and it is not
+chained.
+
 Composition follows :func:`parley.protocols.budget.compose` (``sequential`` or
 ``advanced`` with slack delta'). Advanced composition always spends delta', so a
 ledger using it needs budgets with ``delta >= slack``; a pure-epsilon budget
 cannot pay for an (epsilon, delta) cost and such a charge is refused.
 
-Schema (``PRAGMA user_version`` = 1)::
+Schema (``PRAGMA user_version`` = 2; a version-1 file is upgraded on open, its
+debits chained as found)::
 
     budgets(querier TEXT PRIMARY KEY, epsilon REAL, delta REAL)   -- NULL, NULL: no cap (debits recorded)
     debits(query_id TEXT PRIMARY KEY, querier TEXT NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL,
-           answer_json TEXT NOT NULL, created_ns INTEGER NOT NULL, request TEXT)
+           answer_json TEXT NOT NULL, created_ns INTEGER NOT NULL, request TEXT, link TEXT)
     index debits_by_querier(querier, created_ns)
 
 ``answer_json`` holds the answer payload in the transcript's JSON form
@@ -42,7 +67,9 @@ answered: a retry must carry the same query.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -54,11 +81,17 @@ from typing import Any, Literal
 
 from parley.parties.wire import BUDGET_EXCEEDED, INVALID_QUERY, decode_payload, encode_payload
 from parley.protocols.budget import Budget, budget, compose, within
-from parley.protocols.errors import ConfigError, WireError
+from parley.protocols.errors import ConfigError, ParleyError, WireError
 
-__all__ = ["Ledger", "Debit", "DEFAULT_SLACK", "SCHEMA_VERSION"]
+__all__ = ["Ledger", "Debit", "DEFAULT_SLACK", "GENESIS", "HEAD_SUFFIX", "LedgerIntegrityError", "SCHEMA_VERSION",
+           "chain_link", "head_path"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: The sidecar file holding the chain's head: ``ledger.sqlite`` -> ``ledger.sqlite-head``.
+HEAD_SUFFIX = "-head"
+#: The link before the first debit.
+GENESIS = hashlib.sha256(b"parley ledger chain v1").hexdigest()
+HEAD_FORMAT = "parley-ledger-head/1"
 #: Default slack delta' of advanced composition.
 DEFAULT_SLACK = 1e-6
 
@@ -83,6 +116,16 @@ BAD_ID = "{what} must be a non-empty string, got {value!r}"
 NEWER_SCHEMA = "{path}: ledger schema version {found} is newer than this parley understands ({known})"
 NOT_A_LEDGER = "{path}: not a parley ledger ({error})"
 CANNOT_OPEN = "{path}: cannot open the ledger ({error})"
+# Integrity (LedgerIntegrityError); tests match on these.
+NO_HEAD = ("{path}: the ledger holds {n} debits but its head file {head} is missing: the ledger was copied or moved "
+           "without it, or it was deleted; its spending cannot be checked")
+DEBITS_MISSING = ("{path}: {n} debits on file, but its head {head} records {k}: debits were deleted, or the file was "
+                  "copied without its -wal journal")
+DEBIT_EDITED = ("{path}: debit {i} (query id {query_id!r}) does not match its chain link: it was edited, or a debit "
+                "before it was deleted")
+CHAIN_REWRITTEN = ("{path}: the first {k} debits do not lead to the head recorded in {head}: the ledger was rewritten "
+                   "(debits edited or deleted and the chain recomputed)")
+BAD_HEAD = "{path}: the ledger's head file {head} is unreadable ({error})"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS budgets (
@@ -102,6 +145,25 @@ CREATE TABLE IF NOT EXISTS debits (
 );
 CREATE INDEX IF NOT EXISTS debits_by_querier ON debits (querier, created_ns);
 """
+_DEBIT_FIELDS = "query_id, querier, epsilon, delta, answer_json, created_ns, request"
+
+
+class LedgerIntegrityError(ParleyError):
+    """A ledger file was edited, truncated, lost debits, or was separated from its head or journal."""
+
+
+def head_path(path: str | Path) -> Path:
+    """The head sidecar of the ledger file ``path``."""
+    path = Path(path)
+    return path.with_name(path.name + HEAD_SUFFIX)
+
+
+def chain_link(previous: str, query_id: str, querier: str, epsilon: float, delta: float, answer_json: str,
+               created_ns: int, request: str | None) -> str:
+    """SHA-256 link of one debit: the previous link and every field (floats exactly, the answer by its digest)."""
+    record = [previous, query_id, querier, float(epsilon).hex(), float(delta).hex(),
+              hashlib.sha256(answer_json.encode()).hexdigest(), int(created_ns), request]
+    return hashlib.sha256(json.dumps(record, separators=(",", ":")).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -157,6 +219,7 @@ class Ledger:
         try:
             self.journal_mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             self._conn.execute("PRAGMA synchronous=FULL")
+            migrated = False
             with self._transaction():
                 version = self._conn.execute("PRAGMA user_version").fetchone()[0]
                 if version > SCHEMA_VERSION:
@@ -164,7 +227,17 @@ class Ledger:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         self._conn.execute(statement)
+                columns = [r[1] for r in self._conn.execute("PRAGMA table_info(debits)")]
+                if "link" not in columns:  # a version-1 file: chain its debits as found
+                    self._conn.execute("ALTER TABLE debits ADD COLUMN link TEXT")
+                    migrated, previous = True, GENESIS
+                    for rowid, *fields in self._conn.execute(
+                            f"SELECT rowid, {_DEBIT_FIELDS} FROM debits ORDER BY rowid").fetchall():
+                        previous = chain_link(previous, *fields)
+                        self._conn.execute("UPDATE debits SET link = ? WHERE rowid = ?", (previous, rowid))
                 self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if isinstance(self.path, Path):
+                self._verify(trust_unanchored=migrated)
         except sqlite3.OperationalError as exc:  # locked for longer than timeout, unwritable folder, ...
             self._conn.close()
             raise ConfigError(CANNOT_OPEN.format(path=self.path, error=exc)) from None
@@ -174,6 +247,80 @@ class Ledger:
         except BaseException:
             self._conn.close()
             raise
+
+    # ------------------------------------------------------------------ integrity
+    @property
+    def head_file(self) -> Path | None:
+        """The head sidecar (None for an in-memory ledger)."""
+        return head_path(self.path) if isinstance(self.path, Path) else None
+
+    def _load_head(self) -> tuple[int, str] | None:
+        head = self.head_file
+        assert head is not None
+        try:
+            data = json.loads(head.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise LedgerIntegrityError(BAD_HEAD.format(path=self.path, head=head, error=exc)) from None
+        if (not isinstance(data, dict) or data.get("format") != HEAD_FORMAT or not isinstance(data.get("debits"), int)
+                or data["debits"] < 0 or not isinstance(data.get("head"), str)):
+            raise LedgerIntegrityError(BAD_HEAD.format(path=self.path, head=head, error="not a parley ledger head"))
+        return data["debits"], data["head"]
+
+    def _verify(self, trust_unanchored: bool = False) -> None:
+        """Recompute the chain and check it against the head file; write the head of a new ledger.
+
+        ``trust_unanchored``: a version-1 file just chained has no head yet; its debits are taken as found.
+        """
+        # The head first, then the debits: a head is written only after its debits were committed,
+        # so a concurrent writer can make the database run ahead of the head read here, never behind.
+        head = self._load_head()
+        rows = self._read(f"SELECT {_DEBIT_FIELDS}, link FROM debits ORDER BY rowid")
+        if head is None:
+            if rows and not trust_unanchored:
+                raise LedgerIntegrityError(NO_HEAD.format(path=self.path, n=len(rows), head=self.head_file))
+            self._anchor()
+            return
+        count, tip = head
+        previous = GENESIS
+        if count == 0 and tip != GENESIS:
+            raise LedgerIntegrityError(CHAIN_REWRITTEN.format(path=self.path, k=0, head=self.head_file))
+        for i, (*fields, link) in enumerate(rows, start=1):
+            previous = chain_link(previous, *fields)
+            if link != previous:
+                raise LedgerIntegrityError(DEBIT_EDITED.format(path=self.path, i=i, query_id=fields[0]))
+            if i == count and previous != tip:
+                raise LedgerIntegrityError(CHAIN_REWRITTEN.format(path=self.path, k=count, head=self.head_file))
+        if len(rows) < count:
+            raise LedgerIntegrityError(DEBITS_MISSING.format(path=self.path, n=len(rows), head=self.head_file,
+                                                             k=count))
+
+    def _anchor(self) -> None:
+        """Write the chain's current head to the sidecar (after a commit; a no-op in memory).
+
+        Runs under the database's write lock (``BEGIN IMMEDIATE``), so heads are written in
+        commit order and each names the tip at that moment: the file never runs ahead of the
+        committed debits. The new head is synced before it replaces the old one.
+        """
+        head = self.head_file
+        if head is None:
+            return
+        with self._transaction() as conn:
+            count = conn.execute("SELECT COUNT(*) FROM debits").fetchone()[0]
+            last = conn.execute("SELECT link FROM debits ORDER BY rowid DESC LIMIT 1").fetchone()
+            text = json.dumps({"format": HEAD_FORMAT, "debits": count, "head": last[0] if last else GENESIS})
+            tmp = head.with_name(f"{head.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, head)
+
+    def head(self) -> dict[str, Any]:
+        """The chain's current head in the database: number of debits and last link (what the sidecar records)."""
+        rows = self._read("SELECT COUNT(*), (SELECT link FROM debits ORDER BY rowid DESC LIMIT 1) FROM debits")
+        return {"debits": int(rows[0][0]), "head": rows[0][1] or GENESIS}
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
@@ -305,9 +452,11 @@ class Ledger:
                     raise WireError(BUDGET_EXCEEDED, OVER_BUDGET.format(
                         querier=querier, limit=limit, spent=self._compose(costs), n=len(costs), cost=cost,
                         method=self.method, total=total))
-            conn.execute("INSERT INTO debits (query_id, querier, epsilon, delta, answer_json, created_ns, request) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (query_id, querier, float(cost.epsilon), float(cost.delta), encoded, time.time_ns(), request))
+            last = conn.execute("SELECT link FROM debits ORDER BY rowid DESC LIMIT 1").fetchone()
+            fields = (query_id, querier, float(cost.epsilon), float(cost.delta), encoded, time.time_ns(), request)
+            conn.execute(f"INSERT INTO debits ({_DEBIT_FIELDS}, link) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         (*fields, chain_link(last[0] if last else GENESIS, *fields)))
+        self._anchor()
         return decode_payload(json.loads(encoded))
 
     # ------------------------------------------------------------------ answers on record

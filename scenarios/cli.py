@@ -91,6 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="override a field by dotted path, e.g. protocol.decimals=4 (repeatable)")
     run.add_argument("--out", type=Path, help="run folder (default: runs/<scenario>)")
+    run.add_argument("--fresh", action="store_true",
+                     help="discard the privacy ledger an earlier run left in the run folder (refused without it)")
     run.add_argument("--seed", type=int, help="root seed (same seed, same result.json)")
     run.add_argument("--address", help=ADDRESS_HELP)
     run.add_argument("--open", action="store_true", help="open the run's report.html in a web browser afterwards")
@@ -193,7 +195,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"parley: running {scenario.name} ({scenario.protocol.name} protocol, {scenario.attack.name} attack) ...",
           file=sys.stderr)
     _join(args.address)
-    result = run(scenario, out=out, address=args.address)
+    result = run(scenario, out=out, address=args.address, fresh=args.fresh)
     print(format_table(result.metrics, keys=HEADLINE))
     if result.metrics.get("leakage_up_to_swap"):
         print(f"\n{SWAP_NOTE.format(as_labelled=result.metrics['leakage_as_labelled'])}")

@@ -28,6 +28,7 @@ from parley.scenarios.datasets import Table
 from parley.scenarios.flows import get_flow
 from parley.scenarios.report import write_report
 from parley.scenarios.report_html import write_html_report
+from parley.scenarios.run_folder import claim, inside
 from parley.scenarios.spec import Scenario
 from parley.scenarios.world import COMPLIANCE, DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, build_world
 
@@ -103,7 +104,7 @@ def leakage_bound(epsilon: float, delta: float) -> float:
 
 
 def run(scenario: Scenario, out: str | Path | None = None, address: str | None = None, *,
-        table: Table | None = None, hosts: dict | None = None, split: Any = None) -> Result:
+        table: Table | None = None, hosts: dict | None = None, split: Any = None, fresh: bool = False) -> Result:
     """Run ``scenario``; write ``result.json``, ``transcript.jsonl`` and ``report.md`` into ``out``.
 
     Parameters
@@ -122,13 +123,32 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         Party host actors to reuse (studies); see :class:`parley.parties.actors.RayDeployment`.
     split : Split, optional
         A fixed split to use instead of the seed's (the whole-scenario privacy audit).
+    fresh : bool
+        Discard a ledger with debits that an earlier run left in ``out`` (without it such a folder
+        is refused: a ledger is never reset silently; see :mod:`parley.scenarios.run_folder`).
+
+    Raises
+    ------
+    RunFolderBusyError
+        Another run is writing into ``out``.
+    LedgerInFolderError
+        ``out`` holds an earlier run's ledger with debits and ``fresh`` is False.
     """
     started = time.perf_counter()
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    # A failed run must not leave an older run's results behind, nor may a rerun spend an older run's budget.
-    for stale in ("result.json", "report.md", "report.html", LEDGER_FILE, LEDGER_FILE + "-wal", LEDGER_FILE + "-shm"):
-        (run_dir / stale).unlink(missing_ok=True)
+    # The folder is locked for this run; a failed run must not leave an older run's results behind.
+    with claim(run_dir, LEDGER_FILE, _STALE, fresh=fresh, written=("transcript.jsonl",)):
+        return _run_in(scenario, run_dir, started, address, table, hosts, split)
+
+
+#: An earlier run's outputs, removed before a run starts (its ledger is handled apart, by ``claim``;
+#: ``transcript.jsonl`` is replaced when the parties start).
+_STALE = ("result.json", "report.md", "report.html")
+
+
+def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | None, table: Table | None,
+            hosts: dict | None, split: Any) -> Result:
+    """The run proper, in a folder :func:`parley.scenarios.run_folder.claim` holds."""
     world = build_world(scenario, run_dir, address, table, hosts, split)
     try:
         flow_metrics = get_flow(world.protocol.flow)(world)
@@ -181,7 +201,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         "spec": scenario.to_dict(),
         "versions": dict(_versions()),
     })
-    (run_dir / "result.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    inside(run_dir, "result.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     write_report(record, run_dir)
     write_html_report(record, run_dir)
     return Result(record=record, run_dir=run_dir)

@@ -47,9 +47,9 @@ import tomllib
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, create_model
 
 from parley import protocols
 from parley.parties.attacks import ATTACKS, PASSIVE, get_attack
@@ -60,7 +60,8 @@ from parley.protocols.errors import ConfigError
 from parley.protocols.metrics import METRICS
 from parley.scenarios.datasets import DATASETS
 
-__all__ = ["BudgetSpec", "Component", "Scenario", "THREAT_MODELS", "parse_assignment", "load_toml"]
+__all__ = ["BudgetSpec", "Component", "SAFE_NAME", "SafeName", "Scenario", "THREAT_MODELS", "check_name",
+           "parse_assignment", "load_toml"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -112,6 +113,25 @@ def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel]:
             return model
         model = nested[0]
     return model
+
+
+#: A scenario's or study's name: it names a folder (``runs/<name>``, ``studies/<name>``, a temporary
+#: folder's prefix), so it is one path component and nothing more: no separators, no ``..``, no leading dot
+#: or space.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}")
+BAD_NAME = ("name must be 1 to 100 letters, digits, spaces, '.', '_' or '-', starting with a letter or digit "
+            "(it names the output folder), got {name!r}")
+
+
+def check_name(name: Any) -> str:
+    """``name`` if it is a safe folder name (:data:`SAFE_NAME`), else :class:`ConfigError`."""
+    if not isinstance(name, str) or SAFE_NAME.fullmatch(name) is None:
+        raise ConfigError(BAD_NAME.format(name=name))
+    return name
+
+
+#: A ``str`` field holding a safe name (validated wherever the field is, including ``_SimpleFields``).
+SafeName = Annotated[str, AfterValidator(check_name)]
 
 
 def _validate_typed(model: type[ModelT], data: dict[str, Any]) -> ModelT:
@@ -223,7 +243,7 @@ class Scenario(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = "custom"
+    name: SafeName = "custom"
     description: str = ""
     seed: int = Field(default=0, ge=0, description="root of every random stream of the run")
     threat_model: Literal["curious-data-center", "passive-observer", "black-box-auxiliary"] = "curious-data-center"

@@ -68,7 +68,8 @@ class StudyWorker:
         folder = Path(tempfile.mkdtemp(prefix=f"parley-cell-{cell.cell}-r{cell.repeat}-"))
         try:
             try:
-                result = run(Scenario.from_dict(cell.scenario), out=folder, table=table, hosts=self.hosts)
+                result = run(Scenario.from_dict(cell.scenario), out=folder, table=table, hosts=self.hosts,
+                             fresh=True)
                 row.update(result.metrics)
             except ParleyError as exc:
                 row.update(status="error", failure=f"{type(exc).__name__}: {exc}")

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from parley.protocols.errors import ConfigError
 from parley.scenarios.catalog import resolve_scenario, resolve_study
-from parley.scenarios.spec import Scenario, _validate, load_toml, parse_assignment
+from parley.scenarios.spec import SafeName, Scenario, _validate, load_toml, parse_assignment
 
 __all__ = ["Cell", "PlotSpec", "Study", "TableSpec", "load_results", "repeat_seed", "save_results", "ROW_FIELDS"]
 
@@ -136,7 +136,7 @@ class Study(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
+    name: SafeName
     description: str = ""
     scenario: str | dict[str, Any] = Field(description="base scenario: catalog name, TOML path, or a table")
     set: dict[str, Any] = Field(default_factory=dict, description="fixed overrides of the base, by dotted path")

@@ -27,6 +27,7 @@ from parley.protocols.base import AuditSet
 from parley.protocols.budget import ApproxDP, PureDP, compose
 from parley.protocols.errors import ConfigError, WireError
 from parley.protocols.metrics import statistical_parity_difference
+from parley.scenarios.run_folder import LedgerInFolderError
 from parley.scenarios.runner import LEDGER_FILE, run
 from parley.scenarios.spec import Scenario
 from tests.ledger_world import NoisyProtocol, noisy
@@ -450,8 +451,12 @@ def test_run_without_budget_records_what_was_spent(noisy_registered, tmp_path):
         DC: {"limit": None, "spent": {"epsilon": m["epsilon_spent"], "delta": 0.0}, "debits": queries}}}
     with Ledger(tmp_path / LEDGER_FILE) as led:
         assert len(led.entries()) == queries
-    # a rerun into the same folder starts a fresh ledger (same seed, same result)
-    again = run(scenario, out=tmp_path)
+    # a rerun into the same folder is refused (the budget stays spent); asked to start fresh, it does
+    with pytest.raises(LedgerInFolderError, match="re-run with --fresh"):
+        run(scenario, out=tmp_path)
+    with Ledger(tmp_path / LEDGER_FILE) as led:
+        assert len(led.entries()) == queries  # the refusal left the ledger as it was
+    again = run(scenario, out=tmp_path, fresh=True)
     assert again.metrics["epsilon_spent"] == m["epsilon_spent"] and again.record["ledger"] == result.record["ledger"]
 
 
