@@ -110,7 +110,11 @@ def uniform_below(rng: np.random.Generator, n: int) -> int:
 
 
 def bernoulli(rng: np.random.Generator, num: int, den: int) -> bool:
-    """True with probability num/den exactly (0 <= num <= den)."""
+    """True with probability num/den exactly (0 <= num <= den); no draw when the answer is certain."""
+    if num >= den:
+        return True
+    if num <= 0:
+        return False
     return uniform_below(rng, den) < num
 
 

@@ -62,9 +62,9 @@ def possible(y: float, x: float, scale: float) -> bool:
     for center, forward in candidates:
         k0 = int(center)
         for k in range(max(1, k0 - WINDOW), min(2**53 - 1, k0 + WINDOW) + 1):
-            if (k < 2**52) == (z <= 0.0) or z == 0.0:  # U = k 2^-53 must fall in the branch's half
-                if forward(k) == y:
-                    return True
+            # U = k 2^-53 must fall in the branch's half
+            if ((k < 2**52) == (z <= 0.0) or z == 0.0) and forward(k) == y:
+                return True
     return False
 
 
@@ -169,7 +169,9 @@ def campaign(name: str, params: dict[str, float], sampler: str, draws: int, seed
     Events (fixed before drawing, from the code the attacker reads): ``float`` =
     {y impossible under the other input for the textbook float release}
     (:func:`possible_additive`), ``lattice`` = {y not a multiple of the public g}
-    (:func:`lattice_possible`). Returns the counts and the largest lower bound.
+    (:func:`lattice_possible`; skipped for ``snapping``, whose grid is not a
+    power of two). Returns the counts [in E under the other input, in E under
+    its own], the bound of each event and direction, and the largest.
     """
     from parley.protocols import AuditSet, MetricQuery, get_protocol
     from parley.protocols.dp.lattice import granularity
@@ -204,7 +206,10 @@ def campaign(name: str, params: dict[str, float], sampler: str, draws: int, seed
 
     counts: dict[str, list[int]] = {}
     bounds: dict[str, float] = {}
-    for event, test in (("float", float_possible), ("lattice", lambda y, side: lattice_possible(y, side["g"]))):
+    events: list[tuple[str, Callable[[float, dict], bool]]] = [("float", float_possible)]
+    if sampler != "snapping":
+        events.append(("lattice", lambda y, side: lattice_possible(y, side["g"])))
+    for event, test in events:
         for target in (0, 1):  # E = {impossible under side `target`}; its rate under the other side vs its own
             other = 1 - target
             hits = int(sum(not test(float(y), sides[target]) for y in releases[other]))
