@@ -9,8 +9,9 @@ each candidate input rules inputs out. Every mechanism here instead releases
 
     g * (round(exact / g) + Y),     Y an integer drawn exactly,
 
-on the lattice gZ, g a power of two fixed by public quantities only (the
-sensitivity or a public lower bound on the noise scale, epsilon, m, n). Every
+on the lattice gZ, g a power of two fixed by public quantities only: 2^-12 to
+2^-13 of a public lower bound on both the per-answer sensitivity and the
+per-answer noise scale (from epsilon, m, n and, for the global mechanism, Delta). Every
 neighbour's release has the same support, the integer Y is drawn with exactly
 the probabilities the proofs below use, and the float value ``g * integer`` is
 a fixed function of that integer (post-processing).
@@ -224,7 +225,8 @@ def laplace_lattice(exact: np.ndarray, sensitivity: float, epsilon: float,
                     rng: np.random.Generator) -> tuple[np.ndarray, dict[str, float]]:
     """epsilon-DP release of ``exact`` (l1 sensitivity ``sensitivity``) with discrete Laplace noise on gZ.
 
-    g = :func:`granularity` (Delta / epsilon) depends on public quantities only.
+    g = :func:`granularity` (min(Delta, Delta/epsilon) / m) depends on public
+    quantities only; the rounding then adds at most 2^-12 Delta to the sensitivity.
     The rounded vector k(D) = round(x/g) satisfies g ||k(D) - k(D')||_1 <= Delta_g
     = :func:`lattice_sensitivity`. Each coordinate gets Y_i ~ DLap(tau) with
     tau >= Delta_g / (epsilon g) (rounded up to a multiple of 2^-20). For an
@@ -245,14 +247,14 @@ def laplace_lattice(exact: np.ndarray, sensitivity: float, epsilon: float,
         ``granularity`` g and the effective noise ``scale`` tau g (>= Delta/epsilon).
     """
     exact = np.asarray(exact, dtype=np.float64)
-    g = granularity(sensitivity / epsilon)
+    g = granularity(min(sensitivity, sensitivity / epsilon) / exact.size)
     tau = lattice_sensitivity(sensitivity, exact.size, g) / (Fraction(epsilon) * Fraction(g))
     t, s = math.ceil(tau * 2**SCALE_BITS), 2**SCALE_BITS
     noise = [discrete_laplace(rng, t, s) for _ in range(exact.size)]
     return _release(exact, g, noise), {"granularity": g, "scale": float(Fraction(t, s) * Fraction(g))}
 
 
-def smooth_lattice(exact: np.ndarray, smooth: float, factor: float, epsilon: float, min_scale: float,
+def smooth_lattice(exact: np.ndarray, smooth: float, factor: float, epsilon: float, public_bound: float,
                    family: Literal["laplace", "cauchy"], rng: np.random.Generator) -> tuple[np.ndarray, float]:
     """Smooth-sensitivity release on gZ: g (round(x/g) + Y), Y_i i.i.d. with scale tau = factor S_g / (epsilon g).
 
@@ -266,9 +268,10 @@ def smooth_lattice(exact: np.ndarray, smooth: float, factor: float, epsilon: flo
         6 (Cauchy, Thm. 7) or 2 (Laplace, Thm. 8).
     epsilon : float
         The protocol's epsilon; beta is the theorem's (epsilon/(6m), epsilon/(4(m + ln(2/delta)))).
-    min_scale : float
-        A public lower bound on factor S / epsilon over all audit sets of this size;
-        g = :func:`granularity` (min_scale), so the lattice reveals nothing.
+    public_bound : float
+        A public lower bound, per answer, on both S/m and the noise scale factor S/(m epsilon)
+        over all audit sets of this size; g = :func:`granularity` (public_bound), so the
+        lattice reveals nothing and the rounding adds at most 2^-12 S to the sensitivity.
     family : {"laplace", "cauchy"}
         Discrete Laplace (:func:`discrete_laplace`) or discrete Cauchy (:func:`discrete_cauchy`).
 
@@ -314,7 +317,7 @@ def smooth_lattice(exact: np.ndarray, smooth: float, factor: float, epsilon: flo
     """
     exact = np.asarray(exact, dtype=np.float64)
     m = exact.size
-    g = granularity(min_scale)
+    g = granularity(public_bound)
     smooth_g = Fraction(smooth) * (1 + RELATIVE_SLACK) + m * (Fraction(g) + 2 * Fraction(FLOAT_SLACK))
     tau = Fraction(factor) * smooth_g / (Fraction(epsilon) * Fraction(g))  # exact dyadic rational
     sample = discrete_cauchy if family == "cauchy" else discrete_laplace

@@ -31,8 +31,9 @@ The default ``sampler="lattice"`` releases g (round(f(S)/g) + Y) with Y_i exact
 discrete Cauchy or discrete Laplace integers of scale factor S_g/(epsilon g)
 (:func:`parley.protocols.dp.lattice.smooth_lattice`, whose docstring proves
 epsilon-DP for the Cauchy family and (epsilon, delta)-DP for the Laplace family
-with the theorems' beta and factors). The lattice spacing g is a power of two
-set from the public lower bound factor m/((n + 1) epsilon) on the noise scale
+with the theorems' beta and factors). The lattice spacing g is a power of two,
+2^-12 to 2^-13 of :func:`lattice_bound` = min(1, factor/epsilon)/(n + 1), a public
+lower bound on S/m and on the per-answer noise scale factor S/(m epsilon)
 (S >= m/(n + 1) for SP and |SP| at every audit set of size n, since
 LS >= m/s >= 2m/n, or m/2 when s = 1, times n/(n + 1) for |SP|), so g reveals
 nothing about N0. ``sampler="float-unsafe"`` keeps the textbook float release
@@ -72,7 +73,7 @@ __all__ = [
     "SmoothLaplaceParams",
     "SmoothLaplaceProtocol",
     "SmoothSampler",
-    "min_noise_scale",
+    "lattice_bound",
     "beta_cauchy",
     "beta_laplace",
     "BAD_EPSILON",
@@ -88,9 +89,14 @@ _SAMPLER_HELP = ("noise sampler: 'lattice' (exact discrete noise on a power-of-t
                  "or 'float-unsafe' (exact + scale * Z in double precision, whose low-order bits leak the answer)")
 
 
-def min_noise_scale(factor: float, epsilon: float, m: int, n: int) -> float:
-    """Public lower bound on factor S / epsilon over all audit sets of size n: S >= m/(n + 1) (module docstring)."""
-    return factor * m / ((n + 1) * epsilon)
+def lattice_bound(factor: float, epsilon: float, n: int) -> float:
+    """min(1, factor/epsilon) / (n + 1): a public lower bound on S/m and on factor S/(m epsilon) (module docstring).
+
+    Every audit set of size n has S >= m/(n + 1), so the lattice spacing set from
+    this bound is fixed by public quantities and the rounding it causes adds at
+    most 2^-12 S to the sensitivity.
+    """
+    return min(1.0, factor / epsilon) / (n + 1)
 
 
 class _SamplerParams(ProtocolParams):
@@ -165,7 +171,7 @@ class _SmoothProtocol(Protocol):
         smooth = smooth_sensitivity(query.metric, query.m, n0, n1, self.beta(query.m))
         notes: dict[str, Any] = {"sampler": self.params.sampler}
         if self.params.sampler == "lattice":
-            public = min_noise_scale(self.factor, self.params.epsilon, query.m, audit.n)
+            public = lattice_bound(self.factor, self.params.epsilon, audit.n)
             noisy, notes["granularity"] = smooth_lattice(exact, smooth, self.factor, self.params.epsilon, public,
                                                          self.noise, rng)
         else:

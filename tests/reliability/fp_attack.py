@@ -175,7 +175,7 @@ def campaign(name: str, params: dict[str, float], sampler: str, draws: int, seed
     """
     from parley.protocols import AuditSet, MetricQuery, get_protocol
     from parley.protocols.dp.lattice import granularity
-    from parley.protocols.mechanisms.smooth_sensitivity import min_noise_scale
+    from parley.protocols.mechanisms.smooth_sensitivity import lattice_bound
     from parley.protocols.metrics import evaluate
 
     cls = get_protocol(name)
@@ -188,10 +188,10 @@ def campaign(name: str, params: dict[str, float], sampler: str, draws: int, seed
         exact = evaluate("sp", PROBE, a, Y)
         if name == "laplace":
             scale, z_ok = protocol.sensitivity(query, audit) / params["epsilon"], None
-            g = granularity(scale)
+            g = granularity(min(scale * params["epsilon"], scale))  # min(Delta, Delta/epsilon) / m, m = 1
         else:
             scale, z_ok = unsafe.noise_scale(query, audit), (any_double if name == "smooth-cauchy" else numpy_laplace_z)
-            g = granularity(min_noise_scale(unsafe.factor, params["epsilon"], 1, a.size))
+            g = granularity(lattice_bound(unsafe.factor, params["epsilon"], a.size))
         sides.append({"audit": audit, "exact": exact, "x": float(exact[0]), "s": scale, "z_ok": z_ok, "g": g})
     releases = []
     for i, side in enumerate(sides):
