@@ -23,8 +23,8 @@ Laplace mechanism, but they draw from the operating system's CSPRNG
 (``opendp._data.fill_bytes``; ``opendp._lib.get_np_csprng`` wraps it) and cannot
 be seeded, which breaks parley's "same seed, same result". It has no Cauchy
 sampler. So the samplers here are exact algorithms in integers and rationals
-whose only source of randomness is :meth:`numpy.random.Generator.integers` and
-:meth:`~numpy.random.Generator.bytes` (exact uniform integers):
+whose only source of randomness is the Generator's bit generator (uniform 64-bit
+words, :class:`RandomBits`), turned into exact uniform integers by rejection:
 
 - :func:`bernoulli_exp` is Algorithm 1 of Canonne, Kamath & Steinke, "The
   Discrete Gaussian for Differential Privacy" (NeurIPS 2020) with its reduction
@@ -64,6 +64,7 @@ __all__ = [
     "SCALE_BITS",
     "BAD_SCALE",
     "FLOAT_UNSAFE_WARNING",
+    "RandomBits",
     "uniform_below",
     "bernoulli",
     "bernoulli_exp",
@@ -90,36 +91,63 @@ FLOAT_UNSAFE_WARNING = ("sampler 'float-unsafe' adds noise in double precision: 
                         "depend on the exact answer, so an observer who reads the code can tell neighbouring audit "
                         "sets apart and the stated epsilon does not hold; use the default sampler 'lattice'")
 
-_NUMPY_LIMIT = 1 << 62
+class RandomBits:
+    """Uniform random bits from a numpy Generator's bit generator, buffered 256 bits at a time.
 
-
-def uniform_below(rng: np.random.Generator, n: int) -> int:
-    """An exactly uniform integer in {0, ..., n - 1} (n >= 1, any size).
-
-    numpy's bounded integers are unbiased (Lemire's rejection); above 2^62 the
-    value is built from ``rng.bytes`` and rejected when it is >= n.
+    The samplers below need many small exact uniform integers; numpy's scalar
+    ``Generator.integers`` costs microseconds per call, so the bits come from
+    ``bit_generator.random_raw`` (uniform 64-bit words) in blocks. The stream is
+    a fixed function of the generator's state: same seed, same draws. Unused
+    bits of the last block are dropped when the object is.
     """
-    if n <= _NUMPY_LIMIT:
-        return int(rng.integers(0, n))
-    bits = (n - 1).bit_length()
-    mask = (1 << bits) - 1
-    nbytes = (bits + 7) // 8
-    while True:
-        v = int.from_bytes(rng.bytes(nbytes), "little") & mask
-        if v < n:
-            return v
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._raw = rng.bit_generator.random_raw
+        self._pool = 0
+        self._size = 0
+
+    def bits(self, k: int) -> int:
+        """k uniform random bits as an integer in [0, 2^k)."""
+        while self._size < k:
+            for word in self._raw(4).tolist():
+                self._pool |= word << self._size
+                self._size += 64
+        value = self._pool & ((1 << k) - 1)
+        self._pool >>= k
+        self._size -= k
+        return value
+
+    def below(self, n: int) -> int:
+        """An exactly uniform integer in {0, ..., n - 1}: bit_length(n - 1) bits, rejected when >= n."""
+        k = (n - 1).bit_length()
+        while True:
+            v = self.bits(k)
+            if v < n:
+                return v
 
 
-def bernoulli(rng: np.random.Generator, num: int, den: int) -> bool:
+Source = np.random.Generator | RandomBits
+
+
+def _bits(rng: Source) -> RandomBits:
+    return rng if isinstance(rng, RandomBits) else RandomBits(rng)
+
+
+def uniform_below(rng: Source, n: int) -> int:
+    """An exactly uniform integer in {0, ..., n - 1} (n >= 1, any size)."""
+    return _bits(rng).below(n)
+
+
+def bernoulli(rng: Source, num: int, den: int) -> bool:
     """True with probability num/den exactly (0 <= num <= den); no draw when the answer is certain."""
     if num >= den:
         return True
     if num <= 0:
         return False
-    return uniform_below(rng, den) < num
+    return _bits(rng).below(den) < num
 
 
-def _bernoulli_exp_unit(rng: np.random.Generator, num: int, den: int) -> bool:
+def _bernoulli_exp_unit(rng: RandomBits, num: int, den: int) -> bool:
     """CKS Algorithm 1 for gamma = num/den in [0, 1]: P(True) = exp(-gamma).
 
     K counts how many Bernoulli(gamma/k), k = 1, 2, ..., succeed in a row; the
@@ -132,12 +160,13 @@ def _bernoulli_exp_unit(rng: np.random.Generator, num: int, den: int) -> bool:
     return k % 2 == 1
 
 
-def bernoulli_exp(rng: np.random.Generator, num: int, den: int) -> bool:
+def bernoulli_exp(rng: Source, num: int, den: int) -> bool:
     """True with probability exp(-num/den) exactly (num >= 0, den >= 1); CKS Sec. 5.1.
 
     For gamma > 1, exp(-gamma) = exp(-1)^floor(gamma) exp(-(gamma - floor(gamma))):
     that many independent Bernoulli(exp(-1)) must all succeed.
     """
+    rng = _bits(rng)
     while num > den:
         if not _bernoulli_exp_unit(rng, 1, 1):
             return False
@@ -145,7 +174,7 @@ def bernoulli_exp(rng: np.random.Generator, num: int, den: int) -> bool:
     return _bernoulli_exp_unit(rng, num, den)
 
 
-def discrete_laplace(rng: np.random.Generator, t: int, s: int) -> int:
+def discrete_laplace(rng: Source, t: int, s: int) -> int:
     """CKS Algorithm 2: Y with P(Y = y) = (e^{1/tau} - 1)/(e^{1/tau} + 1) e^{-|y|/tau}, tau = t/s.
 
     U uniform on {0..t-1} kept with probability e^{-U/t} and V geometric with
@@ -153,6 +182,7 @@ def discrete_laplace(rng: np.random.Generator, t: int, s: int) -> int:
     floor(X/s) is then geometric with ratio e^{-s/t}, and a fair sign with the
     negative zero rejected gives the two-sided law.
     """
+    rng = _bits(rng)
     while True:
         u = uniform_below(rng, t)
         if not bernoulli_exp(rng, u, t):
@@ -167,7 +197,7 @@ def discrete_laplace(rng: np.random.Generator, t: int, s: int) -> int:
         return -y if negative else y
 
 
-def discrete_cauchy(rng: np.random.Generator, t: int, s: int) -> int:
+def discrete_cauchy(rng: Source, t: int, s: int) -> int:
     """Y with P(Y = y) proportional to w(y) = 1 / (1 + (y/tau)^2), tau = t/s (normaliser pi tau coth(pi tau)).
 
     Rejection from a proposal q with rational probabilities. Let T = ceil(tau).
@@ -178,6 +208,7 @@ def discrete_cauchy(rng: np.random.Generator, t: int, s: int) -> int:
     a(y) = w(y) / (8T q(y)) (rational, at most 1), which makes q(y) a(y) = w(y)/(8T)
     for every y: the kept y has law w exactly. Acceptance is about pi/8 per try.
     """
+    rng = _bits(rng)
     tt, ss = t * t, s * s
     big_t = -(-t // s)
     while True:
@@ -250,7 +281,8 @@ def laplace_lattice(exact: np.ndarray, sensitivity: float, epsilon: float,
     g = granularity(min(sensitivity, sensitivity / epsilon) / exact.size)
     tau = lattice_sensitivity(sensitivity, exact.size, g) / (Fraction(epsilon) * Fraction(g))
     t, s = math.ceil(tau * 2**SCALE_BITS), 2**SCALE_BITS
-    noise = [discrete_laplace(rng, t, s) for _ in range(exact.size)]
+    bits = RandomBits(rng)
+    noise = [discrete_laplace(bits, t, s) for _ in range(exact.size)]
     return _release(exact, g, noise), {"granularity": g, "scale": float(Fraction(t, s) * Fraction(g))}
 
 
@@ -321,5 +353,6 @@ def smooth_lattice(exact: np.ndarray, smooth: float, factor: float, epsilon: flo
     smooth_g = Fraction(smooth) * (1 + RELATIVE_SLACK) + m * (Fraction(g) + 2 * Fraction(FLOAT_SLACK))
     tau = Fraction(factor) * smooth_g / (Fraction(epsilon) * Fraction(g))  # exact dyadic rational
     sample = discrete_cauchy if family == "cauchy" else discrete_laplace
-    noise = [sample(rng, tau.numerator, tau.denominator) for _ in range(m)]
+    bits = RandomBits(rng)
+    noise = [sample(bits, tau.numerator, tau.denominator) for _ in range(m)]
     return _release(exact, g, noise), g

@@ -26,6 +26,7 @@ from parley.protocols.base import METRIC_NOT_ANSWERED
 from parley.protocols.budget import ApproxDP, PureDP
 from parley.protocols.dp.lattice import (
     FLOAT_UNSAFE_WARNING,
+    RandomBits,
     bernoulli_exp,
     discrete_cauchy,
     discrete_laplace,
@@ -262,7 +263,7 @@ def cauchy_pmf(tau: float):
 
 @pytest.mark.parametrize(("num", "den"), [(0, 1), (1, 3), (1, 1), (7, 3)])
 def test_bernoulli_exp_is_exact(num, den):
-    rng = np.random.default_rng(100 + num)
+    rng = RandomBits(np.random.default_rng(100 + num))
     hits = sum(bernoulli_exp(rng, num, den) for _ in range(DRAWS))
     assert stats.binomtest(hits, DRAWS, math.exp(-num / den)).pvalue > ALPHA
     if num:
@@ -272,7 +273,7 @@ def test_bernoulli_exp_is_exact(num, den):
 @pytest.mark.parametrize(("t", "s"), [(7, 2), (40, 1), (3 * 2**20 + 5, 2**18)])
 def test_discrete_laplace_has_its_pmf(t, s):
     tau = t / s
-    rng = np.random.default_rng(t)
+    rng = RandomBits(np.random.default_rng(t))
     sample = np.array([discrete_laplace(rng, t, s) for _ in range(DRAWS)])
     assert chi_square_pvalue(sample, laplace_pmf(tau)) > ALPHA
     assert chi_square_pvalue(sample, laplace_pmf(1.25 * tau)) < ALPHA
@@ -281,7 +282,7 @@ def test_discrete_laplace_has_its_pmf(t, s):
 @pytest.mark.parametrize(("t", "s"), [(5, 2), (40, 1), (3 * 2**20 + 5, 2**18)])
 def test_discrete_cauchy_has_its_pmf(t, s):
     tau = t / s
-    rng = np.random.default_rng(t + 1)
+    rng = RandomBits(np.random.default_rng(t + 1))
     sample = np.array([discrete_cauchy(rng, t, s) for _ in range(DRAWS)])
     assert chi_square_pvalue(sample, cauchy_pmf(tau)) > ALPHA
     assert chi_square_pvalue(sample, cauchy_pmf(1.25 * tau)) < ALPHA
@@ -289,11 +290,18 @@ def test_discrete_cauchy_has_its_pmf(t, s):
 
 def test_exact_samplers_are_reproducible_from_the_seed():
     def draws(seed: int) -> list[int]:
-        rng = np.random.default_rng(seed)
+        rng = RandomBits(np.random.default_rng(seed))
         return [discrete_laplace(rng, 1001, 3) for _ in range(50)] + [discrete_cauchy(rng, 1001, 3) for _ in range(50)]
 
     assert draws(1) == draws(1)
     assert draws(1) != draws(2)
+    query = MetricQuery(metric="sp", predictions=np.full((3, 6), 0.5), query_id="q")
+    audit = AuditSet(a=np.array([0, 0, 1, 1, 1, 1], dtype=np.int8), y=np.ones(6, dtype=np.int8))
+    for name, params in (("laplace", {"epsilon": 1.0}), ("smooth-cauchy", {"epsilon": 1.0}),
+                         ("smooth-laplace", {"epsilon": 0.5, "delta": DELTA})):
+        p = make(name, **params)
+        first = p.answer(query, audit, np.random.default_rng(3))["values"]
+        np.testing.assert_array_equal(first, p.answer(query, audit, np.random.default_rng(3))["values"])
 
 
 @pytest.mark.parametrize(("name", "params"), [("laplace", {"epsilon": 0.7}), ("smooth-cauchy", {"epsilon": 0.7}),
