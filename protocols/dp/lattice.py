@@ -37,12 +37,15 @@ words, :class:`RandomBits`), turned into exact uniform integers by rejection:
 Rounding the exact answer
 -------------------------
 ``round(exact/g)`` is computed from the float ``exact``, which differs from the
-real value of the metric by at most :data:`FLOAT_SLACK` (metrics are means of
-values in [0, 1] and their differences; numpy's pairwise summation keeps the
-relative error below (log2 n + 2) 2^-53 < 2^-46 for n < 2^40). The rounding
-moves each coordinate by at most g/2, so two neighbours' rounded vectors differ
-in l1 norm by at most ``Delta + m (g + 2 FLOAT_SLACK)`` (:func:`lattice_sensitivity`):
-the rounding is accounted inside the sensitivity.
+real value of the metric by at most eta(n) = (n + 8) 2^-52 (:func:`metric_float_error`).
+The metrics are means of at most n values of magnitude <= 1, their differences
+and maxima; summed in any order, a sum of N such values errs by at most
+gamma_{N-1} N (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed.,
+Eq. (4.4)), so a mean errs by at most (N + 2) 2^-53 and a difference of two
+means over n rows by at most (n + 8) 2^-53: eta(n) has a factor 2 to spare. The
+rounding moves each coordinate by at most g/2, so two neighbours' rounded
+vectors differ in l1 norm by at most ``Delta + m (g + 2 eta(n))``
+(:func:`lattice_sensitivity`): the rounding is accounted inside the sensitivity.
 
 The proofs of the three mechanisms are in the docstrings of
 :func:`laplace_lattice`, :func:`smooth_lattice` (Laplace and Cauchy families).
@@ -59,7 +62,7 @@ import numpy as np
 from parley.protocols.errors import ConfigError
 
 __all__ = [
-    "FLOAT_SLACK",
+    "metric_float_error",
     "RESOLUTION_BITS",
     "SCALE_BITS",
     "BAD_SCALE",
@@ -76,8 +79,6 @@ __all__ = [
     "smooth_lattice",
 ]
 
-#: Bound on |float metric - real metric| (module docstring); counted twice per coordinate in the sensitivity.
-FLOAT_SLACK = 2.0**-40
 #: The lattice spacing g is 2^-RESOLUTION_BITS to 2^-(RESOLUTION_BITS - 1) times the smallest noise scale.
 RESOLUTION_BITS = 12
 #: The global Laplace scale (in lattice steps) is rounded up to a multiple of 2^-SCALE_BITS.
@@ -240,9 +241,14 @@ def granularity(scale: float) -> float:
     return math.ldexp(1.0, exponent - 1 - RESOLUTION_BITS)
 
 
-def lattice_sensitivity(sensitivity: float, m: int, g: float) -> Fraction:
-    """l1 sensitivity of the rounded release g round(x/g): Delta (1 + 2^-40) + m (g + 2 FLOAT_SLACK), exactly."""
-    return Fraction(sensitivity) * (1 + RELATIVE_SLACK) + m * (Fraction(g) + 2 * Fraction(FLOAT_SLACK))
+def metric_float_error(n: int) -> Fraction:
+    """eta(n) = (n + 8) 2^-52: a bound on |float metric - real metric| on an audit set of n rows (module docstring)."""
+    return Fraction(n + 8, 2**52)
+
+
+def lattice_sensitivity(sensitivity: float, m: int, g: float, n: int) -> Fraction:
+    """l1 sensitivity of the rounded release g round(x/g): Delta (1 + 2^-40) + m (g + 2 eta(n)), exactly."""
+    return Fraction(sensitivity) * (1 + RELATIVE_SLACK) + m * (Fraction(g) + 2 * metric_float_error(n))
 
 
 def _release(exact: np.ndarray, g: float, noise: list[int]) -> np.ndarray:
@@ -252,7 +258,7 @@ def _release(exact: np.ndarray, g: float, noise: list[int]) -> np.ndarray:
     return np.asarray(values, dtype=np.float64).reshape(np.shape(exact))
 
 
-def laplace_lattice(exact: np.ndarray, sensitivity: float, epsilon: float,
+def laplace_lattice(exact: np.ndarray, sensitivity: float, epsilon: float, n: int,
                     rng: np.random.Generator) -> tuple[np.ndarray, dict[str, float]]:
     """epsilon-DP release of ``exact`` (l1 sensitivity ``sensitivity``) with discrete Laplace noise on gZ.
 
@@ -276,17 +282,18 @@ def laplace_lattice(exact: np.ndarray, sensitivity: float, epsilon: float,
         The release, multiples of g.
     notes : dict
         ``granularity`` g and the effective noise ``scale`` tau g (>= Delta/epsilon).
+    n, the audit set's size, enters through :func:`metric_float_error`.
     """
     exact = np.asarray(exact, dtype=np.float64)
     g = granularity(min(sensitivity, sensitivity / epsilon) / exact.size)
-    tau = lattice_sensitivity(sensitivity, exact.size, g) / (Fraction(epsilon) * Fraction(g))
+    tau = lattice_sensitivity(sensitivity, exact.size, g, n) / (Fraction(epsilon) * Fraction(g))
     t, s = math.ceil(tau * 2**SCALE_BITS), 2**SCALE_BITS
     bits = RandomBits(rng)
     noise = [discrete_laplace(bits, t, s) for _ in range(exact.size)]
     return _release(exact, g, noise), {"granularity": g, "scale": float(Fraction(t, s) * Fraction(g))}
 
 
-def smooth_lattice(exact: np.ndarray, smooth: float, factor: float, epsilon: float, public_bound: float,
+def smooth_lattice(exact: np.ndarray, smooth: float, factor: float, epsilon: float, public_bound: float, n: int,
                    family: Literal["laplace", "cauchy"], rng: np.random.Generator) -> tuple[np.ndarray, float]:
     """Smooth-sensitivity release on gZ: g (round(x/g) + Y), Y_i i.i.d. with scale tau = factor S_g / (epsilon g).
 
@@ -304,6 +311,8 @@ def smooth_lattice(exact: np.ndarray, smooth: float, factor: float, epsilon: flo
         A public lower bound, per answer, on both S/m and the noise scale factor S/(m epsilon)
         over all audit sets of this size; g = :func:`granularity` (public_bound), so the
         lattice reveals nothing and the rounding adds at most 2^-12 S to the sensitivity.
+    n : int
+        The audit set's size (public), for :func:`metric_float_error`.
     family : {"laplace", "cauchy"}
         Discrete Laplace (:func:`discrete_laplace`) or discrete Cauchy (:func:`discrete_cauchy`).
 
@@ -316,7 +325,7 @@ def smooth_lattice(exact: np.ndarray, smooth: float, factor: float, epsilon: flo
 
     Notes
     -----
-    S_g = S (1 + 2^-40) + m (g + 2 FLOAT_SLACK) is a beta-smooth upper bound on
+    S_g = S (1 + 2^-40) + m (g + 2 eta(n)) is a beta-smooth upper bound on
     the local sensitivity of the rounded query g k(D) (adding a constant keeps
     beta-smoothness; the factor covers S's float evaluation, whose few roundings
     move the ratio S(D)/S(D') by a factor 1 + O(2^-50), which the margins below
@@ -350,7 +359,7 @@ def smooth_lattice(exact: np.ndarray, smooth: float, factor: float, epsilon: flo
     exact = np.asarray(exact, dtype=np.float64)
     m = exact.size
     g = granularity(public_bound)
-    smooth_g = Fraction(smooth) * (1 + RELATIVE_SLACK) + m * (Fraction(g) + 2 * Fraction(FLOAT_SLACK))
+    smooth_g = Fraction(smooth) * (1 + RELATIVE_SLACK) + m * (Fraction(g) + 2 * metric_float_error(n))
     tau = Fraction(factor) * smooth_g / (Fraction(epsilon) * Fraction(g))  # exact dyadic rational
     sample = discrete_cauchy if family == "cauchy" else discrete_laplace
     bits = RandomBits(rng)

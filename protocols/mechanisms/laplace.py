@@ -121,7 +121,7 @@ class LaplaceProtocol(Protocol):
         sampler = self.params.sampler
         notes: dict[str, Any] = {"sampler": sampler}
         if sampler == "lattice":  # exact discrete Laplace on gZ; the rounding makes the scale slightly larger
-            noisy, lattice = laplace_lattice(exact, sensitivity, epsilon, rng)
+            noisy, lattice = laplace_lattice(exact, sensitivity, epsilon, audit.n, rng)
             scale = lattice["scale"]
             notes["granularity"] = lattice["granularity"]
         elif sampler == "snapping":  # floating-point safe; the grid makes the scale slightly larger

@@ -173,7 +173,7 @@ class _SmoothProtocol(Protocol):
         if self.params.sampler == "lattice":
             public = lattice_bound(self.factor, self.params.epsilon, audit.n)
             noisy, notes["granularity"] = smooth_lattice(exact, smooth, self.factor, self.params.epsilon, public,
-                                                         self.noise, rng)
+                                                         audit.n, self.noise, rng)
         else:
             scale = self.factor * smooth / self.params.epsilon
             noisy = np.asarray(exact, dtype=np.float64) + scale * self._draw(rng, query.m)
