@@ -54,6 +54,7 @@ The proofs of the three mechanisms are in the docstrings of
 from __future__ import annotations
 
 import math
+import warnings
 from fractions import Fraction
 from typing import Literal
 
@@ -67,6 +68,8 @@ __all__ = [
     "SCALE_BITS",
     "BAD_SCALE",
     "FLOAT_UNSAFE_WARNING",
+    "FloatUnsafeWarning",
+    "warn_float_unsafe",
     "RandomBits",
     "uniform_below",
     "bernoulli",
@@ -91,6 +94,15 @@ BAD_SCALE = "the lattice noise needs a finite scale > 0, got {value!r}"
 FLOAT_UNSAFE_WARNING = ("sampler 'float-unsafe' adds noise in double precision: the low-order bits of each release "
                         "depend on the exact answer, so an observer who reads the code can tell neighbouring audit "
                         "sets apart and the stated epsilon does not hold; use the default sampler 'lattice'")
+
+class FloatUnsafeWarning(UserWarning):
+    """Issued when a DP protocol is configured with ``sampler = "float-unsafe"``."""
+
+
+def warn_float_unsafe(protocol: str) -> None:
+    """Warn (once per configuration) that ``protocol`` will release float noise; see :data:`FLOAT_UNSAFE_WARNING`."""
+    warnings.warn(f"protocol {protocol!r}: {FLOAT_UNSAFE_WARNING}", FloatUnsafeWarning, stacklevel=3)
+
 
 class RandomBits:
     """Uniform random bits from a numpy Generator's bit generator, buffered 256 bits at a time.

@@ -39,11 +39,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, model_serializer
+from pydantic import Field, model_serializer, model_validator
 
 from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
 from parley.protocols.budget import PureDP
-from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, laplace_lattice
+from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, laplace_lattice, warn_float_unsafe
 from parley.protocols.dp.sensitivity import GLOBAL_METRICS, global_sensitivity
 from parley.protocols.dp.snapping import snapping_laplace, textbook_laplace
 from parley.protocols.metrics import METRICS
@@ -91,6 +91,12 @@ class LaplaceParams(ProtocolParams):
         if data.get("sampler") == "lattice":
             data.pop("sampler")
         return data
+
+    @model_validator(mode="after")
+    def _warn_float_unsafe(self) -> LaplaceParams:
+        if self.sampler == "float-unsafe":
+            warn_float_unsafe("laplace")
+        return self
 
 
 @register_protocol

@@ -57,11 +57,11 @@ from abc import abstractmethod
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, model_serializer
+from pydantic import Field, model_serializer, model_validator
 
 from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
 from parley.protocols.budget import ApproxDP, Budget, PureDP
-from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, smooth_lattice
+from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, smooth_lattice, warn_float_unsafe
 from parley.protocols.dp.sensitivity import SMOOTH_METRICS, smooth_sensitivity
 from parley.protocols.errors import QueryError
 from parley.protocols.mechanisms.laplace import OutOfRange, apply_out_of_range
@@ -109,6 +109,12 @@ class _SamplerParams(ProtocolParams):
         if data.get("sampler") == "lattice":
             data.pop("sampler")
         return data
+
+    @model_validator(mode="after")
+    def _warn_float_unsafe(self) -> _SamplerParams:
+        if self.sampler == "float-unsafe":
+            warn_float_unsafe("smooth-cauchy" if isinstance(self, SmoothCauchyParams) else "smooth-laplace")
+        return self
 
 
 def beta_cauchy(epsilon: float, m: int) -> float:

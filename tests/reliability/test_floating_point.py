@@ -28,6 +28,9 @@ from parley.protocols.dp.snapping import snapping_laplace, uniform_doubles
 from .fp_attack import MECHANISMS, campaign, distinguish
 from .hostile import N, audit_set
 
+#: The float-unsafe control is configured on purpose here; its warning is tested once, below.
+pytestmark = pytest.mark.filterwarnings("ignore::parley.protocols.dp.lattice.FloatUnsafeWarning")
+
 ALPHA = 0.01
 #: Confidence of the epsilon lower bounds: 95 %.
 ALPHA_EPS = 0.05
@@ -151,11 +154,16 @@ def test_laplace_protocol_offers_the_snapping_sampler():
     assert "sampler" not in P.Params(epsilon=0.5).model_dump()  # default left out: existing cell ids unchanged
 
 
-def test_float_unsafe_is_an_explicit_opt_in_and_textbook_is_gone():
+def test_float_unsafe_is_an_explicit_opt_in_that_warns_and_textbook_is_gone():
     from pydantic import ValidationError
+
+    from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, FloatUnsafeWarning
     for name in ("laplace", "smooth-cauchy", "smooth-laplace"):
         params = {"epsilon": 0.5, "delta": 1e-6} if name == "smooth-laplace" else {"epsilon": 0.5}
         cls = get_protocol(name)
         assert cls.Params(**params).sampler == "lattice"
         with pytest.raises(ValidationError):
             cls.Params(**params, sampler="textbook")
+        with pytest.warns(FloatUnsafeWarning) as caught:
+            cls.Params(**params, sampler="float-unsafe")
+        assert str(caught[0].message) == f"protocol {name!r}: {FLOAT_UNSAFE_WARNING}"

@@ -36,6 +36,9 @@ from parley.protocols.dp.sensitivity import GLOBAL_METRICS
 from parley.protocols.errors import QueryError
 from parley.protocols.metrics import METRICS, evaluate
 
+#: The float-unsafe control is configured on purpose here; its warning is tested once, below.
+pytestmark = pytest.mark.filterwarnings("ignore::parley.protocols.dp.lattice.FloatUnsafeWarning")
+
 ALPHA = 1e-4
 ANSWERS = 10_000
 M = 2
