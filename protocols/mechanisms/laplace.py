@@ -23,9 +23,15 @@ as they are (still epsilon-DP and unbiased); ``"clamp"`` maps them to the metric
 range (:data:`parley.protocols.metrics.METRICS`), a post-processing that keeps the
 guarantee; the answer records how many values were clamped.
 
-Floating point (Mironov 2012): ``sampler="snapping"`` replaces numpy's textbook
-sampler, whose low-order bits reveal the input, by the snapping mechanism of
-:mod:`parley.protocols.dp.snapping` (docs/reliability.md).
+Floating point (Mironov 2012). The default ``sampler="lattice"`` releases
+g (round(f(S)/g) + Y) with Y exact discrete Laplace on a power-of-two lattice
+fixed by Delta/epsilon, the rounding counted in the sensitivity
+(:func:`parley.protocols.dp.lattice.laplace_lattice`, which proves pure
+epsilon-DP); ``"snapping"`` is Mironov's snapping mechanism
+(:mod:`parley.protocols.dp.snapping`). ``"float-unsafe"`` is numpy's textbook
+sampler, whose low-order bits reveal the input; it is an explicit opt-in, and
+each answer then carries :data:`~parley.protocols.dp.lattice.FLOAT_UNSAFE_WARNING`
+(docs/reliability.md, "Floating-point events").
 """
 
 from __future__ import annotations
@@ -33,20 +39,22 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, model_serializer
+from pydantic import Field, model_serializer, model_validator
 
 from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
 from parley.protocols.budget import PureDP
+from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, laplace_lattice, warn_float_unsafe
 from parley.protocols.dp.sensitivity import GLOBAL_METRICS, global_sensitivity
 from parley.protocols.dp.snapping import snapping_laplace, textbook_laplace
 from parley.protocols.metrics import METRICS
 
-__all__ = ["LaplaceParams", "LaplaceProtocol", "OutOfRange", "apply_out_of_range", "label_counts"]
+__all__ = ["LaplaceParams", "LaplaceProtocol", "OutOfRange", "Sampler", "apply_out_of_range", "label_counts"]
 
 #: Remark 6: release noisy values as they are, or map them to the metric's range.
 OutOfRange = Literal["raw", "clamp"]
-#: Noise sampler: numpy's textbook inverse-CDF sampler, or Mironov's snapping mechanism (floating-point safe).
-Sampler = Literal["textbook", "snapping"]
+#: Noise sampler: exact discrete Laplace on a lattice (default), Mironov's snapping mechanism (both
+#: floating-point safe), or numpy's textbook float sampler (unsafe, explicit opt-in).
+Sampler = Literal["lattice", "snapping", "float-unsafe"]
 
 
 def apply_out_of_range(noisy: np.ndarray, metric: str, mode: str) -> tuple[np.ndarray, int]:
@@ -71,16 +79,24 @@ def label_counts(audit: AuditSet) -> tuple[int, int]:
 class LaplaceParams(ProtocolParams):
     epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="privacy loss per query (pure DP)")
     out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
-    sampler: Sampler = Field(default="textbook", description="noise sampler: 'textbook' (numpy) or 'snapping' "
-                             "(Mironov 2012, safe against floating-point attacks; see protocols/dp/snapping.py)")
+    sampler: Sampler = Field(default="lattice", description="noise sampler: 'lattice' (exact discrete Laplace on a "
+                             "power-of-two lattice, protocols/dp/lattice.py), 'snapping' (Mironov 2012, "
+                             "protocols/dp/snapping.py), or 'float-unsafe' (numpy's textbook sampler, whose low-order "
+                             "bits leak the exact answer)")
 
     @model_serializer(mode="wrap")
     def _omit_default_sampler(self, handler: Any) -> dict[str, Any]:
-        """The default sampler is left out, so specs (and study cell ids) of existing runs stay as they were."""
+        """The default sampler is left out, so specs (and study cell ids) keep their form."""
         data = handler(self)
-        if data.get("sampler") == "textbook":
+        if data.get("sampler") == "lattice":
             data.pop("sampler")
         return data
+
+    @model_validator(mode="after")
+    def _warn_float_unsafe(self) -> LaplaceParams:
+        if self.sampler == "float-unsafe":
+            warn_float_unsafe("laplace")
+        return self
 
 
 @register_protocol
@@ -109,14 +125,20 @@ class LaplaceProtocol(Protocol):
         epsilon = self.params.epsilon
         sensitivity = self.sensitivity(query, audit)
         scale = sensitivity / epsilon
-        notes: dict[str, Any] = {}
-        if self.params.sampler == "snapping":  # floating-point safe; the grid makes the scale slightly larger
+        sampler = self.params.sampler
+        notes: dict[str, Any] = {"sampler": sampler}
+        if sampler == "lattice":  # exact discrete Laplace on gZ; the rounding makes the scale slightly larger
+            noisy, lattice = laplace_lattice(exact, sensitivity, epsilon, audit.n, rng)
+            scale = lattice["scale"]
+            notes["granularity"] = lattice["granularity"]
+        elif sampler == "snapping":  # floating-point safe; the grid makes the scale slightly larger
             low, high = METRICS[query.metric].range
-            noisy, notes = snapping_laplace(exact, sensitivity, epsilon, max(abs(low), abs(high)), rng)
-            scale = notes["snap_lambda"] * sensitivity
+            noisy, snap = snapping_laplace(exact, sensitivity, epsilon, max(abs(low), abs(high)), rng)
+            scale = snap["snap_lambda"] * sensitivity
+            notes.update(snap)
         else:
             noisy = textbook_laplace(exact, scale, rng)
+            notes["warning"] = FLOAT_UNSAFE_WARNING
         values, clamped = apply_out_of_range(noisy, query.metric, self.params.out_of_range)
         return values, {"epsilon": epsilon, "noise": "laplace", "scale": float(scale),
-                        "out_of_range": self.params.out_of_range, "clamped": clamped,
-                        **({"sampler": "snapping", **notes} if notes else {})}
+                        "out_of_range": self.params.out_of_range, "clamped": clamped, **notes}

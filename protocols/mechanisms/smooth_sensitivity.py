@@ -16,12 +16,29 @@ epsilon-differentially private, [...] and beta = epsilon/(6m)." So each Z_i is a
 h(z) ∝ 1/(1 + |z|^gamma) with gamma = 2 (the proof cites NRS's lemmas "with
 gamma = 2"), which is (epsilon/(2(gamma+1)), .)-admissible, hence the factor 6 =
 2 (gamma + 1). Algorithm 3 samples Z_i "from a standard Cauchy distribution"
-likewise. Sampled with :meth:`numpy.random.Generator.standard_cauchy` (exact).
+likewise.
 
 ``smooth-laplace`` (Thm. 8), (epsilon, delta)-DP for epsilon, delta in (0, 1):
 Z with density 2^{-m} e^{-||z||_1} (i.i.d. standard Laplace), noise 2 S/epsilon Z,
 beta = epsilon/(4(m + ln(2/delta))). The theorem is stated for epsilon < 1 (NRS's
 Laplace admissibility lemma needs it), so the parameters enforce it.
+
+Floating point
+--------------
+``exact + scale * Z`` in double precision leaks ``exact`` (and the scale, hence
+N0) through its low-order bits (docs/reliability.md, "Floating-point events").
+The default ``sampler="lattice"`` releases g (round(f(S)/g) + Y) with Y_i exact
+discrete Cauchy or discrete Laplace integers of scale factor S_g/(epsilon g)
+(:func:`parley.protocols.dp.lattice.smooth_lattice`, whose docstring proves
+epsilon-DP for the Cauchy family and (epsilon, delta)-DP for the Laplace family
+with the theorems' beta and factors). The lattice spacing g is a power of two,
+2^-12 to 2^-13 of :func:`lattice_bound` = min(1, factor/epsilon)/(n + 1), a public
+lower bound on S/m and on the per-answer noise scale factor S/(m epsilon)
+(S >= m/(n + 1) for SP and |SP| at every audit set of size n, since
+LS >= m/s >= 2m/n, or m/2 when s = 1, times n/(n + 1) for |SP|), so g reveals
+nothing about N0. ``sampler="float-unsafe"`` keeps the textbook float release
+(numpy's ``standard_cauchy`` / ``laplace``) as an explicit opt-in, with
+:data:`~parley.protocols.dp.lattice.FLOAT_UNSAFE_WARNING` in each answer.
 
 What an answer records
 ----------------------
@@ -29,20 +46,22 @@ Algorithm 3 returns only the noisy values. S (and hence the noise scale) is a
 function of N0, the group sizes the mechanism protects, and is not itself released
 privately, so the notes carry only epsilon, delta, the noise family and the
 out-of-range policy with its clamp count (Remark 6; a post-processing of the
-release) -- never S, N0, N1 or the scale.
+release), the sampler and the public lattice spacing ``granularity`` -- never
+S, N0, N1 or the scale.
 """
 
 from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_serializer, model_validator
 
 from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
 from parley.protocols.budget import ApproxDP, Budget, PureDP
+from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, smooth_lattice, warn_float_unsafe
 from parley.protocols.dp.sensitivity import SMOOTH_METRICS, smooth_sensitivity
 from parley.protocols.errors import QueryError
 from parley.protocols.mechanisms.laplace import OutOfRange, apply_out_of_range
@@ -53,6 +72,8 @@ __all__ = [
     "SmoothCauchyProtocol",
     "SmoothLaplaceParams",
     "SmoothLaplaceProtocol",
+    "SmoothSampler",
+    "lattice_bound",
     "beta_cauchy",
     "beta_laplace",
     "BAD_EPSILON",
@@ -61,6 +82,39 @@ __all__ = [
 
 BAD_EPSILON = "epsilon must be a finite number > 0, got {value!r}"
 BAD_DELTA = "delta must lie in (0, 1), got {value!r}"
+
+#: Exact discrete noise on a public lattice (default), or the textbook float release (unsafe, explicit opt-in).
+SmoothSampler = Literal["lattice", "float-unsafe"]
+_SAMPLER_HELP = ("noise sampler: 'lattice' (exact discrete noise on a power-of-two lattice, protocols/dp/lattice.py) "
+                 "or 'float-unsafe' (exact + scale * Z in double precision, whose low-order bits leak the answer)")
+
+
+def lattice_bound(factor: float, epsilon: float, n: int) -> float:
+    """min(1, factor/epsilon) / (n + 1): a public lower bound on S/m and on factor S/(m epsilon) (module docstring).
+
+    Every audit set of size n has S >= m/(n + 1), so the lattice spacing set from
+    this bound is fixed by public quantities and the rounding it causes adds at
+    most 2^-12 S to the sensitivity.
+    """
+    return min(1.0, factor / epsilon) / (n + 1)
+
+
+class _SamplerParams(ProtocolParams):
+    sampler: SmoothSampler = Field(default="lattice", description=_SAMPLER_HELP)
+
+    @model_serializer(mode="wrap")
+    def _omit_default_sampler(self, handler: Any) -> dict[str, Any]:
+        """The default sampler is left out, so specs (and study cell ids) keep their form."""
+        data = handler(self)
+        if data.get("sampler") == "lattice":
+            data.pop("sampler")
+        return data
+
+    @model_validator(mode="after")
+    def _warn_float_unsafe(self) -> _SamplerParams:
+        if self.sampler == "float-unsafe":
+            warn_float_unsafe("smooth-cauchy" if isinstance(self, SmoothCauchyParams) else "smooth-laplace")
+        return self
 
 
 def beta_cauchy(epsilon: float, m: int) -> float:
@@ -79,12 +133,12 @@ def beta_laplace(epsilon: float, delta: float, m: int) -> float:
     return epsilon / (4.0 * (m + math.log(2.0 / delta)))
 
 
-class SmoothCauchyParams(ProtocolParams):
+class SmoothCauchyParams(_SamplerParams):
     epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="privacy loss per query (pure DP, Thm. 7)")
     out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
 
 
-class SmoothLaplaceParams(ProtocolParams):
+class SmoothLaplaceParams(_SamplerParams):
     epsilon: float = Field(gt=0.0, lt=1.0, description="privacy loss per query; Thm. 8 needs epsilon in (0, 1)")
     delta: float = Field(gt=0.0, lt=1.0, description="failure probability per query; Thm. 8 needs delta in (0, 1)")
     out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
@@ -97,8 +151,8 @@ class _SmoothProtocol(Protocol):
     params: SmoothCauchyParams | SmoothLaplaceParams
     #: Noise multiplier of the theorem (6 for Thm. 7, 2 for Thm. 8).
     factor: ClassVar[float]
-    #: Name of the standard noise distribution recorded in answers.
-    noise: ClassVar[str]
+    #: Name of the standard noise distribution recorded in answers (and the lattice noise family).
+    noise: ClassVar[Literal["laplace", "cauchy"]]
 
     @abstractmethod
     def beta(self, m: int) -> float:
@@ -120,11 +174,20 @@ class _SmoothProtocol(Protocol):
     def release(
         self, exact: np.ndarray, query: MetricQuery, audit: AuditSet, rng: np.random.Generator
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        scale = self.noise_scale(query, audit)
-        noisy = np.asarray(exact, dtype=np.float64) + scale * self._draw(rng, query.m)
+        n0, n1 = group_sizes(audit.a)
+        smooth = smooth_sensitivity(query.metric, query.m, n0, n1, self.beta(query.m))
+        notes: dict[str, Any] = {"sampler": self.params.sampler}
+        if self.params.sampler == "lattice":
+            public = lattice_bound(self.factor, self.params.epsilon, audit.n)
+            noisy, notes["granularity"] = smooth_lattice(exact, smooth, self.factor, self.params.epsilon, public,
+                                                         audit.n, self.noise, rng)
+        else:
+            scale = self.factor * smooth / self.params.epsilon
+            noisy = np.asarray(exact, dtype=np.float64) + scale * self._draw(rng, query.m)
+            notes["warning"] = FLOAT_UNSAFE_WARNING
         values, clamped = apply_out_of_range(noisy, query.metric, self.params.out_of_range)
         return values, {**self._notes(), "noise": self.noise,
-                        "out_of_range": self.params.out_of_range, "clamped": clamped}
+                        "out_of_range": self.params.out_of_range, "clamped": clamped, **notes}
 
 
 @register_protocol

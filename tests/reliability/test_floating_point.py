@@ -1,9 +1,21 @@
-"""Floating-point noise: the textbook Laplace sampler leaks its input; the snapping mechanism does not.
+"""Floating-point noise: float releases leak their input; the lattice and snapping samplers do not.
 
-Seeded statistical tests, alpha = 0.01 where a p-value is tested.
+The adversary reads the code. For each DP protocol it fixes, before any release
+is drawn, events that are empty in exact arithmetic: {y impossible under the
+neighbouring audit set} for the textbook float release (replayed bit for bit,
+:func:`tests.reliability.fp_attack.possible_additive`) and {y off the public
+lattice}. On an n = 5 audit set whose neighbours differ in person 0's attribute,
+with a probe accepting only person 0, it draws releases under both neighbours and
+bounds epsilon from each event (Clopper-Pearson, ALPHA_EPS = 0.05, both
+directions). The float-unsafe sampler (the control) must be caught far above its
+claim; every floating-point-safe sampler must show no bound above its claim.
+The default run uses 10,000 releases per neighbour; ``-m reliability`` runs
+100,000. Seeded, no timing. Other tests: alpha = 0.01 where a p-value is tested.
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -13,10 +25,58 @@ from parley.protocols import get_protocol
 from parley.protocols.base import MetricQuery
 from parley.protocols.dp.snapping import snapping_laplace, uniform_doubles
 
-from .fp_attack import distinguish
+from .fp_attack import MECHANISMS, campaign, distinguish
 from .hostile import N, audit_set
 
+#: The float-unsafe control is configured on purpose here; its warning is tested once, below.
+pytestmark = pytest.mark.filterwarnings("ignore::parley.protocols.dp.lattice.FloatUnsafeWarning")
+
 ALPHA = 0.01
+#: Confidence of the epsilon lower bounds: 95 %.
+ALPHA_EPS = 0.05
+FAST_DRAWS = 10_000
+FULL_DRAWS = 100_000
+#: The control must be caught at least this far above its claim (its bound is about 7 at 10,000 draws).
+CAUGHT_MARGIN = 3.0
+
+SAFE = [(name, params, claim, sampler) for name, params, claim in MECHANISMS
+        for sampler in (("lattice", "snapping") if name == "laplace" else ("lattice",))]
+
+
+def _report(result: dict, claim: float) -> None:
+    print(json.dumps({"claim": claim, **{k: result[k] for k in ("protocol", "sampler", "draws", "lower_bound",
+                                                                  "bounds", "counts")}}))
+
+
+@pytest.mark.parametrize(("name", "params", "claim"), MECHANISMS, ids=[m[0] for m in MECHANISMS])
+def test_the_float_unsafe_sampler_is_caught_by_an_exact_arithmetic_empty_event(name, params, claim):
+    result = campaign(name, params, "float-unsafe", FAST_DRAWS, seed=11, alpha=ALPHA_EPS)
+    _report(result, claim)
+    assert result["counts"]["float:not-a"][1] == 0 and result["counts"]["float:not-a_prime"][1] == 0  # exact replay
+    assert result["lower_bound"] > claim + CAUGHT_MARGIN
+
+
+@pytest.mark.parametrize(("name", "params", "claim", "sampler"), SAFE, ids=[f"{s[0]}-{s[3]}" for s in SAFE])
+def test_no_fixed_event_separates_a_floating_point_safe_sampler(name, params, claim, sampler):
+    result = campaign(name, params, sampler, FAST_DRAWS, seed=12, alpha=ALPHA_EPS)
+    _report(result, claim)
+    assert result["lower_bound"] <= claim
+    if sampler == "lattice":  # every release is on the public lattice, under both neighbours
+        assert result["counts"]["lattice:not-a"] == [0, 0] and result["counts"]["lattice:not-a_prime"] == [0, 0]
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize(("name", "params", "claim", "sampler"),
+                         [(*m, "float-unsafe") for m in MECHANISMS] + SAFE,
+                         ids=[f"{m[0]}-float-unsafe" for m in MECHANISMS] + [f"{s[0]}-{s[3]}" for s in SAFE])
+def test_exact_arithmetic_empty_events_at_100k_releases(name, params, claim, sampler):
+    """The campaign at 100,000 releases per neighbour: the control far above its claim, the rest at or below."""
+    result = campaign(name, params, sampler, FULL_DRAWS, seed=13, alpha=ALPHA_EPS)
+    _report(result, claim)
+    if sampler == "float-unsafe":
+        assert result["lower_bound"] > claim + 2 * CAUGHT_MARGIN
+    else:
+        assert result["lower_bound"] <= claim
 
 
 def test_the_textbook_sampler_reveals_which_neighbour_it_was_given():
@@ -92,3 +152,18 @@ def test_laplace_protocol_offers_the_snapping_sampler():
     np.testing.assert_allclose(steps, np.round(steps), atol=1e-9)
     assert protocol.cost(query).epsilon == 0.5
     assert "sampler" not in P.Params(epsilon=0.5).model_dump()  # default left out: existing cell ids unchanged
+
+
+def test_float_unsafe_is_an_explicit_opt_in_that_warns_and_textbook_is_gone():
+    from pydantic import ValidationError
+
+    from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, FloatUnsafeWarning
+    for name in ("laplace", "smooth-cauchy", "smooth-laplace"):
+        params = {"epsilon": 0.5, "delta": 1e-6} if name == "smooth-laplace" else {"epsilon": 0.5}
+        cls = get_protocol(name)
+        assert cls.Params(**params).sampler == "lattice"
+        with pytest.raises(ValidationError):
+            cls.Params(**params, sampler="textbook")
+        with pytest.warns(FloatUnsafeWarning) as caught:
+            cls.Params(**params, sampler="float-unsafe")
+        assert str(caught[0].message) == f"protocol {name!r}: {FLOAT_UNSAFE_WARNING}"

@@ -1,10 +1,13 @@
 """The DP protocols add the noise their theorems state: goodness of fit, clamping, costs, refusals.
 
-Seeded, fixed significance level ALPHA. For each protocol the released noise
-(answer - exact metric) over 10,000 answers of a 2-model query (20,000 values) on
-a fixed audit set must pass a Kolmogorov-Smirnov test against the stated
-distribution and scale, and fail it when the scale is halved. The expected scales
-are written out from the theorems here, not taken from the code under test.
+Seeded, fixed significance level ALPHA. For each protocol and sampler the released
+noise (answer - exact metric) over 10,000 answers of a 2-model query (20,000
+values) on a fixed audit set must pass a Kolmogorov-Smirnov test against the
+stated distribution and scale, and fail it when the scale is halved. The expected
+scales are written out from the theorems here, not taken from the code under test.
+The exact integer samplers behind the default ``lattice`` sampler
+(:mod:`parley.protocols.dp.lattice`) get chi-square tests against their exact
+probability mass functions, with a check that a 25 % wrong scale is rejected.
 """
 
 from __future__ import annotations
@@ -21,9 +24,20 @@ from parley.protocols import AuditSet, MetricQuery, get_protocol
 from parley.protocols.audit.privacy_audit import clopper_pearson
 from parley.protocols.base import METRIC_NOT_ANSWERED
 from parley.protocols.budget import ApproxDP, PureDP
+from parley.protocols.dp.lattice import (
+    FLOAT_UNSAFE_WARNING,
+    RandomBits,
+    bernoulli_exp,
+    discrete_cauchy,
+    discrete_laplace,
+    granularity,
+)
 from parley.protocols.dp.sensitivity import GLOBAL_METRICS
 from parley.protocols.errors import QueryError
 from parley.protocols.metrics import METRICS, evaluate
+
+#: The float-unsafe control is configured on purpose here; its warning is tested once, below.
+pytestmark = pytest.mark.filterwarnings("ignore::parley.protocols.dp.lattice.FloatUnsafeWarning")
 
 ALPHA = 1e-4
 ANSWERS = 10_000
@@ -88,10 +102,12 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("sampler", ["lattice", "float-unsafe"])
 @pytest.mark.parametrize(("name", "params", "metric", "dist", "scale"), CASES,
                          ids=[f"{c[0]}-{c[2]}" for c in CASES])
-def test_noise_has_the_stated_distribution_and_scale(audit, predictions, name, params, metric, dist, scale):
-    noise = noise_of(make(name, **params), metric, audit, predictions, seed=zlib.crc32(f"{name}/{metric}".encode()))
+def test_noise_has_the_stated_distribution_and_scale(audit, predictions, name, params, metric, dist, scale, sampler):
+    protocol = make(name, **params, sampler=sampler)
+    noise = noise_of(protocol, metric, audit, predictions, seed=zlib.crc32(f"{name}/{metric}/{sampler}".encode()))
     assert noise.shape == (ANSWERS * M,)
     assert stats.kstest(noise, dist, args=(0.0, scale)).pvalue > ALPHA
     assert stats.kstest(noise, dist, args=(0.0, 0.5 * scale)).pvalue < ALPHA  # a halved scale is rejected
@@ -139,16 +155,24 @@ def test_costs_are_typed_budgets(predictions):
 
 
 def test_answers_record_no_data_dependent_scale(audit, predictions):
+    """Smooth answers carry only public notes: the lattice spacing is the same whatever N0 is."""
     query = MetricQuery(metric="sp", predictions=predictions, query_id="q")
     rng = np.random.default_rng(0)
     cauchy = make("smooth-cauchy", epsilon=1.0).answer(query, audit, rng)
-    assert set(cauchy) == {"metric", "query_id", "values", "epsilon", "noise", "out_of_range", "clamped"}
-    assert cauchy["noise"] == "cauchy" and cauchy["epsilon"] == 1.0
+    keys = {"metric", "query_id", "values", "epsilon", "noise", "out_of_range", "clamped", "sampler", "granularity"}
+    assert set(cauchy) == keys
+    assert cauchy["noise"] == "cauchy" and cauchy["epsilon"] == 1.0 and cauchy["sampler"] == "lattice"
     lap = make("smooth-laplace", epsilon=0.5, delta=DELTA).answer(query, audit, rng)
-    assert set(lap) == {"metric", "query_id", "values", "epsilon", "delta", "noise", "out_of_range", "clamped"}
+    assert set(lap) == keys | {"delta"}
     assert lap["noise"] == "laplace" and lap["delta"] == DELTA
+    balanced = AuditSet(a=np.array([0, 1] * (N // 2), dtype=np.int8), y=audit.y)  # N0 = 20 instead of 10
+    for name, params in (("smooth-cauchy", {"epsilon": 1.0}), ("smooth-laplace", {"epsilon": 0.5, "delta": DELTA})):
+        p = make(name, **params)
+        assert p.answer(query, audit, rng)["granularity"] == p.answer(query, balanced, rng)["granularity"]
     glob = make("laplace", epsilon=0.5).answer(query, audit, rng)  # public scale: recorded
-    assert glob["scale"] == pytest.approx(M * g(N) / 0.5) and glob["noise"] == "laplace"
+    # The lattice adds m g (g = 2^-12 to 2^-13 of the scale) to the sensitivity and rounds the scale up.
+    assert M * g(N) / 0.5 <= glob["scale"] <= M * g(N) / 0.5 * (1 + 2 * 2.0**-11)
+    assert glob["noise"] == "laplace"
 
 
 @pytest.mark.parametrize(("name", "params", "metric", "allowed"), [
@@ -203,3 +227,102 @@ def test_thm6_scale_is_caught_on_the_worst_case_pair():
     printed = 0.5 / eps  # Thm. 6: Lap(m/(2 eps))
     exact_a, exact_b = evaluate("abs_sp", H, a)[0], evaluate("abs_sp", H, a_prime)[0]
     assert lower_bound(exact_a + rng.laplace(0, printed, runs), exact_b + rng.laplace(0, printed, runs)) > eps
+
+
+# -- the exact samplers of the lattice mechanisms ---------------------------------------------
+
+DRAWS = 40_000
+
+
+def chi_square_pvalue(sample: np.ndarray, pmf) -> float:
+    """Chi-square of integer draws against ``pmf(k)`` on the support, sparse tails merged into two bins."""
+    ks = np.arange(-4000, 4001)
+    p = pmf(ks)
+    keep = p * sample.size >= 5
+    lo, hi = ks[keep].min(), ks[keep].max()
+    inner = np.arange(lo, hi + 1)
+    observed = np.array([(sample == k).sum() for k in inner] + [(sample < lo).sum(), (sample > hi).sum()], float)
+    expected = np.append(pmf(inner), [p[ks < lo].sum() + _outside(pmf, -4000, -1), p[ks > hi].sum()
+                                      + _outside(pmf, 4000, 1)])
+    expected = expected / expected.sum() * sample.size
+    return float(stats.chisquare(observed, expected).pvalue)
+
+
+def _outside(pmf, start: int, step: int) -> float:
+    """Mass of the pmf beyond +-4000 (summed far enough that the rest is negligible)."""
+    far = start + step * np.arange(1, 10**6)
+    return float(pmf(far).sum())
+
+
+def laplace_pmf(tau: float):
+    q = math.exp(-1.0 / tau)
+    return lambda k: (1 - q) / (1 + q) * q ** np.abs(k)
+
+
+def cauchy_pmf(tau: float):
+    norm = math.pi * tau / math.tanh(math.pi * tau)  # sum over Z of 1/(1 + (k/tau)^2)
+    return lambda k: 1.0 / (1.0 + (np.asarray(k, dtype=float) / tau) ** 2) / norm
+
+
+@pytest.mark.parametrize(("num", "den"), [(0, 1), (1, 3), (1, 1), (7, 3)])
+def test_bernoulli_exp_is_exact(num, den):
+    rng = RandomBits(np.random.default_rng(100 + num))
+    hits = sum(bernoulli_exp(rng, num, den) for _ in range(DRAWS))
+    assert stats.binomtest(hits, DRAWS, math.exp(-num / den)).pvalue > ALPHA
+    if num:
+        assert stats.binomtest(hits, DRAWS, math.exp(-1.1 * num / den)).pvalue < ALPHA  # power
+
+
+@pytest.mark.parametrize(("t", "s"), [(7, 2), (40, 1), (3 * 2**20 + 5, 2**18)])
+def test_discrete_laplace_has_its_pmf(t, s):
+    tau = t / s
+    rng = RandomBits(np.random.default_rng(t))
+    sample = np.array([discrete_laplace(rng, t, s) for _ in range(DRAWS)])
+    assert chi_square_pvalue(sample, laplace_pmf(tau)) > ALPHA
+    assert chi_square_pvalue(sample, laplace_pmf(1.25 * tau)) < ALPHA
+
+
+@pytest.mark.parametrize(("t", "s"), [(5, 2), (40, 1), (3 * 2**20 + 5, 2**18)])
+def test_discrete_cauchy_has_its_pmf(t, s):
+    tau = t / s
+    rng = RandomBits(np.random.default_rng(t + 1))
+    sample = np.array([discrete_cauchy(rng, t, s) for _ in range(DRAWS)])
+    assert chi_square_pvalue(sample, cauchy_pmf(tau)) > ALPHA
+    assert chi_square_pvalue(sample, cauchy_pmf(1.25 * tau)) < ALPHA
+
+
+def test_exact_samplers_are_reproducible_from_the_seed():
+    def draws(seed: int) -> list[int]:
+        rng = RandomBits(np.random.default_rng(seed))
+        return [discrete_laplace(rng, 1001, 3) for _ in range(50)] + [discrete_cauchy(rng, 1001, 3) for _ in range(50)]
+
+    assert draws(1) == draws(1)
+    assert draws(1) != draws(2)
+    query = MetricQuery(metric="sp", predictions=np.full((3, 6), 0.5), query_id="q")
+    audit = AuditSet(a=np.array([0, 0, 1, 1, 1, 1], dtype=np.int8), y=np.ones(6, dtype=np.int8))
+    for name, params in (("laplace", {"epsilon": 1.0}), ("smooth-cauchy", {"epsilon": 1.0}),
+                         ("smooth-laplace", {"epsilon": 0.5, "delta": DELTA})):
+        p = make(name, **params)
+        first = p.answer(query, audit, np.random.default_rng(3))["values"]
+        np.testing.assert_array_equal(first, p.answer(query, audit, np.random.default_rng(3))["values"])
+
+
+@pytest.mark.parametrize(("name", "params"), [("laplace", {"epsilon": 0.7}), ("smooth-cauchy", {"epsilon": 0.7}),
+                                              ("smooth-laplace", {"epsilon": 0.7, "delta": DELTA})])
+def test_lattice_releases_are_multiples_of_a_public_power_of_two(audit, predictions, name, params):
+    query = MetricQuery(metric="sp", predictions=predictions, query_id="q")
+    answer = make(name, **params).answer(query, audit, np.random.default_rng(9))
+    step = answer["granularity"]
+    assert step == 2.0 ** round(math.log2(step))
+    assert (answer["values"] / step == np.round(answer["values"] / step)).all()
+    assert "warning" not in answer
+    unsafe = make(name, **params, sampler="float-unsafe").answer(query, audit, np.random.default_rng(9))
+    assert unsafe["sampler"] == "float-unsafe" and unsafe["warning"] == FLOAT_UNSAFE_WARNING
+    assert "sampler" not in make(name, **params).params.model_dump()  # the default is left out of specs
+
+
+def test_granularity_is_a_power_of_two_below_the_scale():
+    for scale in (1e-6, 0.3, 1.0, 1.5, 1234.5):
+        g = granularity(scale)
+        assert g == 2.0 ** round(math.log2(g))
+        assert 2.0**12 <= scale / g < 2.0**13
