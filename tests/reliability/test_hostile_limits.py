@@ -23,7 +23,7 @@ from parley.parties.transcript import TranscriptWriter
 from parley.protocols import queries
 from parley.protocols.errors import WireError
 
-from .hostile import COMPLIANCE, DATA_CENTER, N, ComplianceTarget
+from .hostile import COMPLIANCE, DATA_CENTER, ComplianceTarget, N
 
 #: A refusal may allocate at most this much (the walk's stack, the signed refusal): far below any payload here.
 REFUSAL_BYTES = 1 << 20
