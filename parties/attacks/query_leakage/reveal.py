@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -47,10 +47,11 @@ from parley.parties.attacks.base import (
     register_attack,
 )
 from parley.parties.attacks.decoders import sp_decoders as decoders
-from parley.parties.attacks.decoders.answer_error import UNIT_ROUNDOFF, difference_error
+from parley.parties.attacks.decoders.answer_error import UNIT_ROUNDOFF, difference_error, rounding_error
 from parley.parties.attacks.decoders.answer_error import answer_error as answer_error_bound
 from parley.parties.attacks.query_leakage import paired
 from parley.parties.attacks.query_leakage.counting import counting_bound
+from parley.parties.attacks.query_leakage.group_sizes import decimals_to_identify
 from parley.parties.attacks.query_leakage.probes import (
     _INSIDE,
     flip_one,
@@ -64,7 +65,8 @@ from parley.protocols.errors import AttackError, ConfigError
 
 __all__ = ["CompressedSensingReveal", "LinearReveal", "PrecisionReveal"]
 
-NO_SIZES = "group sizes are not identified at the released precision; the {name} attack needs N0 and N1"
+NO_SIZES = ("group sizes are not identified at {decimals} decimals; the {name} attack needs N0 and N1 (answers to "
+            "{need} tell every size of n={n} apart)")
 UNCERTIFIED = ("no decoder certified a reconstruction with {m} probe models for n={n}: the result is the decoder's "
                "best guess (scored as such), not a proven recovery")
 SIZES_AMBIGUOUS = "the first block's answer fits no group size: answers are noisy or not exact ({detail})"
@@ -74,6 +76,15 @@ PRECISION_TOO_COARSE = ("the precision attack cannot read even one individual pe
 PRECISION_UNDECIDED = ("the precision attack read every block but {undecided} of {n} individuals stay undecided after "
                        "{queries} queries: {sizes} group sizes still fit at {decimals} decimals and decode them "
                        "differently; it needs answers to {need} to single out the group sizes")
+LINEAR_NEEDS_PRECISION = ("the linear system cannot decide anyone at {decimals} decimals: each v_j may be off by "
+                          "{r:.3g}, at least 2/n = {bound:.3g}, the largest |v_j| of the larger group; it needs "
+                          "answers to {need}")
+LINEAR_UNDECIDED = ("the linear system decided none of n={n} individuals at {decimals} decimals (error bound "
+                    "{radius:.3g} on v); it needs answers to {need}")
+LINEAR_PARTIAL = ("{undecided} of n={n} individuals stay undecided at {decimals} decimals: their error bounds "
+                  "include both groups")
+CS_TOO_COARSE = ("at {decimals} decimals any attack needs at least {need} answers to single out A (counting bound), "
+                 "more than the cap of {cap} probe models; it needs answers to {finer}, or a higher attack.max_queries")
 PRECISION_CAP = "query cap {cap} reached with {left} individuals unread at {decimals} decimals"
 ONE_PERSON_NO_FIT = "a one-person block did not decode at precision {decimals}: the answers are not exact"
 PAIRED_WITH_PRIOR = ("attack.n0_prior applies to the i.i.d. designs (uniform, binary); the paired design reads the "
@@ -104,7 +115,9 @@ def _sizes(view, rng) -> Generator[Probe, Answer, tuple[int, int, int | None]]:
     step = (answers[1] - answers[0]) * (1.0 - 2.0 * base[j])
     _, _, info = decide_from_steps(np.array([step]), view.n, decimals)
     if "N0" not in info:
-        raise AttackError(NO_SIZES.format(name="reveal"))
+        need = decimals_to_identify(view.n)
+        raise AttackError(NO_SIZES.format(name="reveal", decimals=decimals, n=view.n,
+                                          need="exact float64 answers" if need is None else f"{need} decimals"))
     return info["N0"], info["N1"], decimals
 
 
@@ -131,11 +144,69 @@ class LinearReveal(Attack):
             H = random_binary(n, n, self.rng)
         else:
             H = uniform_perturbations(self.view.base_scores, n, p.b, self.rng)
-        answers, _ = yield from _rows(H, p.batch, f"linear system ({p.design})")
-        dec = decoders.decode_linear(H, answers)
+        purpose = f"linear system ({p.design})"
+        first, decimals = yield from _rows(H[:p.batch], p.batch, purpose)
+        if decimals is not None and p.batch < n:
+            # Before asking the rest: can the answers at this precision decide anyone? (Thm. 1 with error bars)
+            unit = _unit_radius(H)
+            if unit is not None and float(unit.min()) * _linear_answer_error(1.0, decimals) >= 2.0 / n:
+                raise AttackError(LINEAR_NEEDS_PRECISION.format(
+                    decimals=decimals, r=float(unit.min()) * _linear_answer_error(1.0, decimals), bound=2.0 / n,
+                    need=_linear_needed(unit, n)))
+        rest, decimals = yield from _rows(H[p.batch:], p.batch, purpose) if p.batch < n else (np.empty(0), decimals)
+        answers = np.concatenate([first, rest])
+        err = None if decimals is None else _linear_answer_error(answers, decimals)
+        dec = decoders.decode_linear(H, answers, answer_error=err)
+        if not dec.decided.any():
+            unit = _unit_radius(H)
+            raise AttackError(LINEAR_UNDECIDED.format(n=n, decimals=decimals, radius=dec.info["max_radius"],
+                                                      need="a finer precision" if unit is None
+                                                      else _linear_needed(unit, n)))
         info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds,
+                "undecided": int((~dec.decided).sum()), "max_radius": dec.info["max_radius"],
                 **probe_accuracy(H, self.view)}
+        if not dec.decided.all():
+            info["warning"] = LINEAR_PARTIAL.format(undecided=int((~dec.decided).sum()), n=n, decimals=decimals)
+        elif not dec.certified:
+            info["warning"] = "every individual is decided but the groups do not reproduce the answers: not exact"
         return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=n, info=info)
+
+
+def _cs_answer_error(released: np.ndarray, decimals: int) -> np.ndarray:
+    """Per-answer error bound of rounded answers for the i.i.d. decoders: bound (R) plus their float tolerance."""
+    return rounding_error(released, decimals) + decoders.default_tol(released)
+
+
+def _check_counting(n: int, n0: int, b: float, decimals: int, cap: int) -> None:
+    """Stop before asking when the counting bound says ``cap`` answers at this precision cannot single out A."""
+    need = counting_bound(n, n0, b, decimals)
+    if need > cap:
+        finer = next((f"{d} decimals" for d in range(decimals + 1, 18) if counting_bound(n, n0, b, d) <= cap),
+                     "exact float64 answers")
+        raise AttackError(CS_TOO_COARSE.format(decimals=decimals, need=need, cap=cap, finer=finer))
+
+
+def _linear_answer_error(released: np.ndarray | float, decimals: int) -> np.ndarray | float:
+    """Per-answer error bound for the linear decoder: bound (R) plus its float64 tolerance (1e-9 relative)."""
+    out = np.asarray(released, dtype=np.float64)
+    return rounding_error(out, decimals) + decoders.default_tol(np.atleast_1d(out))
+
+
+def _unit_radius(H: np.ndarray) -> np.ndarray | None:
+    """r_j per unit of answer error (linear in it), or None when H has no usable inverse."""
+    try:
+        r = decoders.linear_radius(H, 1.0)
+    except np.linalg.LinAlgError:
+        return None
+    return r if np.all(np.isfinite(r)) else None
+
+
+def _linear_needed(unit: np.ndarray, n: int) -> str:
+    """The coarsest precision at which every individual's interval is sure to exclude 0: 2 r_j < 1/(n - 1)."""
+    for d in range(1, 18):
+        if 2.0 * float(unit.max()) * _linear_answer_error(1.0, d) < 1.0 / (n - 1):
+            return f"{d} decimals"
+    return "exact float64 answers"
 
 
 class CompressedSensingParams(AttackParams):
@@ -188,9 +259,11 @@ class CompressedSensingReveal(Attack):
             n1, decimals, size_queries = n - n0, None, 0
         cap = p.max_queries or n
         decode = DECODERS[p.decoder]
+        if decimals is not None:
+            _check_counting(n, n0, p.b, decimals, cap)
         H = np.empty((0, n))
         sp = np.empty(0)
-        dec = None
+        dec, proofs = None, 0
         while H.shape[0] < cap:
             k = min(p.round_size, cap - H.shape[0]) if p.stop == "certified" else cap
             if p.design == "uniform":
@@ -198,13 +271,25 @@ class CompressedSensingReveal(Attack):
             else:
                 rows = random_binary(n, k, self.rng)
             answers, decimals = yield from _rows(rows, k, f"compressed sensing ({p.design}, b={p.b})")
+            if H.shape[0] == 0 and decimals is not None and p.n0_prior is not None:
+                _check_counting(n, n0, p.b, decimals, cap)
             H, sp = np.vstack([H, rows]), np.concatenate([sp, answers])
             if p.stop == "cap" and H.shape[0] < cap:
                 continue
+            err = None if decimals is None else _cs_answer_error(sp, decimals)
+            tol = None if err is None else float(err.max())
             try:
-                dec = decode(H, sp, n0, n1) if p.decoder != "fastest" else decode(H, sp, n0, n1, allow_uncertified=True)
+                dec = decode(H, sp, n0, n1, tol=tol) if p.decoder != "fastest" \
+                    else decode(H, sp, n0, n1, tol=tol, allow_uncertified=True)
             except AttackError:
                 continue
+            if dec.certified and err is not None:
+                # Rounded answers: a fit within the error bars is not unique by itself; prove it (one LP).
+                proofs += 1
+                unique, farthest = decoders.prove_unique_binary(H, sp, n0, n1, dec.a_hat, err)
+                dec.info.update(unique=unique, farthest_l1=farthest)
+                if not unique:
+                    dec = replace(dec, certified=False)
             if dec.certified:
                 break
         self.decoded = dec  # kept for attacks that post-process the decode (reconstruction correction)
@@ -212,6 +297,7 @@ class CompressedSensingReveal(Attack):
             raise AttackError(f"no decode succeeded with {H.shape[0]} probe models for n={n}")
         info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds, "probe_models": H.shape[0],
                 **({} if dec.certified else {"warning": UNCERTIFIED.format(m=H.shape[0], n=n)}),
+                **({"uniqueness_proofs": proofs} if proofs else {}),
                 "N0": n0, "N1": n1, "probe_max_deviation": max_deviation(H, self.view.base_scores),
                 "counting_bound": counting_bound(n, n0, p.b, decimals), **probe_accuracy(H, self.view)}
         return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=H.shape[0] + size_queries, info=info)
