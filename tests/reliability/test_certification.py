@@ -224,6 +224,9 @@ def sweep(attack: str) -> Counter:
                 assert "needs" in str(exc) or "it needs" in str(exc) or "not identified" in str(exc), str(exc)
                 counts["typed stop"] += 1
                 continue
+            if attack != "compressed-sensing":  # (its uncertified best guess is scored as a guess, with a warning)
+                # a decided individual is never wrong, certified or not
+                assert m["correct"] + m["undecided"] == m["attacked"], (attack, seed, decimals)
             if m["attack_certified"]:
                 counts["certified"] += 1
                 assert m["exact_recovery"], f"{attack} certified a wrong reconstruction: seed {seed}, {decimals} dp"

@@ -47,7 +47,11 @@ Certification
 ``certified`` is True only when the binary reconstruction reproduces *every*
 answer to within ``tol`` (max_i |(H v_hat)_i - SP_i| <= tol), its group sizes
 match the known N0 (where N0 is given), every coordinate is decided, and, for
-:func:`decode_linear`, rank(H) = n (so the solution is unique). For the other
+:func:`decode_linear`, rank(H) = n and every sign is proven by an error
+interval (:func:`linear_radius`; the answers' error model is
+:mod:`parley.parties.attacks.decoders.answer_error`), so the solution is unique.
+For rounded answers, whose fits share error bars, :func:`prove_unique_binary`
+proves with one LP that no other binary vector fits. For the other
 decoders an exact fit is what they can vouch for: an LP vertex or an AMP fixed
 point that is binary and fits does not by itself prove that no *other* binary
 vector fits. For probes with continuous random entries (Alg. 2) a second binary

@@ -19,7 +19,8 @@ looked up (:func:`subset_sum_window`); 2 x 2^(K/2) numbers instead of 2^K.
 
 Acceptance (never a guess). Let e bound the error of an answer difference (16
 ulps of 1 for float64 answers; for rounded ones one unit of the last decimal,
-plus the float64 error of the rounding and the same 16 ulps; :func:`answer_error`); the observed T is then within tol = e / c of the true
+plus the float64 error of the rounding and the same 16 ulps;
+:func:`answer_error`); the observed T is then within tol = e / c of the true
 one (doubled for slack, plus the float error of the subset sums). A block is
 read only when exactly *one* subset sum lies within the window W = margin x tol
 of the observed T, over every group size still possible. Under the error model

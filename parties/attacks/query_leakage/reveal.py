@@ -538,7 +538,8 @@ class PrecisionReveal(Attack):
             answer = yield Probe("sp", row[None, :], f"precision block of {block.size}", relative_to="base")
             queries += 1
             value = float(answer.values[0])
-            read = _Read(block, row[block] - h0[block], value - sp0, difference_error(sp0, value, decimals, p.safety_ulps))
+            read = _Read(block, row[block] - h0[block], value - sp0,
+                         difference_error(sp0, value, decimals, p.safety_ulps))
             _, ok = blocks.decode(read.d, read.moves, candidates, read.err)
             if not ok.any():
                 if not reads:
