@@ -25,7 +25,7 @@ import pytest
 from parley.parties.attacks import AttackerView, get_attack
 from parley.parties.attacks.base import Answer
 from parley.parties.attacks.decoders import sp_decoders
-from parley.parties.attacks.decoders.answer_error import rounding_error
+from parley.parties.attacks.decoders.answer_error import difference_error, rounding_error
 from parley.parties.attacks.query_leakage import reveal
 from parley.parties.attacks.query_leakage.probes import flip_one
 from parley.protocols.errors import AttackError
@@ -244,3 +244,32 @@ def test_no_wrong_certificate_over_every_precision(attack):
     print(f"{attack}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     assert counts["tried"] == 17 * len(SWEEP[attack][3]) and counts["certified"] >= 1
     assert math.isclose(counts["tried"], counts["typed stop"] + counts["certified"] + counts["uncertified (warned)"])
+
+
+def test_linear_in_one_envelope_decides_from_all_answers():
+    """batch >= n: the whole system in one envelope, no early check possible, same decisions."""
+    a, view = _view(120, 11)
+    result, asked = _play("linear", a, view, 6, batch=500)
+    assert asked == 120 and result.info["certified"] and (result.a_hat == a).all()
+
+
+@pytest.mark.parametrize("decimals", [4, 6, 17, None])
+def test_size_probe_keeps_the_true_group_size_and_singles_it_out(decimals):
+    """The precision attack's extra probe: b P1 / N1 - b P0 / N0 on individuals already read."""
+    rng = np.random.default_rng(decimals or 0)
+    n, n1 = 500, 380
+    a = np.zeros(n, dtype=np.int8)
+    a[rng.choice(n, n1, replace=False)] = 1
+    h0 = rng.random(n)
+    decided = rng.random(n) < 0.6
+    x_hat = (a == 0) & decided
+    row, moves, known = reveal._size_probe(h0, x_hat, decided, 0.1)
+    assert np.abs(row - h0).max() <= 0.1 and known.size > 0 and decided[known].all()
+    sp = evaluate("sp", np.vstack([h0, row]), a)
+    sp = sp if decimals is None else np.round(sp, decimals)
+    err = difference_error(float(sp[0]), float(sp[1]), decimals)
+    candidates = np.arange(300, 451)
+    kept = reveal._sizes_fitting(float(sp[1] - sp[0]), moves, x_hat[known], candidates, n, err)
+    assert n1 in kept
+    if decimals is None or decimals >= 6:
+        assert kept.tolist() == [n1]

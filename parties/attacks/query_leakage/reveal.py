@@ -153,8 +153,10 @@ class LinearReveal(Attack):
                 raise AttackError(LINEAR_NEEDS_PRECISION.format(
                     decimals=decimals, r=float(unit.min()) * _linear_answer_error(1.0, decimals), bound=2.0 / n,
                     need=_linear_needed(unit, n)))
-        rest, decimals = yield from _rows(H[p.batch:], p.batch, purpose) if p.batch < n else (np.empty(0), decimals)
-        answers = np.concatenate([first, rest])
+        answers = first
+        if p.batch < n:
+            rest, decimals = yield from _rows(H[p.batch:], p.batch, purpose)
+            answers = np.concatenate([first, rest])
         err = None if decimals is None else _linear_answer_error(answers, decimals)
         dec = decoders.decode_linear(H, answers, answer_error=err)
         if not dec.decided.any():
