@@ -362,10 +362,11 @@ def decode_linear(H: Any, sp: Any, n0: int | None = None, n1: int | None = None,
             residual = sp - H @ v
             res_err = (n + 2) * _UNIT * (np.abs(H) @ np.abs(v) + np.abs(sp))
             radius = linear_radius(H, err + res_err, X, residual=residual)
+            condition = float(np.abs(H).sum(axis=0).max() * np.abs(X).sum(axis=0).max())  # in the 1-norm
             if not np.all(np.isfinite(radius)):
                 radius = None
     if radius is not None:
-        rank, condition = n, float(np.abs(H).sum(axis=0).max() * np.abs(X).sum(axis=0).max())  # 1-norm
+        rank = n
         pinned = np.ones(n, dtype=bool)
     else:
         # Minimum-norm least-squares solution; when the system is consistent it
