@@ -273,3 +273,12 @@ def test_size_probe_keeps_the_true_group_size_and_singles_it_out(decimals):
     assert n1 in kept
     if decimals is None or decimals >= 6:
         assert kept.tolist() == [n1]
+
+
+@pytest.mark.parametrize("decimals", [16, 17])
+def test_compressed_sensing_reads_group_sizes_and_certifies_at_16_and_17_decimals(decimals):
+    """Measured: the double query's steps 'fit no pair of group sizes' (the same 10^-d error model)."""
+    a, view = _view(300, 12)
+    result, asked = _play("compressed-sensing", a, view, decimals)
+    assert result.info["N0"] == int((a == 0).sum())
+    assert result.info["certified"] and (result.a_hat == a).all() and result.info["uniqueness_proofs"] >= 1
