@@ -71,7 +71,7 @@ UNCERTIFIED = ("no decoder certified a reconstruction with {m} probe models for 
                "best guess (scored as such), not a proven recovery")
 SIZES_AMBIGUOUS = "the first block's answer fits no group size: answers are noisy or not exact ({detail})"
 PRECISION_TOO_COARSE = ("the precision attack cannot read even one individual per answer at {decimals} decimals: "
-                        "an answer difference may be off by {err:.3g}, more than a quarter of the smallest move "
+                        "an answer difference may be off by {err:.3g}, more than a third of the smallest move "
                         "b c = {b} x 4/{n}; it needs answers to {need} at least")
 PRECISION_UNDECIDED = ("the precision attack read every block but {undecided} of {n} individuals stay undecided after "
                        "{queries} queries: {sizes} group sizes still fit at {decimals} decimals and decode them "
@@ -442,9 +442,10 @@ class _Blocks:
     e_T = err / c + (float error of forming it) of the true one, where err bounds
     the error of the answer difference. Greedy extraction takes w_k iff the
     remainder is >= w_k - tol with tol = 2 err / c + the same float error; it
-    reproduces the true digits as long as w_k - sum_{j>k} w_j > e_T + tol,
-    which :meth:`width` guarantees by asking w_min c > 4 err (plus the float
-    error) and :meth:`decode` checks on the realised moves, block by block. A
+    reproduces the true digits as long as w_k - sum_{j>k} w_j > e_T + tol
+    (about 3 err / c), which :meth:`width` guarantees for every size still
+    possible (it sizes blocks for the smallest c, asking w_min c > 4 err, and
+    never less than 3 err) and :meth:`decode` checks on the realised moves. A
     wrong N1 may decode too; the count check and the size probe rule it out.
     """
 
@@ -452,13 +453,17 @@ class _Blocks:
         self.n, self.b, self.err = n, b, err
 
     def width(self, c: float) -> int:
-        """Most individuals per block (0 if not even one): the smallest digit b 2^-(K-1) c must exceed 4 x the error.
+        """Most individuals per block: the smallest digit b 2^-(K-1) c should exceed 4 x the error.
 
-        The digit is taken 1 % smaller than b 2^-(K-1), which covers _INSIDE and
-        the float64 rounding of the realised moves.
+        1 when only a one-person block reads (its digit b c exceeds 3 x the error, what greedy
+        extraction with tolerance 2 err / c needs), 0 when not even that. The digit is taken 1 %
+        smaller than b 2^-(K-1), which covers _INSIDE and the float64 rounding of the realised moves.
         """
-        ratio = 0.99 * self.b * c / (4.0 * self.err)
-        return 0 if ratio <= 1.0 else min(60, math.floor(math.log2(ratio)) + 1)
+        digit = 0.99 * self.b * c
+        if digit <= 3.0 * self.err * (1.0 + 1e-6):
+            return 0
+        ratio = digit / (4.0 * self.err)
+        return 1 if ratio <= 1.0 else min(60, math.floor(math.log2(ratio)) + 1)
 
     def decode(self, d: float, moves: np.ndarray, n1: np.ndarray, err: float | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
