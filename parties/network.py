@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 from typing import Protocol as TypingProtocol
 
+from parley.parties.payload_limits import check_payload
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Envelope, Identity
 from parley.protocols.errors import InternalError, ParleyError
@@ -76,10 +77,15 @@ class Network:
         self.routes[name] = slot
 
     def send(self, envelope: Envelope) -> Envelope | None:
-        """Log ``envelope`` and deliver it; return what the recipient sends back (or None)."""
+        """Log ``envelope`` and deliver it; return what the recipient sends back (or None).
+
+        A payload over the limits of :mod:`parley.parties.payload_limits` (too large, too deep, unreadable)
+        is refused with a :class:`~parley.protocols.errors.WireError` before it is logged or delivered.
+        """
         slot = self.routes.get(envelope.recipient)
         if slot is None:  # nothing was sent: nothing is logged
             raise ParleyError(NO_ROUTE.format(name=envelope.recipient, known=", ".join(sorted(self.routes))))
+        check_payload(envelope.payload)  # nothing over the limits reaches the transcript
         self.bytes += self.transcript.append(envelope)
         self.messages += 1
         self.kinds[envelope.kind] += 1

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from parley.parties import confidential
+from parley.parties.payload_limits import readable
 from parley.parties.wire import (
     INTERNAL,
     INVALID_QUERY,
@@ -146,9 +147,9 @@ class Party:
         self.refusals_sent += 1
         if self.identity is None:
             return None
-        sender = envelope.sender if type(envelope.sender) is str else "(malformed)"
-        refused = envelope.id if type(envelope.id) is str else None
-        return self.seal(sender, REFUSAL, {"reason": reason, "detail": detail, "refused": refused})
+        sender = readable(envelope.sender) if type(envelope.sender) is str else "(malformed)"
+        refused = readable(envelope.id) if type(envelope.id) is str else None
+        return self.seal(sender, REFUSAL, {"reason": reason, "detail": readable(detail), "refused": refused})
 
 
 def check_reply(envelope: Envelope | None, keyring: Keyring, me: str, expected_kind: str) -> Envelope:

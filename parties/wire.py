@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import BaseModel, ConfigDict, Field
 
+from parley.parties.payload_limits import PAYLOAD_TOO_LARGE, check_payload
 from parley.protocols.errors import WireError
 
 __all__ = [
@@ -76,7 +77,7 @@ MALFORMED = "malformed-envelope"
 REFUSAL_REASONS = (
     UNKNOWN_SENDER, BAD_SIGNATURE, DIGEST_MISMATCH, REPLAY, WRONG_RECIPIENT,
     KIND_NOT_ALLOWED, NOT_REGISTERED, INVALID_QUERY, INVALID_PAYLOAD, INTERNAL, BUDGET_EXCEEDED,
-    UNDECRYPTABLE, MALFORMED,
+    UNDECRYPTABLE, MALFORMED, PAYLOAD_TOO_LARGE,
 )
 
 # Message templates (tests match on these).
@@ -164,7 +165,12 @@ def _feed(h: hashlib._Hash, value: Any, path: str) -> None:
 
 
 def payload_digest(payload: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of a payload's canonical encoding; arrays by dtype, shape and bytes."""
+    """SHA-256 (hex) of a payload's canonical encoding; arrays by dtype, shape and bytes.
+
+    The payload first passes :func:`parley.parties.payload_limits.check_payload` (a bounded walk): too deep,
+    too wide an integer, invalid Unicode or too large is a typed :class:`WireError`, never a crash.
+    """
+    check_payload(payload)
     h = hashlib.sha256()
     _feed(h, payload, "payload")
     return h.hexdigest()

@@ -19,8 +19,9 @@ from parley.protocols.metrics import METRICS
 __all__ = ["MAX_QUERY_VALUES", "apply_edits", "edit_form", "validate_edits", "validate_predictions",
            "validate_metric", "validate_query_id"]
 
-#: Upper bound on m * n per query (1 GiB of float64), against memory exhaustion.
-MAX_QUERY_VALUES = 1 << 27
+#: Upper bound on m * n per query (128 MiB of float64), against memory exhaustion: a query at the limit
+#: costs the compliance party about twice that (the matrix and the metric's temporaries).
+MAX_QUERY_VALUES = 1 << 24
 
 NOT_ARRAY = "predictions must be a numeric numpy array, got {type}"
 BAD_DTYPE = "predictions must be numeric (bool, int or float), got dtype {dtype}"
@@ -97,6 +98,8 @@ def validate_edits(indices: Any, values: Any, n: int) -> tuple[np.ndarray, np.nd
         raise QueryError(EDIT_SHAPES.format(i=getattr(indices, "shape", type(indices).__name__),
                                             v=getattr(values, "shape", type(values).__name__)))
     idx = indices.reshape(1, -1) if indices.ndim == 1 else indices
+    if idx.shape[0] * n > MAX_QUERY_VALUES:  # apply_edits would build an (m, n) matrix: bound it first
+        raise QueryError(TOO_LARGE.format(size=idx.shape[0] * n, limit=MAX_QUERY_VALUES))
     for row, part in enumerate(idx):
         if part.size and (part.min() < 0 or part.max() >= n or np.unique(part).size != part.size):
             raise QueryError(EDIT_INDEX.format(last=n - 1, row=row, bad=part.tolist()[:10]))

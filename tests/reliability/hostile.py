@@ -31,7 +31,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from parley.parties import confidential, wire
+from parley.parties import confidential, payload_limits, wire
 from parley.parties.adversary import Adversary
 from parley.parties.attacks import AttackerView, get_attack
 from parley.parties.compliance import Compliance
@@ -182,7 +182,7 @@ class Target:
     # -- attacks common to every party: the wire and the role policy
     attacks: tuple[str, ...] = ("forged-signature", "garbage-signature", "tampered-payload", "tampered-header",
                                 "wrong-types", "replay", "stale-seq", "wrong-recipient", "unregistered-key",
-                                "observer-sends", "disallowed-kind", "unhashable-payload")
+                                "observer-sends", "disallowed-kind", "unhashable-payload", "hostile-values")
 
     def a_valid(self) -> wire.Envelope:
         """A message the party would accept (not sent): raw material for forgeries."""
@@ -282,6 +282,29 @@ class Target:
         key = data.draw(st.text(max_size=12), label="key")
         self.send(attack, env.model_copy(update={"payload": {**env.payload, key: bad}}),
                   {wire.INVALID_PAYLOAD, wire.DIGEST_MISMATCH})
+
+
+    def attack_hostile_values(self, data, attack) -> None:
+        """Values past parley.parties.payload_limits: deep nesting, huge integers, lone surrogates, huge arrays."""
+        what = data.draw(st.sampled_from(["deep", "integer", "surrogate", "surrogate-key", "size"]), label="what")
+        if what == "deep":
+            bad: Any = data.draw(_scalars, label="leaf")
+            for _ in range(data.draw(st.integers(payload_limits.MAX_DEPTH, 20_000), label="depth")):
+                bad = [bad] if data.draw(st.booleans()) else {"k": bad}
+        elif what == "integer":
+            bad = data.draw(st.integers(payload_limits.MAX_INT_BITS + 1, 60_000), label="bits")
+            bad = (1 << bad) * data.draw(st.sampled_from([1, -1]))
+        elif what == "size":
+            bad = np.broadcast_to(np.zeros(1), (data.draw(st.integers(payload_limits.MAX_PAYLOAD_BYTES // 8 + 1,
+                                                                        1 << 40), label="values"),))
+        else:
+            bad = data.draw(st.text(max_size=6), label="text") + chr(data.draw(st.integers(0xD800, 0xDFFF)))
+            if what == "surrogate-key":
+                bad = {bad: 1}
+        env = self.a_valid()
+        key = data.draw(st.sampled_from(["extra", "predictions", "metric", "query_id"]), label="key")
+        self.send(attack, env.model_copy(update={"payload": {**env.payload, key: bad}}),
+                  {wire.INVALID_PAYLOAD, payload_limits.PAYLOAD_TOO_LARGE})
 
 
 def _hashable(payload: Any) -> bool:

@@ -47,7 +47,11 @@ Certification
 ``certified`` is True only when the binary reconstruction reproduces *every*
 answer to within ``tol`` (max_i |(H v_hat)_i - SP_i| <= tol), its group sizes
 match the known N0 (where N0 is given), every coordinate is decided, and, for
-:func:`decode_linear`, rank(H) = n (so the solution is unique). For the other
+:func:`decode_linear`, rank(H) = n and every sign is proven by an error
+interval (:func:`linear_radius`; the answers' error model is
+:mod:`parley.parties.attacks.decoders.answer_error`), so the solution is unique.
+For rounded answers, whose fits share error bars, :func:`prove_unique_binary`
+proves with one LP that no other binary vector fits. For the other
 decoders an exact fit is what they can vouch for: an LP vertex or an AMP fixed
 point that is binary and fits does not by itself prove that no *other* binary
 vector fits. For probes with continuous random entries (Alg. 2) a second binary
@@ -75,6 +79,8 @@ from parley.protocols.errors import AttackError
 __all__ = [
     "Decoded",
     "decode_linear",
+    "linear_radius",
+    "prove_unique_binary",
     "decode_l1",
     "decode_box_count",
     "decode_amp",
@@ -110,6 +116,8 @@ _NULL_ROW_TOL = 1e-8
 # Uniqueness LP (decode_box_count): the farthest feasible point must lie this
 # close (in l1, on z in [0, 1]^n) to the binary solution.
 _UNIQUE_TOL = 1e-6
+#: u = 2^-53, float64 unit roundoff.
+_UNIT = float(np.finfo(np.float64).eps) / 2.0
 
 
 @dataclass(frozen=True)
@@ -253,9 +261,40 @@ def _highs_options(time_limit: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- Theorem 1
 
 
-def decode_linear(H: Any, sp: Any, n0: int | None = None, n1: int | None = None, tol: float | None = None
-                  ) -> Decoded:
-    """Theorem 1 / Alg. 1: solve SP = H v by least squares and read a_j = [v_j > 0].
+def linear_radius(H: np.ndarray, err: np.ndarray | float, X: np.ndarray | None = None,
+                  residual: np.ndarray | None = None) -> np.ndarray:
+    """Per-coordinate bound r_j on |v_j(computed) - v_j(true)| for a system SP = H v of full column rank.
+
+    With X an approximate (left) inverse of H, rho = SP_true - H v_comp and
+    theta = ||I - X H||_inf < 1 (computed, plus the float error of computing it):
+
+        v_true - v_comp = L rho for the left inverse L = (X H)^-1 X,   ||L - X||_inf <= theta / (1 - theta) ||X||_inf,
+
+    so |v_true - v_comp|_j <= (|X| |rho|)_j + theta / (1 - theta) ||X||_inf ||rho||_inf, and
+    |rho_i| <= err_i + |residual_i| + (float error of the residual, gamma_(n+1) (|H| |v| + |SP|)_i).
+    ``residual`` None: the bound before any answer (|residual| = 0, v = 0), used to foresee what a
+    precision allows. Returns inf everywhere when theta >= 1/2 (X is no usable inverse).
+    """
+    n = H.shape[1]
+    if X is None:
+        X = np.linalg.inv(H) if H.shape[0] == n else np.linalg.pinv(H)
+    absX = np.abs(X)
+    u = _UNIT
+    gamma = (n + 2) * u / (1 - (n + 2) * u)
+    m = H.shape[0]
+    theta = float(np.abs(np.eye(n) - X @ H).sum(axis=1).max()) + gamma * float((absX @ np.abs(H)).sum(axis=1).max())
+    if not theta < 0.5:
+        return np.full(n, np.inf)
+    rho = np.broadcast_to(np.asarray(err, dtype=np.float64), (m,)).copy()
+    if residual is not None:
+        rho += np.abs(residual)
+    r = absX @ rho + theta / (1.0 - theta) * float(absX.sum(axis=1).max()) * float(rho.max())
+    return r * (1.0 + 4.0 * n * u)
+
+
+def decode_linear(H: Any, sp: Any, n0: int | None = None, n1: int | None = None, tol: float | None = None, *,
+                  answer_error: Any = None) -> Decoded:
+    """Theorem 1 / Alg. 1: solve SP = H v and read a_j = [v_j > 0] where the error bounds exclude the other sign.
 
     Parameters
     ----------
@@ -264,20 +303,29 @@ def decode_linear(H: Any, sp: Any, n0: int | None = None, n1: int | None = None,
     sp : array of shape (m,)
         Their statistical-parity answers.
     n0, n1 : int, optional
-        Group sizes if known (Remark 4). If omitted they are read off a_hat
-        (they are then determined by v itself when rank(H) = n).
+        Group sizes if known (Remark 4). If omitted they are read off a_hat.
     tol : float, optional
-        Answer tolerance; default :func:`default_tol`.
+        Answer tolerance of the final fit check; default: the largest answer
+        error plus :func:`default_tol` (the float error of the check itself).
+    answer_error : float or array of shape (m,), optional
+        Bound on |released - exact| per answer
+        (:func:`parley.parties.attacks.decoders.answer_error.answer_error`);
+        default :func:`default_tol` (exact float64 answers).
 
     Returns
     -------
     Decoded
-        ``certified`` iff rank(H) = n (Theorem 1: v is unique) and the binary
-        reconstruction reproduces every answer within ``tol``. When
-        rank(H) < n, coordinate j is decided only if every null-space vector
-        of H vanishes at j (then v_j is the same for all solutions); the other
-        coordinates are guesses from the minimum-norm solution and
-        ``certified`` is False.
+        v_j of the true A is +1/N1 or -1/N0, never 0. With rank(H) = n, the
+        computed v_j is within r_j of it (:func:`linear_radius`), so
+        individual j is *decided* only when the interval v_j ± r_j excludes 0:
+        then its sign is proven, and a_hat_j is right under the error model.
+        Elsewhere a_hat_j is a guess and ``decided`` is False. ``certified``
+        iff rank(H) = n, every individual is decided (so the reconstruction is
+        the only one consistent with the answers), its groups reproduce every
+        answer within ``tol`` and the count matches N0 where given. With
+        rank(H) < n, coordinate j can be decided only if every null-space
+        vector of H vanishes at j (v_j is then the same for all solutions); its
+        interval uses the pseudo-inverse, and ``certified`` is False.
 
     Notes
     -----
@@ -294,31 +342,65 @@ def decode_linear(H: Any, sp: Any, n0: int | None = None, n1: int | None = None,
         sizes = None
     else:
         sizes = _check_sizes(n, n0, n1)
-    tol = _tol(sp, tol)
+    err = np.broadcast_to(np.asarray(default_tol(sp) if answer_error is None else answer_error, dtype=np.float64),
+                          (m,))
+    if not np.all(np.isfinite(err)) or np.any(err < 0):
+        raise AttackError(BAD_TOL.format(got=answer_error))
+    tol = _tol(sp, tol) if tol is not None else float(err.max()) + default_tol(sp)
 
-    # Minimum-norm least-squares solution; when the system is consistent it
-    # agrees with every solution on the coordinates the equations pin down.
-    v, _, rank, sing = np.linalg.lstsq(H, sp, rcond=None)
-    rank = int(rank)
-    if rank == n:
-        decided = np.ones(n, dtype=bool)
+    radius = None
+    if m == n:
+        # Square: LU inverse, one step of refinement, and the bound of linear_radius, which is finite
+        # exactly when X H is within 1/2 of I (then H is provably invertible: rank n).
+        try:
+            X = np.linalg.inv(H)
+        except np.linalg.LinAlgError:
+            X = None
+        if X is not None and np.all(np.isfinite(X)):
+            v = X @ sp
+            v = v + X @ (sp - H @ v)
+            residual = sp - H @ v
+            res_err = (n + 2) * _UNIT * (np.abs(H) @ np.abs(v) + np.abs(sp))
+            radius = linear_radius(H, err + res_err, X, residual=residual)
+            condition = float(np.abs(H).sum(axis=0).max() * np.abs(X).sum(axis=0).max())  # in the 1-norm
+            if not np.all(np.isfinite(radius)):
+                radius = None
+    if radius is not None:
+        rank = n
+        pinned = np.ones(n, dtype=bool)
     else:
-        # Null space of H = span of the right singular vectors beyond the rank;
-        # v_j is determined iff e_j is orthogonal to it, i.e. its row j is zero.
-        _, _, vt = np.linalg.svd(H, full_matrices=True)
-        null_basis = vt[rank:]
-        decided = np.linalg.norm(null_basis, axis=0) <= _NULL_ROW_TOL
-    decided &= _evidence(H)
+        # Minimum-norm least-squares solution; when the system is consistent it
+        # agrees with every solution on the coordinates the equations pin down.
+        v, _, rank, sing = np.linalg.lstsq(H, sp, rcond=None)
+        rank = int(rank)
+        condition = float(sing[0] / sing[-1]) if rank == n and sing.size and sing[-1] > 0 else float("inf")
+        residual = sp - H @ v
+        # float error of that residual (Higham: gamma_(n+1) (|H| |v| + |sp|))
+        res_err = (n + 2) * _UNIT * (np.abs(H) @ np.abs(v) + np.abs(sp))
+        if rank == n:  # m > n: the pseudo-inverse is a left inverse
+            radius = linear_radius(H, err + res_err, np.linalg.pinv(H), residual=residual)
+            pinned = np.ones(n, dtype=bool)
+        else:
+            # Null space of H = span of the right singular vectors beyond the rank;
+            # v_j is determined iff e_j is orthogonal to it, i.e. its row j is zero.
+            _, _, vt = np.linalg.svd(H, full_matrices=True)
+            null_basis = vt[rank:]
+            pinned = np.linalg.norm(null_basis, axis=0) <= _NULL_ROW_TOL
+            # For a pinned j, v_comp_j - v_true_j = (pinv(H) (sp - sp_true))_j; doubled for the
+            # pseudo-inverse's own error (no certificate is given without full rank).
+            radius = 2.0 * (np.abs(np.linalg.pinv(H)) @ (err + res_err))
+    decided = pinned & _evidence(H) & (np.abs(v) > radius)
     a_hat = (v > 0).astype(np.int8)
     n0_hat, n1_hat = sizes if sizes is not None else (int(np.sum(a_hat == 0)), int(np.sum(a_hat == 1)))
-    residual = _residual(H, sp, a_hat, n0_hat, n1_hat)
+    residual_fit = _residual(H, sp, a_hat, n0_hat, n1_hat)
     count_ok = int(np.sum(a_hat == 0)) == n0_hat
-    certified = bool(rank == n and residual <= tol and count_ok and decided.all())
+    certified = bool(rank == n and residual_fit <= tol and count_ok and decided.all())
     info = {"rank": rank, "tol": tol, "count_matches": count_ok, "undetermined": int(n - decided.sum()),
-            "condition": float(sing[0] / sing[-1]) if rank == n and sing.size and sing[-1] > 0 else float("inf")}
+            "max_radius": float(np.max(radius)) if radius.size else 0.0,
+            "condition": condition}
     if sizes is None:
         info.update(N0=n0_hat, N1=n1_hat)
-    return Decoded(a_hat=a_hat, decided=decided, certified=certified, residual=residual, decoder="linear",
+    return Decoded(a_hat=a_hat, decided=decided, certified=certified, residual=residual_fit, decoder="linear",
                    seconds=time.perf_counter() - start, info=info)
 
 
@@ -428,6 +510,42 @@ def decode_box_count(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None
         unique = spread is not None and spread <= _UNIQUE_TOL
         info.update(unique=unique, farthest_l1=spread)
     return _finish("box-count", H, sp, z, _evidence(H), n0, n1, tol, start, info, unique=unique)
+
+
+def prove_unique_binary(H: Any, sp: Any, n0: int, n1: int, a_hat: np.ndarray, answer_error: Any, *,
+                        time_limit: float | None = None) -> tuple[bool, float | None]:
+    """Prove that ``a_hat`` is the only binary A with N0 zeros whose answers lie within ``answer_error`` of ``sp``.
+
+    Every such A gives z = 1 - a in {0, 1}^n with sum z = N0 and
+    |c H z - eta|_i <= answer_error_i (eq. 7), so it lies in the polytope
+    P = {z in [0, 1]^n : sum z = N0, |H z - y| <= answer_error / c}. Another
+    binary point of P differs from z_hat in at least two coordinates (the
+    count is fixed), so ||z - z_hat||_1 >= 2. One LP maximises the linear
+    function ||z - z_hat||_1 over P (on the box it equals
+    sum_j z_j (1 - 2 z_hat_j) + sum_j z_hat_j); if the maximum is below 1,
+    half of the distance any other binary solution would need, z_hat is the
+    only one. The margin of 1 absorbs HiGHS's tolerances (1e-7).
+
+    Returns
+    -------
+    (unique, farthest)
+        ``farthest`` is the LP maximum (None if the LP failed; then not unique).
+    """
+    H, sp, n0, n1 = _validate(H, sp, n0, n1)
+    m, n = H.shape
+    y, c = _eta(H, sp, n0, n1)
+    err = np.broadcast_to(np.asarray(answer_error, dtype=np.float64), (m,))
+    # slack for the float error of forming y (a sum over n terms) and of the constraint rows
+    half = err / c + (n + 2) * _UNIT * (np.abs(H).sum(axis=1) / n1 + np.abs(sp)) / c
+    z_hat = (np.asarray(a_hat) == 0).astype(np.float64)
+    A_ub = np.vstack([H, -H])
+    b_ub = np.concatenate([y + half, -(y - half)])
+    res = linprog(-(1.0 - 2.0 * z_hat), A_ub=A_ub, b_ub=b_ub, A_eq=np.ones((1, n)), b_eq=[float(n0)],
+                  bounds=(0.0, 1.0), method="highs", options=_highs_options(time_limit))
+    if res.status != 0 or res.fun is None:
+        return False, None
+    farthest = float(-res.fun + z_hat.sum())
+    return farthest < 1.0, farthest
 
 
 # --------------------------------------------------------------------------- AMP

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["GroupSizes", "sizes_from_unit_steps"]
+from parley.parties.attacks.decoders.answer_error import answer_error
+
+__all__ = ["GroupSizes", "decimals_to_identify", "sizes_from_unit_steps"]
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,22 @@ def _consistent(step: float, sizes: np.ndarray, decimals: int | None) -> np.ndar
     if decimals is None:
         # float64 differences of two answers carry ~1e-16 absolute error
         return np.abs(exact - step) <= 1e-9 * exact + 1e-15
-    # a difference of two rounded answers is within one rounding unit of 1/N
-    return np.abs(exact - step) <= 10.0 ** (-decimals) * (1 + 1e-9)
+    # a difference of two rounded answers is within one rounding unit of 1/N, plus the float64 error of the
+    # rounding itself and of the exact answers (bound (R) of parley.parties.attacks.decoders.answer_error)
+    return np.abs(exact - step) <= 2.0 * float(answer_error(1.0, decimals)) + 1e-15
+
+
+def decimals_to_identify(n: int) -> int | None:
+    """The coarsest precision at which unit steps tell every group size 1..n-1 apart (None: beyond 17 decimals).
+
+    Neighbouring sizes differ by 1/N - 1/(N + 1) = 1/(N (N + 1)) >= 1/(n (n - 1)); a step is
+    identified once that gap exceeds twice the error of a difference of two answers.
+    """
+    gap = 1.0 / (n * (n - 1))
+    for d in range(1, 18):
+        if 4.0 * float(answer_error(1.0, d)) + 2e-15 < gap:
+            return d
+    return None
 
 
 def sizes_from_unit_steps(steps: np.ndarray, n: int, decimals: int | None = None) -> GroupSizes:

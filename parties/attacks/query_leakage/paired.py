@@ -18,7 +18,8 @@ subset is the block's minority members. It is found by meet in the middle: the
 looked up (:func:`subset_sum_window`); 2 x 2^(K/2) numbers instead of 2^K.
 
 Acceptance (never a guess). Let e bound the error of an answer difference (16
-ulps of 1 for float64 answers, one unit of the last decimal for rounded ones;
+ulps of 1 for float64 answers; for rounded ones one unit of the last decimal,
+plus the float64 error of the rounding and the same 16 ulps;
 :func:`answer_error`); the observed T is then within tol = e / c of the true
 one (doubled for slack, plus the float error of the subset sums). A block is
 read only when exactly *one* subset sum lies within the window W = margin x tol
@@ -64,6 +65,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from parley.parties.attacks.decoders.answer_error import UNIT_ROUNDOFF
+from parley.parties.attacks.decoders.answer_error import answer_error as answer_error_bound
 from parley.parties.attacks.query_leakage.probes import _INSIDE
 
 __all__ = ["NEEDS_PRECISION", "NO_FIT", "BlockRead", "answer_error", "block_width", "read_block", "redraw_block",
@@ -79,17 +82,17 @@ MAX_WIDTH = 40
 
 
 def answer_error(decimals: int | None, safety_ulps: float) -> float:
-    """Bound on |released difference - exact difference| of two SP answers.
+    """Bound on |released difference - exact difference| of two SP answers (|SP| <= 1).
 
     float64: ``safety_ulps`` ulps of 1 (a difference of two dot products of
     length n with values <= 1; measured errors at n = 1,000 are below one ulp).
-    ``decimals``: each answer is within half a unit of the last decimal, so a
-    difference is within one unit (plus the float error before rounding).
+    ``decimals``: each answer is within half a unit of the last decimal *plus*
+    the float64 error of the rounding itself (bound (R) of
+    :mod:`parley.parties.attacks.decoders.answer_error`, larger than half a
+    unit at 16 and 17 decimals), plus the same allowance.
     """
-    eps = float(np.spacing(1.0))
-    if decimals is None:
-        return safety_ulps * eps
-    return 10.0 ** (-decimals) * (1.0 + 1e-9) + safety_ulps * eps
+    one = float(answer_error_bound(1.0, decimals, safety_ulps))
+    return 2.0 * one + 2.0 * UNIT_ROUNDOFF
 
 
 def _tolerance(err: float, c: np.ndarray | float) -> np.ndarray:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -47,9 +47,13 @@ from parley.parties.attacks.base import (
     register_attack,
 )
 from parley.parties.attacks.decoders import sp_decoders as decoders
+from parley.parties.attacks.decoders.answer_error import UNIT_ROUNDOFF, difference_error, rounding_error
+from parley.parties.attacks.decoders.answer_error import answer_error as answer_error_bound
 from parley.parties.attacks.query_leakage import paired
 from parley.parties.attacks.query_leakage.counting import counting_bound
+from parley.parties.attacks.query_leakage.group_sizes import decimals_to_identify
 from parley.parties.attacks.query_leakage.probes import (
+    _INSIDE,
     flip_one,
     max_deviation,
     precision_block,
@@ -61,10 +65,28 @@ from parley.protocols.errors import AttackError, ConfigError
 
 __all__ = ["CompressedSensingReveal", "LinearReveal", "PrecisionReveal"]
 
-NO_SIZES = "group sizes are not identified at the released precision; the {name} attack needs N0 and N1"
+NO_SIZES = ("group sizes are not identified at {decimals} decimals; the {name} attack needs N0 and N1 (answers to "
+            "{need} tell every size of n={n} apart)")
 UNCERTIFIED = ("no decoder certified a reconstruction with {m} probe models for n={n}: the result is the decoder's "
                "best guess (scored as such), not a proven recovery")
 SIZES_AMBIGUOUS = "the first block's answer fits no group size: answers are noisy or not exact ({detail})"
+PRECISION_TOO_COARSE = ("the precision attack cannot read even one individual per answer at {decimals} decimals: "
+                        "an answer difference may be off by {err:.3g}, more than a third of the smallest move "
+                        "b c = {b} x 4/{n}; it needs answers to {need} at least")
+PRECISION_UNDECIDED = ("the precision attack read every block but {undecided} of {n} individuals stay undecided after "
+                       "{queries} queries: {sizes} group sizes still fit at {decimals} decimals and decode them "
+                       "differently; it needs answers to {need} to single out the group sizes")
+LINEAR_NEEDS_PRECISION = ("the linear system cannot decide anyone at {decimals} decimals: each v_j may be off by "
+                          "{r:.3g}, at least 2/n = {bound:.3g}, the largest |v_j| of the larger group; it needs "
+                          "answers to {need}")
+LINEAR_UNDECIDED = ("the linear system decided none of n={n} individuals at {decimals} decimals (error bound "
+                    "{radius:.3g} on v); it needs answers to {need}")
+LINEAR_PARTIAL = ("{undecided} of n={n} individuals stay undecided at {decimals} decimals: their error bounds "
+                  "include both groups")
+CS_TOO_COARSE = ("at {decimals} decimals any attack needs at least {need} answers to single out A (counting bound), "
+                 "more than the cap of {cap} probe models; it needs answers to {finer}, or a higher attack.max_queries")
+PRECISION_CAP = "query cap {cap} reached with {left} individuals unread at {decimals} decimals"
+ONE_PERSON_NO_FIT = "a one-person block did not decode at precision {decimals}: the answers are not exact"
 PAIRED_WITH_PRIOR = ("attack.n0_prior applies to the i.i.d. designs (uniform, binary); the paired design reads the "
                      "group sizes from its first block and needs exact answers")
 PAIRED_REFERENCE = "paired-reference"
@@ -93,7 +115,9 @@ def _sizes(view, rng) -> Generator[Probe, Answer, tuple[int, int, int | None]]:
     step = (answers[1] - answers[0]) * (1.0 - 2.0 * base[j])
     _, _, info = decide_from_steps(np.array([step]), view.n, decimals)
     if "N0" not in info:
-        raise AttackError(NO_SIZES.format(name="reveal"))
+        need = decimals_to_identify(view.n)
+        raise AttackError(NO_SIZES.format(name="reveal", decimals=decimals, n=view.n,
+                                          need="exact float64 answers" if need is None else f"{need} decimals"))
     return info["N0"], info["N1"], decimals
 
 
@@ -121,11 +145,71 @@ class LinearReveal(Attack):
             H = random_binary(n, n, self.rng)
         else:
             H = uniform_perturbations(self.view.require("base_scores"), n, p.b, self.rng)
-        answers, _ = yield from _rows(H, p.batch, f"linear system ({p.design})")
-        dec = decoders.decode_linear(H, answers)
+        purpose = f"linear system ({p.design})"
+        first, decimals = yield from _rows(H[:p.batch], p.batch, purpose)
+        if decimals is not None and p.batch < n:
+            # Before asking the rest: can the answers at this precision decide anyone? (Thm. 1 with error bars)
+            unit = _unit_radius(H)
+            if unit is not None and float(unit.min()) * _linear_answer_error(1.0, decimals) >= 2.0 / n:
+                raise AttackError(LINEAR_NEEDS_PRECISION.format(
+                    decimals=decimals, r=float(unit.min()) * _linear_answer_error(1.0, decimals), bound=2.0 / n,
+                    need=_linear_needed(unit, n)))
+        answers = first
+        if p.batch < n:
+            rest, decimals = yield from _rows(H[p.batch:], p.batch, purpose)
+            answers = np.concatenate([first, rest])
+        err = None if decimals is None else _linear_answer_error(answers, decimals)
+        dec = decoders.decode_linear(H, answers, answer_error=err)
+        if not dec.decided.any():
+            unit = _unit_radius(H)
+            raise AttackError(LINEAR_UNDECIDED.format(n=n, decimals=decimals, radius=dec.info["max_radius"],
+                                                      need="a finer precision" if unit is None
+                                                      else _linear_needed(unit, n)))
         info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds,
+                "undecided": int((~dec.decided).sum()), "max_radius": dec.info["max_radius"],
                 **probe_accuracy(H, self.view)}
+        if not dec.decided.all():
+            info["warning"] = LINEAR_PARTIAL.format(undecided=int((~dec.decided).sum()), n=n, decimals=decimals)
+        elif not dec.certified:
+            info["warning"] = "every individual is decided but the groups do not reproduce the answers: not exact"
         return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=n, info=info)
+
+
+def _cs_answer_error(released: np.ndarray, decimals: int) -> np.ndarray:
+    """Per-answer error bound of rounded answers for the i.i.d. decoders: bound (R) plus their float tolerance."""
+    return rounding_error(released, decimals) + decoders.default_tol(released)
+
+
+def _check_counting(n: int, n0: int, b: float, decimals: int, cap: int) -> None:
+    """Stop before asking when the counting bound says ``cap`` answers at this precision cannot single out A."""
+    need = counting_bound(n, n0, b, decimals)
+    if need > cap:
+        finer = next((f"{d} decimals" for d in range(decimals + 1, 18) if counting_bound(n, n0, b, d) <= cap),
+                     "exact float64 answers")
+        raise AttackError(CS_TOO_COARSE.format(decimals=decimals, need=need, cap=cap, finer=finer))
+
+
+def _linear_answer_error(released: np.ndarray | float, decimals: int) -> np.ndarray | float:
+    """Per-answer error bound for the linear decoder: bound (R) plus its float64 tolerance (1e-9 relative)."""
+    out = np.asarray(released, dtype=np.float64)
+    return rounding_error(out, decimals) + decoders.default_tol(np.atleast_1d(out))
+
+
+def _unit_radius(H: np.ndarray) -> np.ndarray | None:
+    """r_j per unit of answer error (linear in it), or None when H has no usable inverse."""
+    try:
+        r = decoders.linear_radius(H, 1.0)
+    except np.linalg.LinAlgError:
+        return None
+    return r if np.all(np.isfinite(r)) else None
+
+
+def _linear_needed(unit: np.ndarray, n: int) -> str:
+    """The coarsest precision at which every individual's interval is sure to exclude 0: 2 r_j < 1/(n - 1)."""
+    for d in range(1, 18):
+        if 2.0 * float(unit.max()) * _linear_answer_error(1.0, d) < 1.0 / (n - 1):
+            return f"{d} decimals"
+    return "exact float64 answers"
 
 
 class CompressedSensingParams(AttackParams):
@@ -179,9 +263,11 @@ class CompressedSensingReveal(Attack):
             n1, decimals, size_queries = n - n0, None, 0
         cap = p.max_queries or n
         decode = DECODERS[p.decoder]
+        if decimals is not None:
+            _check_counting(n, n0, p.b, decimals, cap)
         H = np.empty((0, n))
         sp = np.empty(0)
-        dec = None
+        dec, proofs = None, 0
         while H.shape[0] < cap:
             k = min(p.round_size, cap - H.shape[0]) if p.stop == "certified" else cap
             if p.design == "uniform":
@@ -189,13 +275,25 @@ class CompressedSensingReveal(Attack):
             else:
                 rows = random_binary(n, k, self.rng)
             answers, decimals = yield from _rows(rows, k, f"compressed sensing ({p.design}, b={p.b})")
+            if H.shape[0] == 0 and decimals is not None and p.n0_prior is not None:
+                _check_counting(n, n0, p.b, decimals, cap)
             H, sp = np.vstack([H, rows]), np.concatenate([sp, answers])
             if p.stop == "cap" and H.shape[0] < cap:
                 continue
+            err = None if decimals is None else _cs_answer_error(sp, decimals)
+            tol = None if err is None else float(err.max())
             try:
-                dec = decode(H, sp, n0, n1) if p.decoder != "fastest" else decode(H, sp, n0, n1, allow_uncertified=True)
+                dec = decode(H, sp, n0, n1, tol=tol) if p.decoder != "fastest" \
+                    else decode(H, sp, n0, n1, tol=tol, allow_uncertified=True)
             except AttackError:
                 continue
+            if dec.certified and err is not None:
+                # Rounded answers: a fit within the error bars is not unique by itself; prove it (one LP).
+                proofs += 1
+                unique, farthest = decoders.prove_unique_binary(H, sp, n0, n1, dec.a_hat, err)
+                dec.info.update(unique=unique, farthest_l1=farthest)
+                if not unique:
+                    dec = replace(dec, certified=False)
             if dec.certified:
                 break
         self.decoded = dec  # kept for attacks that post-process the decode (reconstruction correction)
@@ -203,6 +301,7 @@ class CompressedSensingReveal(Attack):
             raise AttackError(f"no decode succeeded with {H.shape[0]} probe models for n={n}")
         info = {"decoder": dec.decoder, "certified": dec.certified, "decode_s": dec.seconds, "probe_models": H.shape[0],
                 **({} if dec.certified else {"warning": UNCERTIFIED.format(m=H.shape[0], n=n)}),
+                **({"uniqueness_proofs": proofs} if proofs else {}),
                 "N0": n0, "N1": n1, "probe_max_deviation": max_deviation(H, self.view.require("base_scores")),
                 "counting_bound": counting_bound(n, n0, p.b, decimals), **probe_accuracy(H, self.view)}
         return Reconstruction(np.arange(n), dec.a_hat, dec.decided, queries=H.shape[0] + size_queries, info=info)
@@ -338,46 +437,85 @@ class PrecisionParams(AttackParams):
     first_block_slack: int = Field(default=16, ge=4, description="bits the first block leaves free to single out N1")
 
 
+def _precision_err(decimals: int | None, safety_ulps: float) -> float:
+    """Largest error of a difference of two answers with |SP| <= 1 (answer_error module, bound (R))."""
+    return float(2.0 * answer_error_bound(1.0, decimals, safety_ulps)[()]) + 2.0 * UNIT_ROUNDOFF
+
+
 class _Blocks:
-    """Decoding of precision blocks: the algebra of the module docstring, for many candidate N1 at once."""
+    """Decoding of precision blocks: the algebra of the module docstring, for many candidate N1 at once.
+
+    Why a decode is never wrong (under the error model). A block's moves have
+    magnitudes w_0 > w_1 > ... (b 2^-k as realised in float64); each exceeds the
+    sum of the smaller ones by about the smallest, w_min. The observed
+    T' = sum_j y_j w_j (y_j in {0, 1}, see :meth:`decode`) is within
+    e_T = err / c + (float error of forming it) of the true one, where err bounds
+    the error of the answer difference. Greedy extraction takes w_k iff the
+    remainder is >= w_k - tol with tol = 2 err / c + the same float error; it
+    reproduces the true digits as long as w_k - sum_{j>k} w_j > e_T + tol
+    (about 3 err / c), which :meth:`width` guarantees for every size still
+    possible (it sizes blocks for the smallest c, asking w_min c > 4 err, and
+    never less than 3 err) and :meth:`decode` checks on the realised moves. A
+    wrong N1 may decode too; the count check and the size probe rule it out.
+    """
 
     def __init__(self, n: int, b: float, err: float) -> None:
         self.n, self.b, self.err = n, b, err
 
     def width(self, c: float) -> int:
-        """Most individuals per block: the smallest digit b 2^-(K-1) c must exceed 4 x the answer error."""
-        return max(1, math.floor(math.log2(self.b * c / (4.0 * self.err))) + 1)
+        """Most individuals per block: the smallest digit b 2^-(K-1) c should exceed 4 x the error.
 
-    def decode(self, d: float, moves: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        1 when only a one-person block reads (its digit b c exceeds 3 x the error, what greedy
+        extraction with tolerance 2 err / c needs), 0 when not even that. The digit is taken 1 %
+        smaller than b 2^-(K-1), which covers _INSIDE and the float64 rounding of the realised moves.
+        """
+        digit = 0.99 * self.b * c
+        if digit <= 3.0 * self.err * (1.0 + 1e-6):
+            return 0
+        ratio = digit / (4.0 * self.err)
+        return 1 if ratio <= 1.0 else min(60, math.floor(math.log2(ratio)) + 1)
+
+    def decode(self, d: float, moves: np.ndarray, n1: np.ndarray, err: float | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
         """Bits x (1 = a_j is 0) of a block for each candidate N1, and which candidates decode cleanly.
 
         With y_j = x_j where the move is positive and 1 - x_j where it is negative,
         T' = sum_j y_j |d_j| is a sum of distinct, super-increasing weights:
-        greedy digit extraction is exact and the remainder must vanish.
+        greedy digit extraction is exact and the remainder must vanish. A
+        candidate whose weights are not separated by more than the tolerance
+        (the block is too wide for its c) does not decode.
         """
+        err = self.err if err is None else err
         n1 = n1.astype(np.float64)[:, None]
         c = 1.0 / n1 + 1.0 / (self.n - n1)
         total = (moves.sum() / n1 - d) / c  # T = sum over a_j = 0 of d_j, one per candidate
         weights = np.abs(moves)
         rem = total + weights[moves < 0].sum()
+        # float error of forming T' and of the greedy subtractions, in T units
+        slack = 8.0 * (moves.size + 4) * UNIT_ROUNDOFF * (float(weights.sum()) + np.abs(total) + np.abs(d) / c)
+        tol = 2.0 * err / c + slack
+        order = np.argsort(-weights)
+        w_sorted = weights[order]
+        gaps = w_sorted - (np.cumsum(w_sorted[::-1])[::-1] - w_sorted)  # w_k - sum of the smaller ones
+        separated = (gaps.min() if gaps.size else np.inf) > 1.5 * tol + slack
         y = np.zeros((n1.shape[0], moves.size), dtype=bool)
-        tol = 2.0 * self.err / c
-        for k in np.argsort(-weights):
+        for k in order:
             take = rem >= weights[k] - tol
             y[:, k] = take[:, 0]
             rem = rem - np.where(take, weights[k], 0.0)
-        ok = (np.abs(rem) <= tol)[:, 0]
+        ok = ((np.abs(rem) <= tol) & separated)[:, 0]
         x = np.where(moves[None, :] > 0, y, ~y)
         return x, ok
 
 
 @dataclass
 class _Read:
-    """One answered precision block: who moved, by how much, and the answer difference."""
+    """One answered precision block: who moved, by how much, the answer difference and its error bound."""
 
     block: np.ndarray
     moves: np.ndarray
     d: float
+    err: float = 0.0
 
 
 @register_attack
@@ -395,10 +533,14 @@ class PrecisionReveal(Attack):
         cap = p.max_queries or n + 1
         base = yield Probe("sp", h0[None, :], "base model scores", keep=True, name="base")
         sp0, decimals = float(base.values[0]), base.decimals
-        # Error of a difference of two answers: a few ulps of values <= 1 in float64, one unit when rounded.
-        err = p.safety_ulps * float(np.spacing(1.0)) if decimals is None else 10.0 ** (-decimals)
+        # Error of a difference of two answers with |SP| <= 1: the float64 allowance, and for rounded
+        # answers one unit of the last decimal plus the float error of the rounding (answer_error module).
+        err = _precision_err(decimals, p.safety_ulps)
         blocks = _Blocks(n, p.b, err)
         candidates = np.arange(1, n)  # every N1 is possible until answers rule it out
+        if blocks.width(float(_c(candidates, n).min())) < 1:
+            raise AttackError(PRECISION_TOO_COARSE.format(decimals=decimals, err=err, b=p.b, n=n,
+                                                          need=_precision_needed(n, p)))
         pending = [self.rng.permutation(n)]
         reads: list[_Read] = []
         queries, splits = 1, 0
@@ -413,13 +555,15 @@ class PrecisionReveal(Attack):
             row, _ = precision_block(h0, block, p.b)
             answer = yield Probe("sp", row[None, :], f"precision block of {block.size}", relative_to="base")
             queries += 1
-            read = _Read(block, row[block] - h0[block], float(answer.values[0]) - sp0)
-            _, ok = blocks.decode(read.d, read.moves, candidates)
+            value = float(answer.values[0])
+            read = _Read(block, row[block] - h0[block], value - sp0,
+                         difference_error(sp0, value, decimals, p.safety_ulps))
+            _, ok = blocks.decode(read.d, read.moves, candidates, read.err)
             if not ok.any():
                 if not reads:
                     raise AttackError(SIZES_AMBIGUOUS.format(detail=f"block of {block.size}"))
                 if block.size == 1:  # cannot split further: the answer is not exact
-                    raise AttackError(f"a one-person block did not decode at precision {decimals}")
+                    raise AttackError(ONE_PERSON_NO_FIT.format(decimals=decimals))
                 splits += 1
                 half = block.size // 2
                 pending[:0] = [block[:half], block[half:]]
@@ -427,26 +571,71 @@ class PrecisionReveal(Attack):
             candidates = candidates[ok]
             reads.append(read)
             self._reads, self._blocks, self._candidates = reads, blocks, candidates
-        # Decode every block with the sizes every answer allows; a block is decided where they all agree.
-        x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-        for read in reads:
-            x, _ = blocks.decode(read.d, read.moves, candidates)
-            x_hat[read.block], decided[read.block] = x[0], (x == x[0]).all(axis=0)
+        if pending:
+            left = sum(len(t) for t in pending)
+            raise AttackError(PRECISION_CAP.format(cap=cap, left=left, decimals=decimals))
+        # Every size still possible must also make the decoded blocks add up to itself (N0 = n - N1).
+        candidates = self._consistent_sizes(reads, blocks, candidates, n)
+        x_hat, decided = self._decide(reads, blocks, candidates, n)
+        size_probes = 0
+        if not decided.all() and decided.any() and candidates.size > 1:
+            # One probe on individuals already read tells the sizes apart (D = b P1 / N1 - b P0 / N0).
+            row, moves, known = _size_probe(h0, x_hat, decided, p.b)
+            answer = yield Probe("sp", row[None, :], f"group-size probe over {known.size} individuals read",
+                                 relative_to="base")
+            queries, size_probes = queries + 1, 1
+            value = float(answer.values[0])
+            candidates = _sizes_fitting(value - sp0, moves, x_hat[known], candidates, n,
+                                        difference_error(sp0, value, decimals, p.safety_ulps))
+            if candidates.size:
+                self._candidates = candidates
+                x_hat, decided = self._decide(reads, blocks, candidates, n)
+        if not candidates.size:
+            raise AttackError(SIZES_AMBIGUOUS.format(detail="no group size fits every block and its count"))
+        if not decided.all():
+            raise AttackError(PRECISION_UNDECIDED.format(undecided=int((~decided).sum()), n=n, queries=queries,
+                                                         sizes=candidates.size, decimals=decimals,
+                                                         need=_precision_needed(n, p, sizes=True)))
         a_hat = (~x_hat).astype(np.int8)
         # The decoded vector fixes its own N1; it must be a size the answers allow, and reproduce them all.
         n1 = int(a_hat.sum())
-        certified = bool(decided.all() and n1 in candidates and self._reproduces(reads, a_hat, n1, n, err))
+        certified = bool(decided.all() and n1 in candidates and self._reproduces(reads, a_hat, n1, n))
         info: dict[str, Any] = {"certified": certified, "N1_candidates": int(candidates.size),
                 "block_width": blocks.width(_c(candidates, n).min()), "block_splits": splits,
+                "size_probes": size_probes, "answer_error": err,
                 "probe_max_deviation": max((float(np.abs(r.moves).max()) for r in reads), default=0.0),
                 **self._accuracy(reads, h0),
                 "counting_bound": counting_bound(n, n - int(np.median(candidates)), p.b, decimals,
                                                  max(abs(sp0), 1e-3))}
         if candidates.size == 1:
             info.update(N0=n - int(candidates[0]), N1=int(candidates[0]))
-        if pending:
-            info["warning"] = f"query cap {cap} reached with {sum(len(t) for t in pending)} individuals left"
+        if not certified:
+            info["warning"] = "the decoded groups do not reproduce every answer: the answers are not exact"
         return Reconstruction(np.arange(n), a_hat, decided, queries=queries, info=info)
+
+    @staticmethod
+    def _consistent_sizes(reads: list[_Read], blocks: _Blocks, candidates: np.ndarray, n: int) -> np.ndarray:
+        """The candidate N1 under which every block decodes and the decoded a = 0 count is n - N1."""
+        if candidates.size <= 1:
+            return candidates
+        zeros = np.zeros(candidates.size, dtype=np.int64)
+        ok = np.ones(candidates.size, dtype=bool)
+        for read in reads:
+            x, fine = blocks.decode(read.d, read.moves, candidates, read.err)
+            zeros += x.sum(axis=1)
+            ok &= fine
+        return candidates[ok & (zeros == n - candidates)]
+
+    @staticmethod
+    def _decide(reads: list[_Read], blocks: _Blocks, candidates: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Decode every block under every size still possible; an individual is decided where they all agree."""
+        x_hat, decided = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        if not candidates.size:
+            return x_hat, decided
+        for read in reads:
+            x, _ = blocks.decode(read.d, read.moves, candidates, read.err)
+            x_hat[read.block], decided[read.block] = x[0], (x == x[0]).all(axis=0)
+        return x_hat, decided
 
     def progress(self) -> Reconstruction | None:
         """The blocks read since the previous call, decoded with every group size the answers still allow.
@@ -462,19 +651,20 @@ class PrecisionReveal(Attack):
         if start == len(reads):
             return None
         self._reported, self._reported_sizes = len(reads), self._candidates.size
-        x = [self._blocks.decode(read.d, read.moves, self._candidates)[0] for read in reads[start:]]
+        x = [self._blocks.decode(read.d, read.moves, self._candidates, read.err)[0] for read in reads[start:]]
         return Reconstruction(np.concatenate([read.block for read in reads[start:]]),
                               np.concatenate([(~block[0]).astype(np.int8) for block in x]),
                               np.concatenate([(block == block[0]).all(axis=0) for block in x]),
                               queries=len(reads) + 1)
 
     @staticmethod
-    def _reproduces(reads: list[_Read], a_hat: np.ndarray, n1: int, n: int, err: float) -> bool:
-        """Do the decoded groups reproduce every answer difference (to the answer error)?"""
+    def _reproduces(reads: list[_Read], a_hat: np.ndarray, n1: int, n: int) -> bool:
+        """Do the decoded groups reproduce every answer difference (within its error bound and float slack)?"""
         if n1 in (0, n):
             return False
         c = 1.0 / n1 + 1.0 / (n - n1)
-        return all(abs(r.moves.sum() / n1 - c * r.moves[a_hat[r.block] == 0].sum() - r.d) <= 4.0 * err
+        return all(abs(r.moves.sum() / n1 - c * r.moves[a_hat[r.block] == 0].sum() - r.d)
+                   <= r.err + 8.0 * (r.moves.size + 4) * UNIT_ROUNDOFF * (float(np.abs(r.moves).sum()) * c + abs(r.d))
                    for r in reads)
 
     def _accuracy(self, reads: list[_Read], h0: np.ndarray) -> dict[str, float]:
@@ -488,6 +678,47 @@ class PrecisionReveal(Attack):
                   / y.size for r in reads]
         return {"base_accuracy": float((base_pred == y).mean()), "probe_accuracy_min": base + min(deltas, default=0.0),
                 "probe_accuracy_max": base + max(deltas, default=0.0)}
+
+
+def _size_probe(h0: np.ndarray, x_hat: np.ndarray, decided: np.ndarray, b: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A probe moving the decided individuals of the larger decided group by ±b (the sign that stays in [0, 1]).
+
+    Its answer difference is D = b P1 / N1 - b P0 / N0 with P1, P0 the signed counts moved in each
+    group (known: they were read), which separates neighbouring sizes by about b P / N^2.
+    Only moves of one sign are used, so |P| is the count moved.
+    """
+    signs = np.where(h0 + b <= 1.0, 1.0, -1.0)
+    ones = decided & ~x_hat  # a = 1
+    zeros = decided & x_hat  # a = 0
+    group = ones if ones.sum() >= zeros.sum() else zeros
+    up, down = group & (signs > 0), group & (signs < 0)
+    chosen = up if up.sum() >= down.sum() else down
+    known = np.flatnonzero(chosen)
+    row = h0.copy()
+    row[known] = h0[known] + signs[known] * (b * _INSIDE)
+    return row, row[known] - h0[known], known
+
+
+def _sizes_fitting(d: float, moves: np.ndarray, x_known: np.ndarray, candidates: np.ndarray, n: int, err: float
+                   ) -> np.ndarray:
+    """The candidate N1 whose predicted difference b P1 / N1 - b P0 / N0 lies within the error of ``d``."""
+    n1 = candidates.astype(np.float64)
+    p1, p0 = float(moves[~x_known].sum()), float(moves[x_known].sum())
+    predicted = p1 / n1 - p0 / (n - n1)
+    slack = 8.0 * (moves.size + 4) * UNIT_ROUNDOFF * (float(np.abs(moves).sum()) + abs(d))
+    return candidates[np.abs(predicted - d) <= err + slack]
+
+
+def _precision_needed(n: int, p: PrecisionParams, sizes: bool = False) -> str:
+    """The coarsest precision at which a one-person block reads for every group size (``sizes``: and the
+    first block, ``first_block_slack`` bits narrower, still has a digit left to single out N1)."""
+    c_min = float(_c(np.arange(1, n), n).min())
+    for d in range(1, 18):
+        width = _Blocks(n, p.b, _precision_err(d, p.safety_ulps)).width(c_min)
+        if width >= (1 + p.first_block_slack if sizes else 1):
+            return f"{d} decimals"
+    return "exact float64 answers"
 
 
 def _c(candidates: np.ndarray, n: int) -> np.ndarray:
