@@ -44,8 +44,8 @@ KEEP_LIMIT = 8
 
 
 def has_costs(protocol: Protocol) -> bool:
-    """Does ``protocol`` put a privacy cost on some answer (it overrides a cost method)?"""
-    return type(protocol).cost is not Protocol.cost or type(protocol).request_cost is not Protocol.request_cost
+    """Does ``protocol`` put a privacy cost on some answer (:meth:`parley.protocols.base.Protocol.charges`)?"""
+    return protocol.charges()
 
 
 class Compliance(Party):

@@ -29,7 +29,8 @@ from parley.protocols.queries import (
 )
 from parley.protocols.registry import add, lookup
 
-__all__ = ["PROTOCOLS", "AuditSet", "Holdings", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol", "register_protocol"]
+__all__ = ["PROTOCOLS", "AuditSet", "Holdings", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol",
+           "register_protocol"]
 
 UNKNOWN_PROTOCOL = "unknown protocol {name!r}; known protocols: {known}"
 METRIC_NOT_ANSWERED = "protocol {name!r} answers only {allowed}; got {metric!r}"
@@ -139,6 +140,14 @@ class Protocol(ABC):
         exact = evaluate(query.metric, query.predictions, audit.a, audit.y)
         values, notes = self.release(exact, query, audit, rng)
         return {"metric": query.metric, "query_id": query.query_id, "values": values, **notes}
+
+    def charges(self) -> bool:
+        """Does this protocol, with its parameters, put a privacy cost on some answer (then it runs with a ledger)?
+
+        Default: its class overrides :meth:`cost` or :meth:`request_cost`. A protocol whose
+        parameters decide (e.g. a certificate released as a value or as a priced decision) overrides it.
+        """
+        return type(self).cost is not Protocol.cost or type(self).request_cost is not Protocol.request_cost
 
     def cost(self, query: MetricQuery) -> Budget | None:
         """Privacy cost of answering ``query`` (None: the protocol spends no budget, e.g. ``raw``)."""
