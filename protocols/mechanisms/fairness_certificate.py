@@ -60,7 +60,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from parley.protocols.base import Holdings, Protocol, ProtocolParams, register_protocol
 from parley.protocols.budget import PureDP
@@ -74,6 +74,8 @@ __all__ = ["CERTIFICATE_FIELDS", "FairnessCertificate", "FairnessCertificatePara
 CERTIFICATE_FIELDS = ("predictions", "query_id")
 ONE_MODEL = "a certificate covers one model's predictions on the training set; got {m} models"
 SLICE_NAMES = {None: "all", 0: "y=0", 1: "y=1"}
+#: Parameters of the tolerance decision only.
+TOLERANCE_ONLY = ("epsilon", "min_group", "false_certificate")
 NO_TRAIN = ("this compliance party holds no training set: the fairness-certificate protocol needs "
             "holds = ('audit', 'train')")
 
@@ -94,6 +96,16 @@ class FairnessCertificateParams(ProtocolParams):
     false_certificate: float = Field(default=0.05, gt=0.0, le=0.5, allow_inf_nan=False,
                                      description="release = 'tolerance': the largest chance of certifying a model "
                                                  "above the tolerance (groups of at least min_group)")
+
+    @model_serializer(mode="wrap")
+    def _omit_decision_fields_of_a_value(self, handler: Any) -> dict[str, Any]:
+        """A value certificate leaves the decision's fields out: they change nothing there, and specs (and
+        study cell ids) of value certificates stay as they were before the decision existed."""
+        data = handler(self)
+        if data.get("release", "value") == "value":
+            for name in TOLERANCE_ONLY:
+                data.pop(name, None)
+        return data
 
 
 def bounded_unfairness(metric: str, predictions: np.ndarray, a: np.ndarray, y: np.ndarray | None,
