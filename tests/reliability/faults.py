@@ -97,14 +97,16 @@ def _arm_exit(host: Any, method: str, mode: str) -> None:
 class Fault:
     """Where to strike: ``target``'s host, at deployment call ``at_call`` (1-based), ``mode`` before/during it.
 
-    The fault strikes inside the first call to ``target`` at or after deployment
-    call ``at_call`` (the campaign picks calls to the target, so it strikes there).
+    The fault strikes inside the first call to ``target`` (of ``method``, when
+    given) at or after deployment call ``at_call`` (the campaign picks calls to
+    the target, so it strikes there).
     """
 
     target: str
     at_call: int
     mode: str = "before"
     relentless: bool = False
+    method: str | None = None
 
 
 @dataclass
@@ -142,7 +144,7 @@ class Injector:
             injector.slots_called.append(slot)
             fault = injector.fault
             if (fault is not None and injector.armed is None and injector.calls >= fault.at_call
-                    and slot == fault.target):
+                    and slot == fault.target and fault.method in (None, method)):
                 injector._arm(deployment, slot, method)  # the host dies inside this very call
             return original_call(deployment, slot, method, *args, **kwargs)
 
