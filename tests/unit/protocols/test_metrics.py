@@ -245,8 +245,8 @@ class TestErrors:
         values = predictive_rate_parity_difference(H, A, Y)
         for row, h in enumerate(H):
             rates = []
-            for g in (0, 1):
-                members = A == g
+            for group in (0, 1):
+                members = np.equal(A, group)
                 mass = h[members].sum()
                 rates.append(0.0 if mass == 0 else float((h * Y)[members].sum() / mass))
             assert values[row] == pytest.approx(rates[1] - rates[0])
