@@ -127,6 +127,7 @@ class Injector:
 
     def _arm(self, deployment: RayDeployment, slot: str, method: str) -> None:
         fault = self.fault
+        assert fault is not None
         handle = deployment.hosts[slot]
         deployment._get(handle.__ray_call__.remote(_arm_exit, method, fault.mode))
         self.armed = (slot, method, fault.mode)

@@ -124,14 +124,15 @@ def _battery(protocol: Protocol) -> Iterator[tuple[str, str, dict[str, Any]]]:
                 "values": np.array([[value]])}
     bad = np.full((1, N_AUDIT), 0.5)
     bad[0, 3] = np.nan
-    for label, payload in {
+    invalid: dict[str, dict[str, Any]] = {
         "NaN": {"metric": "sp", "predictions": bad}, "above 1": {"metric": "sp", "predictions": bad * 0 + 1.5},
         "wrong n": {"metric": "sp", "predictions": np.zeros((1, N_AUDIT + 1))},
         "a list": {"metric": "sp", "predictions": [[0.5] * N_AUDIT]}, "no predictions": {"metric": "sp"},
         "edit of an unknown base": {"metric": "sp", "edit_of": "nope", "indices": np.array([[0]]),
                                     "values": np.array([[1.0]])},
         "keep of two models": {"metric": "sp", "predictions": np.zeros((2, N_AUDIT)), "keep": True},
-    }.items():
+    }
+    for label, payload in invalid.items():
         yield f"invalid metric query: {label}", "metric-query", {**payload, "query_id": qid()}
     yield "invalid metric query: empty query id", "metric-query", {"metric": "sp", "predictions": bad, "query_id": ""}
     for kind in protocol.requests:
@@ -146,7 +147,7 @@ def _battery(protocol: Protocol) -> Iterator[tuple[str, str, dict[str, Any]]]:
 
 
 def _outcomes(protocol: Protocol, a_audit: np.ndarray, a_train: np.ndarray, budget: float | None
-              ) -> tuple[list[tuple[str, str, tuple[str, ...]]], set[str]]:
+              ) -> tuple[list[tuple[str, str, tuple[Any, ...]]], set[str]]:
     """Send the battery to a fresh compliance party on (a_audit, a_train): per query (label, query id, refusal
     or ("answered",)), and the query ids with a debit in its ledger."""
     dc, me = Identity.generate(DC, DC), Identity.generate(COMPLIANCE, COMPLIANCE)
@@ -156,13 +157,13 @@ def _outcomes(protocol: Protocol, a_audit: np.ndarray, a_train: np.ndarray, budg
     budgets = None if budget is None else {DC: ApproxDP(epsilon=budget, delta=1e-3)}  # pays pure and approx costs
     party = Compliance(me, keyring, AuditSet(a=a_audit, y=Y_AUDIT), protocol, [DC], np.random.default_rng(0),
                        budgets=budgets, train=AuditSet(a=a_train, y=Y_TRAIN))
-    out = []
+    out: list[tuple[str, str, tuple[Any, ...]]] = []
     for label, kind, payload in _battery(protocol):
         reply: Envelope = party.receive(dc.seal(COMPLIANCE, kind, protocol.name, payload))
         body = reply.payload
         outcome = ("refused", body["reason"], body["detail"]) if reply.kind == REFUSAL else ("answered",)
         out.append((label, str(payload.get("query_id")), outcome))
-    debited = {entry["query_id"] for entry in party.ledger.entries()} if party.ledger is not None else set()
+    debited = {str(entry["query_id"]) for entry in party.ledger.entries()} if party.ledger is not None else set()
     party.close()
     return out, debited
 
@@ -241,8 +242,8 @@ def _attack(params: dict[str, Any], a: np.ndarray, y: np.ndarray, h0: np.ndarray
         text = reply.payload["detail"] if reply.kind == REFUSAL else ""
         if reply.kind != REFUSAL and "value" in reply.payload:
             observed.append(float(reply.payload["value"]))
-        elif NUMBER.search(text):
-            observed.append(float(NUMBER.search(text).group()))
+        elif (number := NUMBER.search(text)) is not None:
+            observed.append(float(number.group()))
         elif reply.kind != REFUSAL and "certified" in reply.payload:
             observed.append(0.0 if reply.payload["certified"] else 1.0)  # "not certified": the value is higher
         else:
