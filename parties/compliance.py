@@ -44,8 +44,8 @@ KEEP_LIMIT = 8
 
 
 def has_costs(protocol: Protocol) -> bool:
-    """Does ``protocol`` put a privacy cost on some answer (it overrides a cost method)?"""
-    return type(protocol).cost is not Protocol.cost or type(protocol).request_cost is not Protocol.request_cost
+    """Does ``protocol`` put a privacy cost on some answer (:meth:`parley.protocols.base.Protocol.charges`)?"""
+    return protocol.charges()
 
 
 class Compliance(Party):
@@ -87,6 +87,8 @@ class Compliance(Party):
         self.audit = audit
         #: Every set whose A this party holds, by name (what :meth:`Protocol.respond` sees).
         self.holdings: dict[str, AuditSet] = {"audit": audit} if train is None else {"audit": audit, "train": train}
+        # Data the protocol cannot serve is a configuration error now, never a refusal that depends on A later.
+        protocol.check_holdings(self.holdings)
         self.handlers = {"metric-query": "_on_metric_query", **{kind: "_on_request" for kind in protocol.requests}}
         self.answer_protocol = protocol
         self.queriers = frozenset(queriers)

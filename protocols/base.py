@@ -144,6 +144,22 @@ class Protocol(ABC):
         values, notes = self.release(exact, query, audit, rng)
         return {"metric": query.metric, "query_id": query.query_id, "values": values, **notes}
 
+    def check_holdings(self, holdings: Holdings) -> None:
+        """Refuse (ConfigError) data this protocol cannot serve, once, when the compliance party is built.
+
+        A condition on the private data checked here is a configuration error, never a per-query
+        refusal: a refusal whose occurrence depends on A would be a free oracle on A. Default: accept.
+        """
+        return None
+
+    def charges(self) -> bool:
+        """Does this protocol, with its parameters, put a privacy cost on some answer (then it runs with a ledger)?
+
+        Default: its class overrides :meth:`cost` or :meth:`request_cost`. A protocol whose
+        parameters decide (e.g. a certificate released as a value or as a priced decision) overrides it.
+        """
+        return type(self).cost is not Protocol.cost or type(self).request_cost is not Protocol.request_cost
+
     def cost(self, query: MetricQuery) -> Budget | None:
         """Privacy cost of answering ``query`` (None: the protocol spends no budget, e.g. ``raw``)."""
         return None

@@ -25,7 +25,11 @@ Definitions (query-leakage paper, Sec. 2.1.1 and Remark 5)
 - EOdds : max(|EO|, |PE|), fairlearn's ``equalized_odds_difference``
   (``agg="worst_case"``).
 - PRP : P(y=1 | h, a=1) - P(y=1 | h, a=0) with soft h as weights,
-  sum_j h_j y_j / sum_j h_j within a group (precision gap for binary h).
+  sum_j h_j y_j / sum_j h_j within a group (precision gap for binary h); a
+  group the model accepts nobody in has rate 0 (scikit-learn's and fairlearn's
+  ``zero_division=0`` for precision). Refusing such a model instead would make
+  the refusal a free oracle on A: a model accepting only person j is refused
+  exactly when j's group is the other one.
   Remark 5 lists EOdds and predictive rate parity as extensions but prints no
   formula; the definitions above are ours, chosen to agree with fairlearn.
 - cov : cov(h(x), a), the fairness measure of Hu, Liu, Wang & Lan, "Distributed
@@ -70,7 +74,6 @@ from parley.protocols.errors import EmptyGroupError, QueryError
 __all__ = [
     "EMPTY_AUDIT",
     "EMPTY_GROUP",
-    "PRP_ZERO_ACCEPTANCE",
     "LENGTH_MISMATCH",
     "NOT_BINARY",
     "NOT_VECTOR",
@@ -94,11 +97,9 @@ __all__ = [
 # -- message templates (tests format these and compare the full text) -------------------
 
 EMPTY_AUDIT = "metric {metric!r}: the audit set is empty (n=0)"
-EMPTY_GROUP = "metric {metric!r}: group a={group}{slice} has no members in the audit set"
-PRP_ZERO_ACCEPTANCE = (
-    "metric {metric!r}: model {model} has outputs summing to 0 in group a={group}, "
-    "so P(y=1 | h, a={group}) is undefined"
-)
+#: Names no group: which one is empty is a fact about A (such an audit set lies outside the universe the DP
+#: protocols' neighbours range over, see :mod:`parley.protocols.dp.sensitivity`).
+EMPTY_GROUP = "metric {metric!r}: a group of A has no members{slice} in the audit set, so the metric is undefined"
 LENGTH_MISMATCH = (
     "metric {metric!r}: {name} has length {length} but H has n={n} columns "
     "(one per audit individual)"
@@ -317,12 +318,13 @@ def predictive_rate_parity_difference(H, a, y):
     -------
     numpy.ndarray of float64, shape (m,), or numpy.float64 if H is 1-D
 
+    A group in which a model's outputs sum to 0 has ``P(y=1 | h, a=g) = 0``
+    (``zero_division=0``, as scikit-learn's ``precision_score`` and fairlearn).
+
     Raises
     ------
     EmptyGroupError
-        If a group is empty (:data:`EMPTY_GROUP`), or if some model's outputs
-        sum to 0 within a group (:data:`PRP_ZERO_ACCEPTANCE`, naming the first
-        such model and, for it, the first such group).
+        If a group is empty (:data:`EMPTY_GROUP`).
     """
     metric = "prp"
     if y is None:
@@ -332,15 +334,10 @@ def predictive_rate_parity_difference(H, a, y):
     yf = y.astype(np.float64)
     # columns: positives accepted and mass accepted, for a=0 then a=1
     S = H2 @ np.column_stack([i0 * yf, i0, i1 * yf, i1])
+    # 0/0 := 0: with h >= 0 a zero accepted mass has a zero numerator too.
     denom = S[:, [1, 3]]
-    zero = denom == 0
-    if zero.any():
-        model = int(np.argmax(zero.any(axis=1)))
-        group = int(np.argmax(zero[model]))
-        raise EmptyGroupError(
-            PRP_ZERO_ACCEPTANCE.format(metric=metric, model=model, group=group)
-        )
-    return _finish(S[:, 2] / S[:, 3] - S[:, 0] / S[:, 1], single)
+    rates = np.divide(S[:, [0, 2]], denom, out=np.zeros_like(denom), where=denom != 0)
+    return _finish(rates[:, 1] - rates[:, 0], single)
 
 
 def covariance(H, a):

@@ -131,7 +131,11 @@ def _certificate(p: Mapping[str, Any]) -> str:
         rounded = f", rounded up to {p['decimals']} decimals" if p.get("decimals") is not None else ""
         value = _number(p["value"])
         return f"a fairness certificate: {metric} = {value} over {_people(n)} (the measured value{rounded})"
-    return f"a fairness certificate: {metric} is within {_number(p.get('tolerance', float('nan')))} over {_people(n)}"
+    tolerance = _number(p.get("tolerance", float("nan")))
+    priced = f" (a noisy decision, ε = {_number(p['epsilon'])} debited)" if "epsilon" in p else ""
+    if p.get("certified") is False:
+        return f"no fairness certificate: {metric} was not found within {tolerance} over {_people(n)}{priced}"
+    return f"a fairness certificate: {metric} is within {tolerance} over {_people(n)}{priced}"
 
 
 def _requested_models(p: Mapping[str, Any], what: str, word: str = "model") -> str:

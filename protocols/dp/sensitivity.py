@@ -132,8 +132,8 @@ SMOOTH_METRICS: tuple[str, ...] = ("sp", "abs_sp")
 
 NOT_SUPPORTED = "{what} is not available for metric {metric!r}{why}; supported metrics: {supported}"
 #: The ``why`` of :data:`NOT_SUPPORTED` for prp (module docstring).
-PRP_WHY = (" (its sensitivity is the whole range [-1, 1] per model, and whether it is defined depends on H,"
-           " so a refusal can reveal an attribute)")
+PRP_WHY = (" (its sensitivity is the whole range [-1, 1] per model: moving the one person a model accepts in a"
+           " group moves that group's precision between 0 and 1)")
 BAD_INTEGER = "{name} must be an integer >= {low}, got {value!r}"
 BAD_SIZES = "group sizes n0={n0} and n1={n1} must both be >= 1 and sum to n >= {low}"
 BAD_BETA = "beta must be a finite number > 0, got {value!r}"

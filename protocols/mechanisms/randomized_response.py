@@ -35,7 +35,7 @@ from pydantic import Field
 
 from parley.protocols.base import Holdings, Protocol, ProtocolParams, register_protocol
 from parley.protocols.budget import Budget, PureDP
-from parley.protocols.errors import QueryError
+from parley.protocols.errors import ConfigError, InternalError, QueryError
 from parley.protocols.estimators.rr_estimators import privatize, rr_keep_probability
 
 __all__ = ["RRReleaseParams", "RRReleaseProtocol", "RELEASE_REQUEST", "ATTRIBUTE_RELEASE"]
@@ -46,7 +46,9 @@ ATTRIBUTE_RELEASE = "attribute-release"
 UNKNOWN_SET = "release-request names set {value!r}; this compliance party holds: {held}"
 RELEASED_BEFORE = ("set {name!r} was released {count} time(s) already and protocol 'rr-release' allows {limit} "
                    "(raise protocol.releases to allow repeats; they compose)")
-GROUPS_TOO_FEW = "set {name!r} has attribute codes up to {top}, but protocol.groups is {groups}"
+#: Checked once when the compliance party is built (a configuration error); the text names no code of A.
+GROUPS_TOO_FEW = ("set {name!r} has attribute codes outside 0..{top} (protocol.groups is {groups}): "
+                  "raise protocol.groups")
 
 
 class RRReleaseParams(ProtocolParams):
@@ -78,6 +80,14 @@ class RRReleaseProtocol(Protocol):
             raise QueryError(UNKNOWN_SET.format(value=name, held=", ".join(sorted(holdings))))
         return name
 
+    def check_holdings(self, holdings: Holdings) -> None:
+        """Every set's codes lie in 0..groups-1, checked at setup so no request is ever refused for A's values."""
+        for name, held in holdings.items():
+            a = np.asarray(held.a)
+            if a.size and (int(a.min()) < 0 or int(a.max()) >= self.params.groups):
+                raise ConfigError(GROUPS_TOO_FEW.format(name=name, top=self.params.groups - 1,
+                                                        groups=self.params.groups))
+
     def admit(self, kind: str, payload: Mapping[str, Any], released: Sequence[Mapping[str, Any]]) -> None:
         """Refuse a release of a set already released ``releases`` times (durable: judged from the ledger)."""
         name = payload.get("set")
@@ -96,8 +106,8 @@ class RRReleaseProtocol(Protocol):
         name = self._set_name(payload, holdings)
         a = np.asarray(holdings[name].a)
         p = self.params
-        if a.size and int(a.max()) >= p.groups:
-            raise QueryError(GROUPS_TOO_FEW.format(name=name, top=int(a.max()), groups=p.groups))
+        if a.size and (int(a.min()) < 0 or int(a.max()) >= p.groups):  # check_holdings refused this at setup
+            raise InternalError(GROUPS_TOO_FEW.format(name=name, top=p.groups - 1, groups=p.groups))
         z = privatize(a, p.epsilon, p.groups, rng, p.report_probability)
         return {"set": name, "z": z, "epsilon": p.epsilon, "groups": p.groups,
                 "pi": rr_keep_probability(p.epsilon, p.groups), "report_probability": p.report_probability}

@@ -43,11 +43,17 @@ NOT_BLACK_BOX = "the fairness-certificate flow runs under threat_model 'black-bo
 
 
 def published_certificate(world: World) -> dict[str, Any] | None:
-    """The last certificate the compliance party signed, read from the verified transcript (None if refused)."""
+    """The last certificate the compliance party signed, read from the verified transcript.
+
+    None if it refused, or if its priced tolerance decision was "not certified" (nothing is
+    published then: the decision itself went only to the data center, debited in the ledger).
+    """
     certificate = None
     for envelope in read_transcript(world.transcript.path, verify=True):
         if envelope.kind == "fairness-certificate" and envelope.sender == COMPLIANCE:
             certificate = dict(envelope.payload)
+    if certificate is not None and certificate.get("certified") is False:
+        return None
     return certificate
 
 

@@ -2,13 +2,19 @@
 
 Two ways to hit a run:
 
-* :class:`Injector` (a run in this process on the Ray backend): kills the host
-  actor of the compliance party or the data center with
-  ``ray.kill(host, no_restart=False)`` at the k-th call the run's deployment
-  makes (counted over every party), either just before that call goes out or
-  a seeded few milliseconds into it (the host dies mid-call). ``relentless``
-  also ends the host's process each time the deployment tries to restore it,
-  so the run must stop with :class:`parley.parties.actors.PartyLostError`.
+* :class:`Injector` (a run in this process on the Ray backend): strikes at a
+  call it controls, never at a time. At the k-th call the run's deployment
+  makes (counted over every party; the campaign picks k among the calls to
+  the target), it arms the target's host actor (``__ray_call__``, ordered
+  before the call itself) so that the process ends (``os._exit``) inside that
+  call: on entry, before the party runs the method (``mode="before"``), or
+  after the party ran it and before the reply leaves (``mode="during"``: the
+  party's work is done, a debit committed, and the reply is lost). The fault
+  fires exactly once whatever the machine's load; the deployment sees the
+  host die (Ray restarts it), restores the party and retries the call.
+  ``relentless`` also ends the host's process each time the deployment tries
+  to restore it, so the run must stop with
+  :class:`parley.parties.actors.PartyLostError`.
 * :class:`StudyKiller` (a study): a thread that, at seeded random times, kills
   this job's party hosts (found by name in the job's namespace) or one of its
   study-worker processes (by the PID Ray's actor table gives for this job; never
@@ -27,7 +33,6 @@ import math
 import os
 import signal
 import threading
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,28 +70,44 @@ def job_actor_pids(class_name: str, alive: bool = True) -> list[int]:
                   and (not alive or info.get("State") == "ALIVE"))
 
 
-def _restarts(handle: Any) -> tuple[int, str]:
-    """(restarts so far, state) of an actor, from Ray's actor table."""
-    from ray._private import state
-
-    info = state.actors(actor_id=handle._actor_id.hex())
-    return int(info.get("NumRestarts", 0)), str(info.get("State"))
-
-
 def _exit_process(host: Any) -> None:
     """Run inside a host actor: its process ends at once, as in a crash."""
     os._exit(1)
 
 
+def _arm_exit(host: Any, method: str, mode: str) -> None:
+    """Run inside a host actor: its party's next ``method`` call ends the process, on entry or before returning.
+
+    An attribute of the party object shadows the class's method for that one
+    process; the restarted process loads a fresh party without it.
+    """
+    if host.party is None:
+        raise RuntimeError(f"cannot arm a fault on {method!r}: the host holds no party")
+    original = getattr(host.party, method)
+
+    def dying(*args: Any, **kwargs: Any) -> Any:
+        if mode == "before":
+            os._exit(1)
+        original(*args, **kwargs)  # the party does its work (and commits what it commits) ...
+        os._exit(1)  # ... and the process dies before the reply leaves
+
+    setattr(host.party, method, dying)
+
+
 @dataclass(frozen=True)
 class Fault:
-    """Where to strike: ``target``'s host, at deployment call ``at_call`` (1-based), ``mode`` before/during it."""
+    """Where to strike: ``target``'s host, at deployment call ``at_call`` (1-based), ``mode`` before/during it.
+
+    The fault strikes inside the first call to ``target`` (of ``method``, when
+    given) at or after deployment call ``at_call`` (the campaign picks calls to
+    the target, so it strikes there).
+    """
 
     target: str
     at_call: int
     mode: str = "before"
-    delay_s: float = 0.0
     relentless: bool = False
+    method: str | None = None
 
 
 @dataclass
@@ -99,15 +120,20 @@ class Injector:
     slots_called: list[str] = field(default_factory=list)
     deployment: RayDeployment | None = None
 
-    def _fire(self, deployment: RayDeployment, wait: bool = False) -> None:
-        handle = deployment.hosts[self.fault.target]
-        before = _restarts(handle)
-        kill_host(handle)
+    #: (slot, method, mode) of the call the fault was armed on.
+    armed: tuple[str, str, str] | None = None
+
+    #: The deployment call (1-based) the fault struck inside.
+    struck_at: int | None = None
+
+    def _arm(self, deployment: RayDeployment, slot: str, method: str) -> None:
+        fault = self.fault
+        assert fault is not None
+        handle = deployment.hosts[slot]
+        deployment._get(handle.__ray_call__.remote(_arm_exit, method, fault.mode))
+        self.armed = (slot, method, fault.mode)
+        self.struck_at = self.calls
         self.fired += 1
-        if wait:  # ray.kill returns at once: let the death land before the call goes out
-            deadline = time.monotonic() + 30.0
-            while _restarts(handle) == before and time.monotonic() < deadline:
-                time.sleep(0.01)
 
     @contextmanager
     def installed(self) -> Iterator[Injector]:
@@ -119,11 +145,9 @@ class Injector:
             injector.calls += 1
             injector.slots_called.append(slot)
             fault = injector.fault
-            if fault is not None and injector.calls == fault.at_call:
-                if fault.mode == "before":
-                    injector._fire(deployment, wait=True)
-                else:  # mid-call: the kill lands while the call runs (or just after it returned)
-                    threading.Timer(fault.delay_s, injector._fire, args=(deployment,)).start()
+            if (fault is not None and injector.armed is None and injector.calls >= fault.at_call
+                    and slot == fault.target and fault.method in (None, method)):
+                injector._arm(deployment, slot, method)  # the host dies inside this very call
             return original_call(deployment, slot, method, *args, **kwargs)
 
         def restore(deployment: RayDeployment, slot: str) -> None:
@@ -217,8 +241,8 @@ def check_run(run_dir: Path, completed: bool) -> dict[str, int]:
             by_querier[entry["querier"]].append(entry["epsilon"])
         for querier, spent in ledger.total().items():
             if ledger.method == "sequential":
-                assert math.isclose(spent.epsilon, math.fsum(by_querier.get(querier, [])),
-                                    rel_tol=1e-12, abs_tol=1e-12), (
+                debits = math.fsum(by_querier.get(querier, []))
+                assert math.isclose(spent.epsilon, debits, rel_tol=1e-12, abs_tol=1e-12), (
                     f"{querier}: ledger total {spent.epsilon} != sum of its debits {by_querier.get(querier)}")
         for (querier, query_id), digests in answers.items():
             debit = ledger.debit(query_id)

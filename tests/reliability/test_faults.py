@@ -1,8 +1,10 @@
 """Fault campaign: party actors and study workers killed at seeded points; every run completes or stops typed.
 
 Each run here goes through the Ray backend. :class:`tests.reliability.faults.Injector`
-kills the compliance party's or the data center's host actor at a seeded deployment
-call (just before it, or a seeded few milliseconds into it); Ray restarts the host and
+ends the process of the compliance party's, the data center's or the adversary's host
+actor inside a seeded deployment call to it (on entry, or after the party did its work
+and before the reply leaves): a call the injector controls, never a time, so every
+planned fault fires exactly once however loaded the machine is. Ray restarts the host and
 :class:`parley.parties.actors.RayDeployment` restores the party (load, journal replay, ledger
 reopened) and retries the call. After every run :func:`tests.reliability.faults.check_run`
 checks the transcript, the ledger and the answers. A run hit by a fault must give the
@@ -78,17 +80,16 @@ def test_runs_survive_party_kills_at_seeded_points(ray_session, tmp_path, name):
     rng = np.random.default_rng([SEED, sorted(SCENARIOS).index(name)])
     rows = []
     for i, (target, mode) in enumerate(PLAN):
-        # A call to the target itself; mid-call, not its last one (a kill landing just after it returned
-        # is then met by the target's next call).
+        # A call to the target itself (the host dies inside that call, so any of them will do).
         if target not in clean.slots_called:  # no adversary party in this flow: the data center again
             target = DATA_CENTER
         points = [k for k, slot in enumerate(clean.slots_called, start=1) if slot == target]
-        if mode == "during" and len(points) > 1:
-            points = points[:-1]
-        fault = Fault(target, int(rng.choice(points)), mode, float(rng.uniform(0.0, 0.02)))
+        fault = Fault(target, int(rng.choice(points)), mode)
         metrics, error, injector = _faulty_run(scenario, fault, tmp_path / f"fault-{i}")
         assert error is None, f"{fault}: {error}"
-        assert injector.fired == 1
+        assert injector.fired == 1 and injector.struck_at == fault.at_call, (fault, injector.struck_at)
+        # The host died inside the planned call, so the deployment restored exactly that party, exactly once.
+        assert dict(injector.deployment.recoveries) == {target: 1}, (fault, injector.deployment.recoveries)
         checked = check_run(tmp_path / f"fault-{i}", completed=True)
         recoveries = dict(injector.deployment.recoveries)
         # What a fault may not change: everything, unless the compliance party restarted under noise.
@@ -96,7 +97,8 @@ def test_runs_survive_party_kills_at_seeded_points(ray_session, tmp_path, name):
             assert _comparable(metrics) == _comparable(reference), fault
         else:
             assert metrics["epsilon_spent"] == reference["epsilon_spent"], fault
-        rows.append({"fault": f"{target} {mode} call {fault.at_call}/{clean.calls}", "recoveries": recoveries,
+        rows.append({"fault": f"{target} {mode} call {fault.at_call}/{clean.calls} ({injector.armed[1]})",
+                     "recoveries": recoveries,
                      "exercised": bool(recoveries.get(target)),
                      "completed": True, **checked})
     _report(name, rows)
@@ -140,11 +142,14 @@ TINY = {"name": "tiny-laplace", "backend": "ray",
 
 
 def test_default_run_survives_a_compliance_kill(ray_session, tmp_path):
-    """Default run: the compliance actor killed mid-attack under a ledger; the run completes."""
+    """Default run: the compliance host dies inside its first ``receive``, after the query's debit is committed
+    and before the answer leaves; the retry is answered from the ledger and the run completes, one debit per query."""
     scenario = Scenario.from_dict(TINY)
-    fault = Fault(COMPLIANCE, at_call=6, mode="before")
+    fault = Fault(COMPLIANCE, at_call=1, mode="during", method="receive")
     metrics, error, injector = _faulty_run(scenario, fault, tmp_path / "run")
-    assert error is None and injector.deployment.recoveries == {COMPLIANCE: 1}, injector.slots_called
+    assert error is None, error
+    assert injector.fired == 1 and injector.armed == (COMPLIANCE, "receive", "during"), injector.slots_called
+    assert injector.deployment.recoveries == {COMPLIANCE: 1}, injector.slots_called
     checked = check_run(tmp_path / "run", completed=True)
     # One debit per query: the honest audit queries and the attack's, none twice, every one delivered.
     assert checked["debits"] == len(scenario.audit_metrics) + metrics["queries"] and checked["undelivered_debits"] == 0

@@ -39,7 +39,7 @@ def test_the_certificate_travels_signed(small_adult):
     assert kinds == [("data-center", "certificate-request"), ("compliance", "fairness-certificate")]
 
 
-def test_a_refused_certificate_leaves_the_baseline(tmp_path):
+def test_a_certificate_not_granted_leaves_the_baseline_and_is_debited(tmp_path):
     scenario = Scenario.from_dict({
         "name": "german-refused", "threat_model": "black-box-auxiliary", "backend": "local", "audit_metrics": [],
         "dataset": {"name": "german", "protected": "sex", "audit_size": 300},
@@ -48,5 +48,9 @@ def test_a_refused_certificate_leaves_the_baseline(tmp_path):
         "attack": {"name": "reconstruction-correction", "n_estimators": 20},
     })
     m = run(scenario, out=tmp_path).metrics
-    assert m["certified"] is False and m["solver_status"] == "no-certificate" and m["refusals"] == 1
+    # The tolerance decision is a priced release: a signed "not certified" reply, one debit, no refusal.
+    assert m["certified"] is False and m["solver_status"] == "no-certificate" and m["refusals"] == 0
+    assert m["epsilon_spent"] == 1.0  # the protocol's default epsilon per decision, from the ledger
     assert m["corrected_accuracy"] == m["baseline_accuracy"] and m["changed"] == 0
+    replies = [e.payload for e in read_transcript(tmp_path / "transcript.jsonl") if e.sender == "compliance"]
+    assert len(replies) == 1 and replies[0]["certified"] is False and "value" not in replies[0]

@@ -57,7 +57,6 @@ def test_unregistered_querier_is_refused(identities, keyring, audit_arrays):
 
 
 def _malformed(a):
-    a0 = np.flatnonzero(a == 0)
     return [
         ("3-d", np.zeros((1, 2, 40)), queries.BAD_NDIM.format(shape=(1, 2, 40))),
         ("no models", np.zeros((0, 40)), queries.NO_MODELS.format(shape=(0, 40))),
@@ -68,8 +67,6 @@ def _malformed(a):
         ("below 0", np.where(np.arange(40) == 0, -0.1, 0.5)[None, :],
          queries.OUT_OF_RANGE.format(row=0, col=0, value=-0.1)),
         ("not an array", [[0.5] * 40], queries.NOT_ARRAY.format(type="list")),
-        ("empty group (PRP, nobody accepted among a=0)", np.where(np.isin(np.arange(40), a0), 0.0, 1.0)[None, :],
-         None),
     ]
 
 
@@ -78,13 +75,9 @@ def test_malformed_queries_get_clear_errors(identities, keyring, audit_arrays):
     world = local_compliance(identities, keyring, audit_arrays)
     dc = identities["data-center"]
     for i, (name, H, message) in enumerate(_malformed(a)):
-        metric = "prp" if name.startswith("empty group") else "sp"
-        reason, detail = _refusal(world, keyring, query(dc, H, metric=metric, query_id=f"bad-{i}"))
+        reason, detail = _refusal(world, keyring, query(dc, H, metric="sp", query_id=f"bad-{i}"))
         assert reason == wire.INVALID_QUERY, name
-        if message is not None:
-            assert detail == message, name
-        else:
-            assert "group a=0" in detail and "prp" in detail
+        assert detail == message, name
     for payload, message in [
         ({"metric": "sp", "query_id": "x"},
          queries.MISSING_FIELD.format(field="predictions", fields="metric, predictions, query_id")),
@@ -194,9 +187,9 @@ def test_a_refused_keep_query_keeps_nothing(identities, keyring):
     y = np.ones(40, dtype=np.int8)
     world = local_compliance(identities, keyring, (a, y))
     dc = identities["data-center"]
-    nobody_in_group0 = np.where(a == 0, 0.0, 1.0)[None, :]
+    two_models = np.vstack([np.where(a == 0, 0.0, 1.0), np.full(40, 0.5)])  # keep takes one model: refused
     refused = dc.seal("compliance", "metric-query", "raw",
-                      {"metric": "prp", "predictions": nobody_in_group0, "query_id": "base", "keep": True})
+                      {"metric": "sp", "predictions": two_models, "query_id": "base", "keep": True})
     assert _refusal(world, keyring, refused)[0] == wire.INVALID_QUERY
     reason, detail = _refusal(world, keyring, _edit(dc, "base", np.array([1]), np.array([0.5]), "e"))
     assert reason == wire.INVALID_QUERY and "edit_of 'base' names no model" in detail

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -15,9 +17,10 @@ from parley.parties.attacks.reconstruction_correction.baseline_adversary import 
     weights,
 )
 from parley.protocols.base import AuditSet
+from parley.protocols.budget import PureDP
 from parley.protocols.errors import AttackError, QueryError
 from parley.protocols.group_gaps import unfairness
-from parley.protocols.mechanisms.fairness_certificate import NO_TRAIN, NOT_CERTIFIED, ONE_MODEL
+from parley.protocols.mechanisms.fairness_certificate import NO_TRAIN, ONE_MODEL, bounded_unfairness, threshold_margin
 
 KIND = "certificate-request"
 
@@ -61,16 +64,69 @@ def test_rounded_value_is_rounded_up(holdings):
     assert exact <= reply["value"] < exact + 0.01 and round(reply["value"], 2) == reply["value"]
 
 
-def test_tolerance_certificate_or_refusal(holdings):
+def test_tolerance_decision_is_a_priced_reply_never_a_value(holdings):
     a = holdings["train"].a
+    precise = dict(release="tolerance", tolerance=0.05, epsilon=1e9, min_group=10)  # noise far below any gap
     fair = np.zeros(200)  # accepts nobody: every gap is 0
-    reply = _protocol(release="tolerance", tolerance=0.05).respond(KIND, _payload(fair), holdings, None)
-    assert reply == {**{k: reply[k] for k in ("definition", "slices", "n")}, "metric": "sp", "tolerance": 0.05}
+    reply = _protocol(**precise).respond(KIND, _payload(fair), holdings, np.random.default_rng(0))
+    assert reply["certified"] is True and reply["tolerance"] == 0.05 and "value" not in reply
     unfair = a.astype(np.float64)  # accepts exactly the a=1 group
-    value = unfairness("sp", unfair, a)
-    with pytest.raises(QueryError) as info:
-        _protocol(release="tolerance", tolerance=0.05).respond(KIND, _payload(unfair), holdings, None)
-    assert str(info.value) == NOT_CERTIFIED.format(metric="sp", value=value, tolerance=0.05)
+    reply = _protocol(**precise).respond(KIND, _payload(unfair), holdings, np.random.default_rng(0))
+    assert reply["certified"] is False and "value" not in reply
+    # The two replies carry the same fields: only the decision differs, and it is priced.
+    protocol = _protocol(**precise)
+    assert protocol.charges() and protocol.request_cost(KIND, _payload(fair), holdings) == PureDP(epsilon=1e9)
+    assert not _protocol().charges() and _protocol().request_cost(KIND, _payload(fair), holdings) is None
+
+
+def test_bounded_unfairness_is_the_unfairness_on_large_groups_and_has_sensitivity_one_over_k():
+    rng = np.random.default_rng(5)
+    n = 400
+    a, y, yhat = rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, 2, n).astype(np.float64)
+    for metric in ("sp", "pe", "eo", "eodds"):
+        assert bounded_unfairness(metric, yhat, a, y, 50) == pytest.approx(unfairness(metric, yhat, a, y), abs=1e-12)
+    # Every neighbour (one person's A flipped) of small sets, tiny groups included: |U_k(a) - U_k(a')| <= 1/k.
+    worst = 0.0
+    for trial in range(200):
+        m = int(rng.integers(2, 12))
+        a, y, yhat = rng.integers(0, 2, m), rng.integers(0, 2, m), rng.integers(0, 2, m).astype(np.float64)
+        k = int(rng.integers(1, 6))
+        metric = ("sp", "pe", "eo", "eodds")[trial % 4]
+        base = bounded_unfairness(metric, yhat, a, y, k)
+        for j in range(m):
+            b = a.copy()
+            b[j] = 1 - b[j]
+            worst = max(worst, k * abs(bounded_unfairness(metric, yhat, b, y, k) - base))
+    assert worst <= 1.0 + 1e-12 and worst > 0.5  # the bound holds and is nearly reached
+
+
+def test_tolerance_decision_is_epsilon_dp_and_rarely_false():
+    """P(certified) = F_Lap(tolerance - margin - U_k): its ratio between neighbours is at most e^epsilon."""
+    from scipy.stats import laplace
+
+    epsilon, k, tolerance, beta = 0.5, 20, 0.05, 0.05
+    scale, margin = 1 / (k * epsilon), threshold_margin(epsilon, k, beta)
+    rng = np.random.default_rng(6)
+    n = 120
+    a, y, yhat = rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, 2, n).astype(np.float64)
+    base = bounded_unfairness("sp", yhat, a, y, k)
+    for j in range(n):
+        b = a.copy()
+        b[j] = 1 - b[j]
+        neighbour = bounded_unfairness("sp", yhat, b, y, k)
+        p, q = (laplace.cdf(tolerance - margin - u, scale=scale) for u in (base, neighbour))
+        assert max(p / q, q / p, (1 - p) / (1 - q), (1 - q) / (1 - p)) <= math.exp(epsilon) * (1 + 1e-9)
+    # A model just above the tolerance is certified at most a beta share of the time (binomial test, alpha = 0.01).
+    from scipy.stats import binomtest
+
+    groups = np.repeat([0, 1], 500)
+    slightly_unfair = np.where(groups == 1, np.arange(1000) % 100 < 28, np.arange(1000) % 100 < 17).astype(float)
+    assert unfairness("sp", slightly_unfair, groups) == pytest.approx(0.055)
+    protocol = _protocol(release="tolerance", tolerance=0.05, epsilon=epsilon, min_group=k, false_certificate=beta)
+    train = {"train": AuditSet(a=groups, y=np.zeros(1000, dtype=int))}
+    draws = np.random.default_rng(7)
+    certified = sum(protocol.respond(KIND, _payload(slightly_unfair), train, draws)["certified"] for _ in range(2000))
+    assert binomtest(certified, 2000, beta, alternative="greater").pvalue > 0.01, certified
 
 
 def test_bad_requests_are_refused(holdings):

@@ -18,7 +18,6 @@ from parley.protocols.metrics import (
     LENGTH_MISMATCH,
     METRICS,
     NOT_BINARY,
-    PRP_ZERO_ACCEPTANCE,
     UNKNOWN_METRIC,
     MetricInfo,
     abs_equal_opportunity_difference,
@@ -240,14 +239,27 @@ class TestErrors:
         with raises_exactly(EmptyGroupError, msg):
             equalized_odds_difference(H_SOFT, A, y)
 
-    def test_prp_zero_acceptance_names_model_and_group(self):
+    def test_prp_zero_acceptance_is_rate_zero_not_a_refusal(self):
+        """zero_division=0: a group the model accepts nobody in has precision 0 (no A-dependent refusal)."""
         H = np.vstack([H_SOFT, [0.3, 0.0, 0.5, 0.0, 0.0], [0, 0, 0, 1, 1]])
-        msg = PRP_ZERO_ACCEPTANCE.format(metric="prp", model=1, group=0)
-        with raises_exactly(EmptyGroupError, msg):
-            predictive_rate_parity_difference(H, A, Y)
-        msg = PRP_ZERO_ACCEPTANCE.format(metric="prp", model=0, group=1)
-        with raises_exactly(EmptyGroupError, msg):
-            predictive_rate_parity_difference(H[2], A, Y)
+        values = predictive_rate_parity_difference(H, A, Y)
+        for row, h in enumerate(H):
+            rates = []
+            for group in (0, 1):
+                members = np.equal(A, group)
+                mass = h[members].sum()
+                rates.append(0.0 if mass == 0 else float((h * Y)[members].sum() / mass))
+            assert values[row] == pytest.approx(rates[1] - rates[0])
+        assert 0.0 in {float((H[1] * (A == 0)).sum()), float((H[2] * (A == 1)).sum())}  # the case is exercised
+
+    def test_empty_group_text_names_no_group(self):
+        """Which group is empty is a fact about A: the two cases read the same."""
+        texts = set()
+        for a in (np.ones(5, dtype=int), np.zeros(5, dtype=int)):
+            with pytest.raises(EmptyGroupError) as info:
+                statistical_parity_difference(H_SOFT, a)
+            texts.add(str(info.value))
+        assert texts == {EMPTY_GROUP.format(metric="sp", slice="")}
 
     def test_empty_audit(self):
         with raises_exactly(EmptyGroupError, EMPTY_AUDIT.format(metric="cov")):

@@ -38,6 +38,11 @@ def test_releases_certificates_accept_sets_and_refusals_are_summarized():
         "a hypothesis query: predictions of 200 hypotheses over 50 people"
     assert describe("fairness-certificate", {"metric": "sp", "n": 30, "tolerance": 0.01}) == \
         "a fairness certificate: SP is within 0.01 over 30 people"
+    decision = {"metric": "sp", "n": 30, "tolerance": 0.01, "epsilon": 1.0}
+    assert describe("fairness-certificate", {**decision, "certified": True}) == \
+        "a fairness certificate: SP is within 0.01 over 30 people (a noisy decision, ε = 1 debited)"
+    assert describe("fairness-certificate", {**decision, "certified": False}) == \
+        "no fairness certificate: SP was not found within 0.01 over 30 people (a noisy decision, ε = 1 debited)"
     assert describe("refusal", {"reason": "budget-exceeded", "detail": "epsilon 1.5 > 1"}) == \
         "a refusal (budget-exceeded): epsilon 1.5 > 1"
     assert describe("mystery", {"b": 1, "a": 2}) == "a mystery message (fields: a, b)"
