@@ -13,6 +13,7 @@ only tuning of the comparison and are printed in its report.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,13 @@ __all__ = ["Column", "Plan", "Row", "UTILITY", "Utility", "plan", "BAD_DATASET_F
 ROW_FLOW = "compare row {label!r} does not run a {flow!r} exchange (a bug in the comparison plan)"
 UNKNOWN_ROW = "compare has no protocol row {rows}; rows: {known}"
 BAD_DATASET_FOR_COMPARE = "compare runs on a named data set (one of {known}), got {name!r}"
+
+
+def cell_name(row: str, column: str) -> str:
+    """A cell's scenario name, safe as a folder name: ``laplace ε=1`` x ``double-query [curious-data-center]``
+    -> ``compare-laplace-eps-1-double-query-curious-data-center``."""
+    text = f"compare {row} {column}".replace("ε", "eps").replace("ρ", "rho")
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:100]
 COMPARE_DATASETS = ("adult", "german", "compas")
 
 
@@ -165,7 +173,7 @@ def _columns(quick: bool) -> list[Column]:
 
 def _scenario(dataset: str, row: Row, column: Column, backend: str = "ray") -> dict[str, Any]:
     data: dict[str, Any] = {
-        "name": f"compare {row.label} / {column.label}",
+        "name": cell_name(row.label, column.label),
         "threat_model": column.threat_model,
         "dataset": {"name": dataset, **row.dataset},
         "protocol": row.protocol,
