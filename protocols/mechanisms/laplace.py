@@ -36,7 +36,7 @@ each answer then carries :data:`~parley.protocols.dp.lattice.FLOAT_UNSAFE_WARNIN
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_serializer, model_validator
@@ -76,27 +76,39 @@ def label_counts(audit: AuditSet) -> tuple[int, int]:
     return n_pos, audit.n - n_pos
 
 
-class LaplaceParams(ProtocolParams):
-    epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="privacy loss per query (pure DP)")
-    out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
-    sampler: Sampler = Field(default="lattice", description="noise sampler: 'lattice' (exact discrete Laplace on a "
-                             "power-of-two lattice, protocols/dp/lattice.py), 'snapping' (Mironov 2012, "
-                             "protocols/dp/snapping.py), or 'float-unsafe' (numpy's textbook sampler, whose low-order "
-                             "bits leak the exact answer)")
+class SamplerParams(ProtocolParams):
+    """Parameters of a protocol that adds noise: the sampler, the exact lattice one by default.
+
+    Choosing ``"float-unsafe"`` warns (:func:`parley.protocols.dp.lattice.warn_float_unsafe`);
+    the default is left out of the serialised spec, so specs and study cell ids keep their form.
+    """
+
+    #: The protocol these parameters belong to, named in the float-unsafe warning.
+    protocol_name: ClassVar[str]
+    sampler: str = "lattice"
 
     @model_serializer(mode="wrap")
     def _omit_default_sampler(self, handler: Any) -> dict[str, Any]:
-        """The default sampler is left out, so specs (and study cell ids) keep their form."""
         data = handler(self)
         if data.get("sampler") == "lattice":
             data.pop("sampler")
         return data
 
     @model_validator(mode="after")
-    def _warn_float_unsafe(self) -> LaplaceParams:
+    def _warn_float_unsafe(self) -> SamplerParams:
         if self.sampler == "float-unsafe":
-            warn_float_unsafe("laplace")
+            warn_float_unsafe(self.protocol_name)
         return self
+
+
+class LaplaceParams(SamplerParams):
+    protocol_name = "laplace"
+    epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="privacy loss per query (pure DP)")
+    out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
+    sampler: Sampler = Field(default="lattice", description="noise sampler: 'lattice' (exact discrete Laplace on a "
+                             "power-of-two lattice, protocols/dp/lattice.py), 'snapping' (Mironov 2012, "
+                             "protocols/dp/snapping.py), or 'float-unsafe' (numpy's textbook sampler, whose low-order "
+                             "bits leak the exact answer)")
 
 
 @register_protocol

@@ -57,14 +57,14 @@ from abc import abstractmethod
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, model_serializer, model_validator
+from pydantic import Field
 
-from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
+from parley.protocols.base import AuditSet, MetricQuery, Protocol, register_protocol
 from parley.protocols.budget import ApproxDP, Budget, PureDP
-from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, smooth_lattice, warn_float_unsafe
+from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, smooth_lattice
 from parley.protocols.dp.sensitivity import SMOOTH_METRICS, smooth_sensitivity
 from parley.protocols.errors import QueryError
-from parley.protocols.mechanisms.laplace import OutOfRange, apply_out_of_range
+from parley.protocols.mechanisms.laplace import OutOfRange, SamplerParams, apply_out_of_range
 from parley.protocols.metrics import group_sizes
 
 __all__ = [
@@ -99,22 +99,8 @@ def lattice_bound(factor: float, epsilon: float, n: int) -> float:
     return min(1.0, factor / epsilon) / (n + 1)
 
 
-class _SamplerParams(ProtocolParams):
+class _SmoothSamplerParams(SamplerParams):
     sampler: SmoothSampler = Field(default="lattice", description=_SAMPLER_HELP)
-
-    @model_serializer(mode="wrap")
-    def _omit_default_sampler(self, handler: Any) -> dict[str, Any]:
-        """The default sampler is left out, so specs (and study cell ids) keep their form."""
-        data = handler(self)
-        if data.get("sampler") == "lattice":
-            data.pop("sampler")
-        return data
-
-    @model_validator(mode="after")
-    def _warn_float_unsafe(self) -> _SamplerParams:
-        if self.sampler == "float-unsafe":
-            warn_float_unsafe("smooth-cauchy" if isinstance(self, SmoothCauchyParams) else "smooth-laplace")
-        return self
 
 
 def beta_cauchy(epsilon: float, m: int) -> float:
@@ -133,12 +119,14 @@ def beta_laplace(epsilon: float, delta: float, m: int) -> float:
     return epsilon / (4.0 * (m + math.log(2.0 / delta)))
 
 
-class SmoothCauchyParams(_SamplerParams):
+class SmoothCauchyParams(_SmoothSamplerParams):
+    protocol_name = "smooth-cauchy"
     epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="privacy loss per query (pure DP, Thm. 7)")
     out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
 
 
-class SmoothLaplaceParams(_SamplerParams):
+class SmoothLaplaceParams(_SmoothSamplerParams):
+    protocol_name = "smooth-laplace"
     epsilon: float = Field(gt=0.0, lt=1.0, description="privacy loss per query; Thm. 8 needs epsilon in (0, 1)")
     delta: float = Field(gt=0.0, lt=1.0, description="failure probability per query; Thm. 8 needs delta in (0, 1)")
     out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
