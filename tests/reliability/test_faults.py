@@ -142,13 +142,13 @@ TINY = {"name": "tiny-laplace", "backend": "ray",
 
 
 def test_default_run_survives_a_compliance_kill(ray_session, tmp_path):
-    """Default run: the compliance host dies inside its first ``receive``, after the query's debit is committed
+    """Default run: the compliance host dies inside its first ``deliver``, after the query's debit is committed
     and before the answer leaves; the retry is answered from the ledger and the run completes, one debit per query."""
     scenario = Scenario.from_dict(TINY)
-    fault = Fault(COMPLIANCE, at_call=1, mode="during", method="receive")
+    fault = Fault(COMPLIANCE, at_call=1, mode="during", method="deliver")
     metrics, error, injector = _faulty_run(scenario, fault, tmp_path / "run")
     assert error is None, error
-    assert injector.fired == 1 and injector.armed == (COMPLIANCE, "receive", "during"), injector.slots_called
+    assert injector.fired == 1 and injector.armed == (COMPLIANCE, "deliver", "during"), injector.slots_called
     assert injector.deployment.recoveries == {COMPLIANCE: 1}, injector.slots_called
     checked = check_run(tmp_path / "run", completed=True)
     # One debit per query: the honest audit queries and the attack's, none twice, every one delivered.
