@@ -13,6 +13,28 @@ imports what it needs when called.
 >>> import parley
 >>> sorted(parley.__all__)
 ['ParleyError', 'Scenario', 'Study', '__version__', 'compare', 'run', 'study', 'verify']
+
+``Scenario`` and ``Study`` are the validated specs behind ``run`` and ``study``:
+
+>>> scenario = parley.Scenario.from_dict({"name": "doc", "dataset": {"name": "synthetic"},
+...                                       "attack": {"name": "double-query"}})
+>>> scenario.with_values({"protocol.decimals": 4}).protocol.params.decimals
+4
+>>> parley.Study.load("smoke").name
+'smoke'
+
+Every mistake parley reports on purpose is a ``ParleyError``, with a message naming the field:
+
+>>> try:
+...     scenario.with_overrides(["protocol.decimals=true"])
+... except parley.ParleyError as error:
+...     print(error)
+protocol.decimals: Input should be a valid integer (got True)
+
+``__version__`` is the installed distribution's version (``parley-fairness``):
+
+>>> parley.__version__ != ""
+True
 """
 
 from __future__ import annotations
