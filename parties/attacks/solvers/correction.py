@@ -91,7 +91,8 @@ BAD_SOLVER = "correction solver must be one of {known}; got {solver!r}"
 BAD_BACKEND = "model backend must be one of {known}; got {backend!r}"
 BAD_BITS = "weight_bits must be an integer in 1..{top}; got {bits!r}"
 CP_SAT_INVALID = "CP-SAT rejected the correction model: {detail}"
-ENUMERATION_BINARY = "the enumeration solver handles binary A only; got {groups} groups (use solver 'cp-sat' or 'highs')"
+ENUMERATION_BINARY = ("the enumeration solver handles binary A only; got {groups} groups "
+                      "(use solver 'cp-sat' or 'highs')")
 BAD_RELEASE = "released value and slack must be finite, slack >= 0; got value={value!r}, slack={slack!r}"
 BAD_N1 = "n1 must lie in 1..n-1 (both groups non-empty); got n1={n1} for n={n}"
 BAD_METRIC = "correction metric must be one of {known}; got {metric!r}"
@@ -214,7 +215,7 @@ def _simplest_open_closed(lo: Fraction, hi: Fraction) -> Fraction:
 
 
 def rational_tolerance(n_slice: int, positives: int, tolerance: float, slack: float = SLACK) -> Fraction:
-    """An exact rational stand-in ``q = a / b`` for ``tolerance + slack`` on a slice of ``n_slice`` rows, ``positives`` of them predicted 1.
+    """An exact rational stand-in ``q = a / b`` for ``tolerance + slack`` on a slice (``positives`` of ``n_slice``).
 
     CP-SAT takes integer rows only. For a group with ``m = N_g`` rows (``1 <= m <= N - 1``) and
     ``p = P_g`` positives (``0 <= p <= m``) the constraint is ``|N p - P m| <= e N m`` with
@@ -328,6 +329,10 @@ def _cp_solve(model: Any, time_limit: float | None, workers: int) -> tuple[str, 
     solver.parameters.num_workers = int(workers)
     solver.parameters.absolute_gap_limit = 0.0  # the paper's optimality tolerances of 0
     solver.parameters.relative_gap_limit = 0.0
+    # Measured (tests/benchmarks/bench_correction.py): probing and repeated presolve rounds cost most of
+    # the time on these models (n = 15,000: ~11 s of presolve, then ~1 s of search); one round without probing.
+    solver.parameters.cp_model_probing_level = 0
+    solver.parameters.max_presolve_iterations = 1
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
     status = solver.solve(model)
@@ -483,8 +488,8 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
                                                   time_limit, weight_bits, workers)
     else:
         rows, lower, upper = [], [], []
-        for count_of, n_slice, positives in slice_rows:
-            r, lo, hi = _fairness_rows(count_of, size, n_slice, positives, groups, constraint.tolerance)
+        for counts, n_slice, positives in slice_rows:
+            r, lo, hi = _fairness_rows(counts, size, n_slice, positives, groups, constraint.tolerance)
             rows += r
             lower += lo
             upper += hi
@@ -620,8 +625,8 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
         return _general_cp_sat(a0, w, yhat, slice_rows, column, groups, constraint, time_limit, weight_bits,
                                workers, dominance, y, start)
     rows, lower, upper = [], [], []
-    for count_of, n_slice, positives in slice_rows:
-        r, lo, hi = _fairness_rows(count_of, size, n_slice, positives, groups, constraint.tolerance)
+    for counts, n_slice, positives in slice_rows:
+        r, lo, hi = _fairness_rows(counts, size, n_slice, positives, groups, constraint.tolerance)
         rows += r
         lower += lo
         upper += hi
@@ -803,12 +808,15 @@ def solve_released_sp(a0: np.ndarray, confidence: np.ndarray, h: np.ndarray, val
 def correct(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, constraint: FairnessConstraint,
             y: np.ndarray | None = None, groups: int = 2, solver: str = "auto",
             time_limit: float | None = 60.0) -> Correction:
-    """Correct ``a0`` with the efficient model: the exact enumeration for binary A, HiGHS otherwise.
+    """Correct ``a0`` with the efficient model: the exact enumeration for binary A, CP-SAT otherwise.
 
-    ``solver`` is "auto", "enumeration" (binary A only) or "highs". "auto" prefers
-    the enumeration: on the same model HiGHS's branch and bound is slower by orders
-    of magnitude at tight tolerances and, at tolerance 0 on 15,000 rows, was
-    measured to report infeasible where a solution exists (docs/attacks/reconstruction-correction.md).
+    ``solver`` is "auto", "enumeration" (binary A only), "cp-sat" or "highs" (the
+    efficient model with that backend). "auto" prefers the enumeration for binary A
+    (exact, O(n log n): milliseconds at n = 15,000) and CP-SAT for ``groups > 2``:
+    at tolerance 0 HiGHS's branch and bound stops at its time limit on worse
+    solutions, or reports infeasible where a solution exists, while CP-SAT proves
+    optimality in under a second (docs/attacks/reconstruction-correction.md, measured
+    by tests/benchmarks/bench_correction.py).
     """
     if solver not in SOLVERS:
         raise AttackError(BAD_SOLVER.format(known=", ".join(SOLVERS), solver=solver))
@@ -816,4 +824,5 @@ def correct(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, constraint
         if groups != 2:
             raise AttackError(ENUMERATION_BINARY.format(groups=groups))
         return solve_enumeration(a0, confidence, yhat, constraint, y)
-    return solve_efficient(a0, confidence, yhat, constraint, y, groups, time_limit)
+    backend: Backend = "highs" if solver == "highs" else "cp-sat"
+    return solve_efficient(a0, confidence, yhat, constraint, y, groups, time_limit, backend=backend)
