@@ -20,7 +20,12 @@ puts in group ``g``. ``r`` is fixed (it does not depend on A), so both sides are
 linear in the counts: this is fairlearn's ``DemographicParity(difference_bound)``
 (and TPR/FPR parity on the slices), the form the paper uses.
 
-Two models solve it (both with HiGHS through :func:`scipy.optimize.milp`):
+Two models solve it, each with HiGHS (through :func:`scipy.optimize.milp`) or with
+OR-Tools CP-SAT (``backend = "cp-sat"``, the open counterpart of the IBM CP Optimizer
+the paper used). CP-SAT takes integer data only: the fairness rows get an exact
+rational tolerance (:func:`rational_tolerance`, which proves that the rows are neither
+loosened nor tightened) and the confidences become integers with a stated bound on
+the optimum's error (:func:`integer_weights`, 0 when the scaling is exact):
 
 * :func:`solve_general` -- the general integer model of Sec. III-B (one variable
   per example, ``K`` binaries with a one-hot row each for ``K`` groups, App. A-A).
@@ -39,9 +44,10 @@ Two models solve it (both with HiGHS through :func:`scipy.optimize.milp`):
 
 * :func:`solve_enumeration` -- the same efficient model for binary A, solved
   exactly without a MILP by enumerating the net moves (O(n log n)); the default of
-  :func:`correct`, because HiGHS's branch and bound on the efficient MILP is slow
-  at tight tolerances and was measured to report infeasible where a solution
-  exists (tolerance 0, 15,000 rows).
+  :func:`correct` for binary A, because HiGHS's branch and bound on the efficient MILP
+  is slow at tight tolerances and was measured to report infeasible where a solution
+  exists (tolerance 0, 15,000 rows). For ``K > 2`` groups the default is CP-SAT on
+  the efficient model (HiGHS stops at its time limit on worse solutions at tolerance 0).
 * :func:`solve_released_sp` -- the combination with the query-leakage attacks:
   a guess corrected to a released signed SP value of a model with known group
   sizes.
