@@ -376,10 +376,10 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
                     backend: Backend = "highs", weight_bits: int = WEIGHT_BITS, workers: int = 1) -> Correction:
     """The efficient model of Sec. III-C (App. A-B for ``groups > 2``), solved with HiGHS or CP-SAT.
 
-    With ``backend = "cp-sat"`` the move counts are integer variables and each cell's cost is
-    the paper's element constraint ``cost_c = C_c[moved_c]`` over the cumulative integer weights
-    (:func:`integer_weights`), with the fairness rows in exact integer form
-    (:func:`rational_tolerance`).
+    With ``backend = "cp-sat"`` the move counts are integer variables and each cell's cost
+    ``C_c[moved_c]`` over the cumulative integer weights (:func:`integer_weights`) uses the
+    convex incremental encoding with ordered Booleans, with the fairness rows in exact integer
+    form (:func:`rational_tolerance`).
 
     Parameters
     ----------
@@ -532,7 +532,7 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
 def _efficient_cp_sat(w: np.ndarray, cells: list[np.ndarray], move_index: dict[tuple[int, int], int],
                       slice_rows: list, groups: int, tolerance: float, time_limit: float | None, weight_bits: int,
                       workers: int) -> tuple[str, np.ndarray | None, float]:
-    """The efficient model for CP-SAT: move counts, element costs over cumulative integer weights."""
+    """The efficient model for CP-SAT: move counts, convex cell costs over cumulative integer weights."""
     from ortools.sat.python import cp_model
 
     model = cp_model.CpModel()
@@ -545,13 +545,15 @@ def _efficient_cp_sat(w: np.ndarray, cells: list[np.ndarray], move_index: dict[t
         out = [variable[j] for (cell, _h), j in move_index.items() if cell == c]
         if idx.size == 0 or not out:
             continue
-        moved = model.new_int_var(0, int(idx.size), f"moved{c}")
-        model.add(moved == sum(out))
-        # C_c[k]: the k cheapest confidences of the cell (sorted ascending), the paper's element constraint.
-        table = np.concatenate([[0], np.cumsum(W[idx])]).tolist()
-        cost = model.new_int_var(0, int(table[-1]), f"cost{c}")
-        model.add_element(moved, table, cost)
-        costs.append(cost)
+        # C_c[k], the k cheapest confidences of the cell (sorted ascending). The paper states it as an
+        # element constraint; that form was measured 15-25 times slower in CP-SAT at n = 15,000 than the
+        # convex incremental encoding: one Boolean per sorted example, z_(j+1) <= z_j, moved = sum z,
+        # cost = sum W_(j) z_j (the prefix of the cheapest is exactly C_c[moved]).
+        z = [model.new_bool_var(f"z{c}_{j}") for j in range(idx.size)]
+        for first, second in zip(z[:-1], z[1:], strict=True):
+            model.add_implication(second, first)
+        model.add(sum(out) == sum(z))
+        costs.append(cp_model.LinearExpr.weighted_sum(z, W[idx].tolist()))
     for count_of, n_slice, positives in slice_rows:
         _cp_fairness(model, count_of, variable, n_slice, positives, groups, tolerance)
     model.minimize(sum(costs))
