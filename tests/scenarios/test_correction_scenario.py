@@ -16,14 +16,15 @@ from parley.scenarios.spec import Scenario
 def small_adult(tmp_path_factory):
     scenario = Scenario.from_toml(scenario_path("adult-correction")).with_values(
         {"backend": "local", "dataset.audit_size": 3000, "dataset.train_size": 6000,
-         "attack.n_estimators": 50})
+         "attack.n_estimators": 50, "seed": 2})  # a seed where the validation part supports correcting
+    # (at seeds 0 and 1 of these reduced sizes no exponent beats the baseline there and the attack declines)
     return run(scenario, out=tmp_path_factory.mktemp("adult-correction"))
 
 
 def test_certified_correction_is_scored_against_the_training_set(small_adult):
     record = json.loads((small_adult.run_dir / "result.json").read_text())
     m = record["metrics"]
-    assert m["solver_status"] == "optimal" and m["certified"] is True
+    assert m["solver_status"] == "optimal" and m["certified"] is True and m["attack_declined"] is False
     assert m["attacked"] == 6000 and m["attack_set"] == 3000
     assert m["constraint_metric"] == "sp" and m["constraint_tolerance"] == m["certificate_value"]
     # The certificate states the target's training unfairness, computed by the compliance party.

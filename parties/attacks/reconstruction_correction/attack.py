@@ -7,9 +7,10 @@ and the fairness information, read from a signed certificate or estimated from
 the attack set (Sec. V-B). It
 
 1. trains the baseline adversary on the attack set (:mod:`.baseline_adversary`),
-   on a fitting part, and picks the confidence exponent on the rest;
+   on a fitting part, and picks the confidence exponent on the rest, or declines
+   to correct when no exponent beats the uncorrected guess there;
 2. guesses A on the training set with confidences;
-3. corrects the guess with the efficient model (:mod:`.correction`).
+3. corrects the guess with the efficient model (:mod:`.correction`), unless it declined.
 
 The math lives in those two modules; this class only sequences it.
 """
@@ -35,12 +36,14 @@ from parley.parties.attacks.reconstruction_correction.baseline_adversary import 
 from parley.parties.attacks.solvers.correction import FairnessConstraint, Solver, correct
 from parley.protocols.errors import AttackError
 
-__all__ = ["BlackBoxKnowledge", "CorrectionOutcome", "ReconstructionCorrection", "NO_CERTIFICATE"]
+__all__ = ["BlackBoxKnowledge", "CorrectionOutcome", "DECLINED_STATUS", "ReconstructionCorrection", "NO_CERTIFICATE"]
 
 BLACK_BOX = "black-box-auxiliary"
 NO_CERTIFICATE = ("fairness = 'certificate' but the attacker holds no certificate "
                   "(the compliance party refused or sent none)")
 NO_CERTIFICATE_STATUS = "no-certificate"
+#: Status when no exponent's correction beat the baseline on the validation part: the baseline stands.
+DECLINED_STATUS = "declined"
 BAD_CERTIFICATE = "the certificate names neither a value nor a tolerance: {keys}"
 
 
@@ -92,7 +95,8 @@ class ReconstructionCorrectionParams(AttackParams):
     validation: float = Field(default=0.3, gt=0.0, lt=1.0,
                               description="share of the attack set kept to pick the exponent")
     n_estimators: int = Field(default=100, ge=1, le=2000, description="trees of the attack forest")
-    solver: Solver = Field(default="auto", description="efficient-model solver (auto: exact enumeration)")
+    solver: Solver = Field(default="auto", description="correction solver (auto: exact enumeration for binary A, "
+                                                       "CP-SAT's efficient model otherwise)")
 
 
 @register_attack
@@ -128,13 +132,19 @@ class ReconstructionCorrection(Attack):
             return CorrectionOutcome(train_guess.a, train_guess.a.copy(), None, NO_CERTIFICATE_STATUS, 0, 0.0,
                                      float("nan"), {"validation_baseline_accuracy": float(
                                          (validation_guess.a == k.a_attack[val_rows]).mean())})
-        exponent, scores = choose_exponent(validation_guess, k.a_attack[val_rows], k.yhat_attack[val_rows],
-                                           k.y_attack[val_rows], constraint.metric, p.exponents)
-        fixed = correct(train_guess.a, weights(train_guess.confidence, exponent), k.yhat_train, constraint,
+        choice = choose_exponent(validation_guess, k.a_attack[val_rows], k.yhat_attack[val_rows],
+                                 k.y_attack[val_rows], constraint.metric, p.exponents)
+        info: dict[str, Any] = {
+            "validation_accuracy": {str(e): s for e, s in choice.scores.items()},
+            "validation_changed": {str(e): c for e, c in choice.changed.items()},
+            "validation_baseline_accuracy": choice.baseline,
+            "declined": choice.declined,
+        }
+        if choice.exponent is None:  # no exponent beat the baseline on the validation part: keep it
+            return CorrectionOutcome(train_guess.a, train_guess.a.copy(), constraint, DECLINED_STATUS, 0, 0.0,
+                                     float("nan"), {**info, "moves": {}})
+        fixed = correct(train_guess.a, weights(train_guess.confidence, choice.exponent), k.yhat_train, constraint,
                         k.y_train, solver=p.solver)
         return CorrectionOutcome(
             baseline=train_guess.a, corrected=fixed.a, constraint=constraint, status=fixed.status,
-            changed=fixed.changed, solve_s=fixed.solve_s, exponent=exponent,
-            info={"validation_accuracy": {str(e): s for e, s in scores.items()},
-                  "validation_baseline_accuracy": float((validation_guess.a == k.a_attack[val_rows]).mean()),
-                  "moves": fixed.moves})
+            changed=fixed.changed, solve_s=fixed.solve_s, exponent=choice.exponent, info={**info, "moves": fixed.moves})

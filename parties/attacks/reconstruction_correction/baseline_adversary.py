@@ -28,8 +28,8 @@ from parley.protocols.errors import AttackError
 from parley.protocols.group_gaps import unfairness
 
 __all__ = [
-    "BaselineGuess", "ESTIMATED_METRICS", "baseline_features", "choose_exponent", "estimate_constraint",
-    "fit_forest", "guess", "weights",
+    "BaselineGuess", "ESTIMATED_METRICS", "ExponentChoice", "baseline_features", "choose_exponent",
+    "estimate_constraint", "fit_forest", "guess", "weights",
 ]
 
 #: Metrics the Sec. V-B estimate compares (EOdds is never strictly the smallest: it is the max of PE and EO).
@@ -76,23 +76,51 @@ def weights(confidence: np.ndarray, exponent: float) -> np.ndarray:
     return (confidence / (top if top > 0 else 1.0)) ** exponent
 
 
+@dataclass(frozen=True)
+class ExponentChoice:
+    """What the validation part decided: the exponent to correct with, or to keep the baseline.
+
+    ``exponent`` is None when the correction declines: no exponent's correction was
+    *strictly* more accurate than the uncorrected guess on the validation part.
+    """
+
+    exponent: float | None
+    scores: dict[float, float]
+    changed: dict[float, int]
+    baseline: float
+
+    @property
+    def declined(self) -> bool:
+        return self.exponent is None
+
+
 def choose_exponent(base: BaselineGuess, a_true: np.ndarray, yhat: np.ndarray, y: np.ndarray, metric: str,
-                    exponents: Sequence[float], groups: int = 2) -> tuple[float, dict[float, float]]:
-    """The exponent whose correction is most accurate on a validation part where A is known.
+                    exponents: Sequence[float], groups: int = 2) -> ExponentChoice:
+    """The exponent whose correction is most accurate on a validation part where A is known, or none.
 
     The validation part plays the training set: its own unfairness (measured with
-    its true A) is the constraint. Returns the best exponent (the smallest on
-    ties) and the accuracy of each.
+    its true A) is the constraint. The uncorrected guess is a candidate too, and it
+    wins every tie: an exponent is chosen only if its correction is strictly more
+    accurate than the baseline on the validation part, so the choice never makes
+    the validation accuracy worse. Among exponents tied on accuracy the one whose
+    correction changes the fewest validation guesses wins, then the smallest.
+    (When the validation guess already meets its constraint, every exponent leaves
+    it unchanged and ties with the baseline: earlier rules then corrected the
+    training set with exponent 1, with no evidence that it helps.)
     """
     if not exponents or any(e <= 0 for e in exponents):
         raise AttackError(NO_EXPONENTS.format(exponents=list(exponents)))
+    a_true = np.asarray(a_true)
     constraint = FairnessConstraint(metric, unfairness(metric, yhat, a_true, y, groups))
-    scores = {}
+    baseline = float((base.a == a_true).mean())
+    scores: dict[float, float] = {}
+    changed: dict[float, int] = {}
     for exponent in sorted(exponents):
         fixed = correct(base.a, weights(base.confidence, exponent), yhat, constraint, y, groups)
         scores[float(exponent)] = float((fixed.a == a_true).mean())
-    best = max(scores, key=lambda e: (scores[e], -e))
-    return best, scores
+        changed[float(exponent)] = int(fixed.changed)
+    best = max(scores, key=lambda e: (scores[e], -changed[e], -e))
+    return ExponentChoice(best if scores[best] > baseline else None, scores, changed, baseline)
 
 
 def estimate_constraint(yhat: np.ndarray, a: np.ndarray, y: np.ndarray, groups: int = 2) -> FairnessConstraint:

@@ -172,8 +172,9 @@ def test_choose_exponent_reports_every_exponent_and_rejects_none():
     n = 300
     a, y, yhat = rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, 2, n)
     base = BaselineGuess(a=np.where(rng.random(n) < 0.2, 1 - a, a), confidence=0.5 + 0.5 * rng.random(n))
-    best, scores = choose_exponent(base, a, yhat, y, "sp", (4.0, 1.0))
-    assert set(scores) == {1.0, 4.0} and scores[best] == max(scores.values())
+    choice = choose_exponent(base, a, yhat, y, "sp", (4.0, 1.0))
+    assert set(choice.scores) == {1.0, 4.0} and set(choice.changed) == {1.0, 4.0}
+    assert choice.declined or choice.scores[choice.exponent] == max(choice.scores.values()) > choice.baseline
     with pytest.raises(AttackError) as info:
         choose_exponent(base, a, yhat, y, "sp", ())
     assert str(info.value) == NO_EXPONENTS.format(exponents=[])
