@@ -300,6 +300,13 @@ def integer_weights(confidence: np.ndarray, bits: int = WEIGHT_BITS) -> tuple[np
     return W.astype(np.int64), scale, (math.nextafter(bound, math.inf) if bound > 0 else 0.0)
 
 
+def _check_solver(backend: str, weight_bits: int) -> None:
+    """A known backend and a valid weight precision, or AttackError."""
+    if backend not in BACKENDS:
+        raise AttackError(BAD_BACKEND.format(known=", ".join(BACKENDS), backend=backend))
+    _check_bits(weight_bits)
+
+
 def _check_bits(bits: int) -> None:
     if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= bits <= _OBJECTIVE_BITS - 2:
         raise AttackError(BAD_BITS.format(top=_OBJECTIVE_BITS - 2, bits=bits))
@@ -414,9 +421,7 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
         weights: its "optimal" is within ``bound`` of the real optimum (0 when the scaling is exact).
     """
     start = time.perf_counter()
-    if backend not in BACKENDS:
-        raise AttackError(BAD_BACKEND.format(known=", ".join(BACKENDS), backend=backend))
-    _check_bits(weight_bits)
+    _check_solver(backend, weight_bits)
     a0, w, yhat = _check(a0, confidence, yhat, y, groups)
     n = a0.size
     slices = _slices(constraint, y, n)
@@ -581,9 +586,7 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
     satisfying the implications exists: the optimal objective is unchanged.
     """
     start = time.perf_counter()
-    if backend not in BACKENDS:
-        raise AttackError(BAD_BACKEND.format(known=", ".join(BACKENDS), backend=backend))
-    _check_bits(weight_bits)
+    _check_solver(backend, weight_bits)
     a0, w, yhat = _check(a0, confidence, yhat, y, groups)
     n = a0.size
     if n * groups > GENERAL_LIMIT:
