@@ -183,6 +183,7 @@ def _join(address: str | None) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from parley.scenarios.catalog import DEFAULT_SCENARIO, resolve_scenario
+    from parley.scenarios.progress import StatusLine
     from parley.scenarios.report import HEADLINE, SWAP_NOTE, format_table
     from parley.scenarios.runner import run
     from parley.scenarios.spec import Scenario
@@ -195,7 +196,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"parley: running {scenario.name} ({scenario.protocol.name} protocol, {scenario.attack.name} attack) ...",
           file=sys.stderr)
     _join(args.address)
-    result = run(scenario, out=out, address=args.address, fresh=args.fresh)
+    # On a terminal, one self-rewriting status line while the run goes; elsewhere (a pipe, CI, a file) nothing.
+    line = StatusLine(sys.stderr) if sys.stderr.isatty() else None
+    result = run(scenario, out=out, address=args.address, fresh=args.fresh, progress=line)
     print(format_table(result.metrics, keys=HEADLINE))
     if result.metrics.get("leakage_up_to_swap"):
         print(f"\n{SWAP_NOTE.format(as_labelled=result.metrics['leakage_as_labelled'])}")
