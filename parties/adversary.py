@@ -95,6 +95,9 @@ class Adversary(Party):
         self._kept: dict[str, tuple[str, np.ndarray]] = {}  # probe name -> (query id, model) kept by compliance
         self.failure: str | None = None
         self._progress: list[tuple[str, Reconstruction]] = []  # (answer envelope id, what changed after it)
+        self._answered = 0  # models answered to this adversary so far
+        self._decided: np.ndarray | None = None  # who its attack has pinned down so far (progress reports)
+        self._pinned = 0
 
     def start(self) -> Envelope | None:
         """Begin the active attack; returns its first query (None if it needs none)."""
@@ -131,11 +134,29 @@ class Adversary(Party):
         if self._run is None or got != self._pending:
             raise WireError(INVALID_PAYLOAD, UNEXPECTED_ANSWER.format(got=got, pending=self._pending))
         answer = answer_from(envelope.payload, self._pending_m)
+        self._answered += self._pending_m
         reply = self._advance(lambda: self._run.send(answer))
         known = self.attack.progress()
         if known is not None:
             self._progress.append((envelope.id, known))
+            self._count_pinned(known)
         return reply
+
+    def _count_pinned(self, change: Reconstruction) -> None:
+        """Keep the number of people pinned down up to date from one change (as the run's knowledge series does)."""
+        if self._decided is None:
+            self._decided = np.zeros(self.attack.view.n, dtype=bool)
+        self._pinned -= int(self._decided[change.indices].sum())
+        self._decided[change.indices] = change.decided
+        self._pinned += int(self._decided[change.indices].sum())
+
+    def status(self) -> dict[str, int | None]:
+        """The active attack so far: ``answered`` (models answered to it), ``pinned`` (people its attack has
+        pinned down, None for an attack that reports only its conclusion) and ``planned`` (models it will ask
+        about in all, None if it does not know)."""
+        reports = type(self.attack).progress is not Attack.progress
+        return {"answered": self._answered, "pinned": self._pinned if reports else None,
+                "planned": self.attack.planned_queries()}
 
     def progress(self) -> list[tuple[str, Reconstruction]]:
         """After each answer whose attack reported progress: (the answer's envelope id, what changed in what it

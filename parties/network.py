@@ -13,7 +13,7 @@ process (:class:`LocalDeployment`) or Ray actors
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from typing import Protocol as TypingProtocol
 
@@ -71,6 +71,8 @@ class Network:
         self.messages = 0
         self.bytes = 0
         self.kinds: Counter[str] = Counter()
+        #: Called with each envelope once it is logged and delivered (``parley run``'s status line on a terminal).
+        self.observer: Callable[[Envelope], None] | None = None
 
     def route(self, name: str, slot: str) -> None:
         """Deliver envelopes addressed to ``name`` to the party in ``slot``."""
@@ -89,7 +91,10 @@ class Network:
         self.bytes += self.transcript.append(envelope)
         self.messages += 1
         self.kinds[envelope.kind] += 1
-        return self.deployment.call(slot, "deliver", envelope, self.transcript.head)
+        reply = self.deployment.call(slot, "deliver", envelope, self.transcript.head)
+        if self.observer is not None:
+            self.observer(envelope)
+        return reply
 
     def exchange(self, first: Envelope | None, limit: int = 1_000_000) -> None:
         """Carry a conversation to its end: each reply is sent on until someone replies nothing."""

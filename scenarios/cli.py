@@ -15,7 +15,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from parley.protocols.registry import Registry
@@ -58,6 +58,21 @@ def writable_folder(path: Path, what: str) -> Path:
     return path
 
 
+def _out_folder(path: Path, kind: Literal["run", "study"], name: str, replace: bool) -> Path:
+    """``--out`` of a run or a study: refused if it holds another's results (unless ``replace``), then writable.
+
+    The refusal comes first and touches nothing; with ``replace`` the earlier results are deleted only
+    once the folder is known to be writable (see :mod:`parley.scenarios.out_folder`).
+    """
+    from parley.scenarios.out_folder import check_out, clear
+
+    foreign = check_out(path, kind, name, replace)
+    out = writable_folder(path, f"{kind} folder")
+    if foreign is not None:
+        clear(out, foreign)
+    return out
+
+
 def _bug_log(error: BaseException) -> Path:
     """Write the traceback of ``error`` to a file of its own and return its path."""
     import tempfile
@@ -93,6 +108,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="run folder (default: runs/<scenario>)")
     run.add_argument("--fresh", action="store_true",
                      help="discard the privacy ledger an earlier run left in the run folder (refused without it)")
+    run.add_argument("--replace", action="store_true",
+                     help="delete another scenario's or a study's results that the run folder holds "
+                          "(refused without it)")
     run.add_argument("--seed", type=int, help="root seed (same seed, same result.json)")
     run.add_argument("--address", help=ADDRESS_HELP)
     run.add_argument("--open", action="store_true", help="open the run's report.html in a web browser afterwards")
@@ -109,6 +127,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="study field (repeats=3, grid.protocol.decimals=[2,4]) or base-scenario field "
                             "(dataset.audit_size=500); repeatable")
     study.add_argument("--no-runs", action="store_true", help="do not keep each cell's run folder under cells/")
+    study.add_argument("--replace", action="store_true",
+                       help="delete another study's or a run's results that the study folder holds (refused "
+                            "without it)")
 
     compare = sub.add_parser("compare", help="every protocol against every applicable attack on one data set, "
                                              "with utility, a privacy audit and a report")
@@ -183,6 +204,7 @@ def _join(address: str | None) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from parley.scenarios.catalog import DEFAULT_SCENARIO, resolve_scenario
+    from parley.scenarios.progress import StatusLine
     from parley.scenarios.report import HEADLINE, SWAP_NOTE, format_table
     from parley.scenarios.runner import run
     from parley.scenarios.spec import Scenario
@@ -191,11 +213,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
     if overrides:
         scenario = scenario.with_overrides(overrides)
-    out = writable_folder(args.out if args.out is not None else Path("runs") / scenario.name, "run folder")
+    out = _out_folder(args.out if args.out is not None else Path("runs") / scenario.name, "run", scenario.name,
+                      args.replace)
     print(f"parley: running {scenario.name} ({scenario.protocol.name} protocol, {scenario.attack.name} attack) ...",
           file=sys.stderr)
     _join(args.address)
-    result = run(scenario, out=out, address=args.address, fresh=args.fresh)
+    # On a terminal, one self-rewriting status line while the run goes; elsewhere (a pipe, CI, a file) nothing.
+    line = StatusLine(sys.stderr) if sys.stderr.isatty() else None
+    result = run(scenario, out=out, address=args.address, fresh=args.fresh, progress=line)
     print(format_table(result.metrics, keys=HEADLINE))
     if result.metrics.get("leakage_up_to_swap"):
         print(f"\n{SWAP_NOTE.format(as_labelled=result.metrics['leakage_as_labelled'])}")
@@ -224,7 +249,8 @@ def _cmd_study(args: argparse.Namespace) -> int:
     study = Study.load(args.study)
     if args.overrides:
         study = study.with_overrides(args.overrides)
-    out = writable_folder(args.out if args.out is not None else Path("studies") / study.name, "study folder")
+    out = _out_folder(args.out if args.out is not None else Path("studies") / study.name, "study", study.name,
+                      args.replace)
     _join(args.address)
     done = run_study(study, out, workers=args.workers, address=args.address, keep_runs=not args.no_runs)
     print(f"study {study.name}: {done.ran} rows run, {done.skipped} already done, {done.failed} failed, "

@@ -26,11 +26,12 @@ import numpy as np
 
 from parley.scenarios.datasets import Table
 from parley.scenarios.flows import get_flow
+from parley.scenarios.progress import Display, RunProgress
 from parley.scenarios.report import write_report
 from parley.scenarios.report_html import write_html_report
 from parley.scenarios.run_folder import claim, inside
 from parley.scenarios.spec import Scenario
-from parley.scenarios.world import COMPLIANCE, DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, build_world
+from parley.scenarios.world import COMPLIANCE, DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, World, build_world
 
 __all__ = ["LEDGER_FILE", "PARTY_SLOTS", "Result", "VOLATILE", "leakage_bound", "run"]
 
@@ -104,7 +105,8 @@ def leakage_bound(epsilon: float, delta: float) -> float:
 
 
 def run(scenario: Scenario, out: str | Path | None = None, address: str | None = None, *,
-        table: Table | None = None, hosts: dict | None = None, split: Any = None, fresh: bool = False) -> Result:
+        table: Table | None = None, hosts: dict | None = None, split: Any = None, fresh: bool = False,
+        progress: Display | None = None) -> Result:
     """Run ``scenario``; write ``result.json``, ``transcript.jsonl`` and ``report.md`` into ``out``.
 
     Parameters
@@ -126,6 +128,10 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     fresh : bool
         Discard a ledger with debits that an earlier run left in ``out`` (without it such a folder
         is refused: a ledger is never reset silently; see :mod:`parley.scenarios.run_folder`).
+    progress : Display, optional
+        Where to show the run's status while it goes (``parley run`` passes a
+        :class:`parley.scenarios.progress.StatusLine` on a terminal): messages, queries answered to the
+        adversary, people pinned down, epsilon spent, time left where known. Erased before ``run`` returns.
 
     Raises
     ------
@@ -138,7 +144,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
     # The folder is locked for this run; a failed run must not leave an older run's results behind.
     with claim(run_dir, LEDGER_FILE, _STALE, fresh=fresh, written=("transcript.jsonl",)):
-        return _run_in(scenario, run_dir, started, address, table, hosts, split)
+        return _run_in(scenario, run_dir, started, address, table, hosts, split, progress)
 
 
 #: An earlier run's outputs, removed before a run starts (its ledger is handled apart, by ``claim``;
@@ -146,12 +152,26 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
 _STALE = ("result.json", "report.md", "report.html")
 
 
+def _watch(world: World, display: Display) -> None:
+    """Show ``world``'s progress on ``display``: the network reports each envelope, the ledger what was spent."""
+    def spent() -> float:
+        return float(world.deployment.call(COMPLIANCE, "stats")["epsilon_spent"].get(DATA_CENTER, 0.0))
+
+    limit = world.scenario.budget.epsilon if world.scenario.budget is not None else None
+    world.progress = RunProgress(display, spent if world.ledger_path is not None else None, limit)
+    world.network.observer = world.progress
+
+
 def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | None, table: Table | None,
-            hosts: dict | None, split: Any) -> Result:
+            hosts: dict | None, split: Any, display: Display | None = None) -> Result:
     """The run proper, in a folder :func:`parley.scenarios.run_folder.claim` holds."""
     world = build_world(scenario, run_dir, address, table, hosts, split)
+    if display is not None:
+        _watch(world, display)
     try:
         flow_metrics = get_flow(world.protocol.flow)(world)
+        if world.progress is not None:
+            world.progress.flush()  # the final counts, whatever the pace of the line
         world.transcript.close()  # every party signs the final head (a flow may have closed it already)
         compliance_stats = world.deployment.call(COMPLIANCE, "stats")
         ledger_summary = world.deployment.call(COMPLIANCE, "ledger_summary") if world.ledger_path else None
@@ -162,6 +182,8 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
         world.transcript.abort()
         raise
     finally:
+        if display is not None:
+            display.clear()
         world.deployment.shutdown()
 
     split = world.split

@@ -24,6 +24,7 @@ from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring
 from parley.protocols.base import AuditSet
 from parley.scenarios.datasets import Table, load_split
+from parley.scenarios.progress import RunProgress
 from parley.scenarios.spec import Scenario
 
 __all__ = ["ADVERSARY", "COMPLIANCE", "DATA_CENTER", "LEDGER_FILE", "OBSERVER", "PARTY_SLOTS", "World", "build_world"]
@@ -59,6 +60,9 @@ class World:
     learned: list[tuple[int, str]] = field(default_factory=list)
     #: (message number, people pinned down, of them rightly) after each answer the attack reported on.
     knowledge: list[tuple[int, int, int]] = field(default_factory=list)
+    #: The run's status source on a terminal (:class:`parley.scenarios.progress.RunProgress`); None elsewhere.
+    #: A flow hands it its active attack (``progress.watch``) so that the line can count what it learns.
+    progress: RunProgress | None = None
 
     def learn(self, sentence: str, after: int | None = None) -> None:
         """Record what was learned after message ``after`` (default: the last message sent so far)."""

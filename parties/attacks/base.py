@@ -183,6 +183,14 @@ class Attack(ABC):
         """
         return None
 
+    def planned_queries(self) -> int | None:
+        """How many models the active attack will ask about in all, if it knows before it starts; else None.
+
+        ``parley run`` turns it into an estimate of the time left (its status line on a terminal). An
+        attack whose next queries depend on the answers (rounds until decided) keeps this default.
+        """
+        return None
+
     def observe(self, exchanges: Sequence[Exchange]) -> Reconstruction:
         """Passive attack over exchanges seen on the wire."""
         raise AttackError(NOT_PASSIVE.format(name=self.name, models=", ".join(self.threat_models)))

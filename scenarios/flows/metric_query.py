@@ -9,6 +9,7 @@ scores every reconstruction against A of the audit set.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,8 @@ def _curious_attack(world: World) -> Reconstruction:
                          _build_attack(world.scenario.attack, view, world.rngs["adversary"]), COMPLIANCE,
                          world.protocol.name)
     world.network.route(DATA_CENTER, ADVERSARY)  # answers to the data center's name now reach the adversary
+    if world.progress is not None:  # a terminal's status line counts what the attack learns from here on
+        world.progress.watch(functools.partial(world.deployment.call, ADVERSARY, "status"))
     models_before = world.deployment.call(COMPLIANCE, "stats")["models_answered"]
     world.network.exchange(world.deployment.call(ADVERSARY, "start"))
     try:

@@ -35,6 +35,7 @@ from tqdm import tqdm
 from parley.parties.actors import ensure_ray, start_hosts
 from parley.protocols.errors import ConfigError, InternalError, ParleyError
 from parley.scenarios.datasets import Table, dataset_of, load_table
+from parley.scenarios.out_folder import write_study_marker
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study.plan import ROW_FIELDS, Cell, Study, load_results, save_results
 
@@ -148,7 +149,9 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
     study : Study
         The grid.
     out : path-like
-        Study folder: ``results.csv``, ``summary.md``, the plots, and ``cells/`` (one run folder per row).
+        Study folder: ``study.json`` (the study's name and spec fingerprint, see
+        :mod:`parley.scenarios.out_folder`), ``results.csv``, ``summary.md``, the plots, and ``cells/``
+        (one run folder per row).
     workers : int, optional
         Parallel workers (default: the CPUs Ray reports, at least 1).
     address : str, optional
@@ -169,6 +172,7 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         raise ConfigError(BAD_WORKERS.format(workers=workers))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    write_study_marker(out, study.name, study.model_dump(mode="json"))  # the folder knows its study
     results_path = out / "results.csv"
     plan = study.cells()
     done = load_results(results_path)

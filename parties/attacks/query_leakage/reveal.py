@@ -137,6 +137,10 @@ class LinearReveal(Attack):
     params: LinearParams
     summary = "n probe models of full rank; solve SP = H v (Thm. 1, Alg. 1)"
 
+    def planned_queries(self) -> int:
+        """n models, asked ``batch`` at a time."""
+        return self.view.n
+
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
         n, p = self.view.n, self.params
         if p.design == "flip-one":

@@ -68,6 +68,10 @@ def choose_targets(targets: int | list[int], n: int, rng: np.random.Generator) -
     return idx
 
 
+def _target_count(targets: int | list[int]) -> int:
+    return targets if isinstance(targets, int) else len(targets)
+
+
 def decide_from_steps(steps: np.ndarray, n: int, decimals: int | None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Decide a_j from unit steps (+1/N1 -> 1, -1/N0 -> 0) and recover N0, N1.
 
@@ -118,6 +122,10 @@ class SingleQuery(_Stepwise, Attack):
     params: TargetedParams
     summary = "one model accepting only the target; the sign of SP reveals a_j (Example 1)"
 
+    def planned_queries(self) -> int:
+        """One model per target."""
+        return _target_count(self.params.targets)
+
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
         n = self.view.n
         idx = choose_targets(self.params.targets, n, self.rng)
@@ -138,6 +146,10 @@ class DoubleQuery(_Stepwise, Attack):
     Params = TargetedParams
     params: TargetedParams
     summary = "base model vs the base model flipped at the target; the SP difference reveals a_j (Example 2)"
+
+    def planned_queries(self) -> int:
+        """The base model, then one flipped model per target."""
+        return _target_count(self.params.targets) + 1
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
         n = self.view.n
