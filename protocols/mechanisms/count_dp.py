@@ -92,6 +92,7 @@ Both variants draw only from the numpy Generator's bits: same seed, same release
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
@@ -237,8 +238,8 @@ def _draw(rng: np.random.Generator, scales: NoiseScales, noise: str, count: int,
     return [discrete_gaussian(bits, value.numerator, value.denominator) for _ in range(count)]
 
 
-def metrics_from_statistics(metric: str, K: list[list[float]] | np.ndarray, N: list[float] | np.ndarray,
-                            T: list[list[float]] | np.ndarray, sizes: list[int]) -> np.ndarray:
+def metrics_from_statistics(metric: str, K: Sequence[Sequence[float]] | np.ndarray, N: Sequence[float] | np.ndarray,
+                            T: Sequence[Sequence[float]] | np.ndarray, sizes: Sequence[int]) -> np.ndarray:
     """Post-processing: the metric of every model from (noisy) group-1 sums K, sizes N and public T, n_I.
 
     Sums in prediction units (K/2^B), one row per slice; with the exact statistics it is the exact metric of

@@ -41,6 +41,8 @@ def _mechanism(protocol):
     ("laplace", {"epsilon": 1.0}),
     ("smooth-cauchy", {"epsilon": 1.0}),
     ("smooth-laplace", {"epsilon": 0.9, "delta": 1e-3}),
+    ("dp-counts", {"epsilon": 1.0}),
+    ("dp-counts", {"epsilon": 1.0, "noise": "gaussian", "delta": 1e-3}),
 ])
 def test_audit_bound_stays_at_or_below_the_claim(name, params):
     cls = get_protocol(name)
