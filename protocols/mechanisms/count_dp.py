@@ -58,14 +58,17 @@ Pure DP, ``noise = "laplace"``. Y_i ~ DLap(tau_s 2^B) on each sum and
 Y_0 ~ DLap(tau_n) on the size, P(Y = y) proportional to exp(-|y|/tau) (CKS
 Algorithm 2, :func:`~parley.protocols.dp.lattice.discrete_laplace`), with
 
-    tau_s = m (1 + r) / (r epsilon),    tau_n = (1 + r) / epsilon,    r ~ sqrt(m) rational.
+    tau_s = m (1 + r) / (r epsilon),    tau_n = (1 + r) / epsilon,    r ~ sqrt(m / w) rational.
 
 For every output, the likelihood ratio of the two neighbours is at most
 prod exp(|shift| / tau) = exp(sum_i r_ij/(tau_s 2^B) + 1/tau_n) <= exp(m/tau_s + 1/tau_n)
 = exp(epsilon (r/(1 + r) + 1/(1 + r))) = exp(epsilon): pure epsilon-DP, exactly
 (the scales are exact rationals; no floating-point step touches the noise).
-The split r = sqrt(m) minimises a + b for errors a tau_s + b tau_n with a = b
-(Lagrange), and depends on m only; any public r gives the same guarantee.
+The split minimises the expected error a tau_s + b tau_n of a rate (Lagrange:
+tau_s / tau_n = sqrt(m b / a)) for b/a = w = :data:`SIZE_WEIGHT` = 1/4: a size error
+moves a group's rate by rate/N, a sum error by 1/N, and audited models accept
+well under half of a group. It depends on m and w only; any public split gives
+the same guarantee.
 
 zCDP and (epsilon, delta), ``noise = "gaussian"``. Y ~ N_Z(0, sigma^2), the
 discrete Gaussian (CKS Algorithm 3,
@@ -77,8 +80,8 @@ Renyi divergences, so the release is rho-zCDP with
 
     rho = sum_i r_ij^2 / (2 sigma_s^2 4^B) + 1 / (2 sigma_n^2) <= m/(2 sigma_s^2) + 1/(2 sigma_n^2),
 
-sigma_s (in real units) = q sigma_n, q^2 ~ m^(2/3) rational (the Lagrange split
-for a = b), sigma_n^2 = (m/q^2 + 1)/(2 rho): equality, exactly. rho is the
+sigma_s (in real units) = q sigma_n, q^2 ~ (m w)^(2/3) rational (the Lagrange split
+sigma_s^3 / sigma_n^3 = m b / a), sigma_n^2 = (m/q^2 + 1)/(2 rho): equality, exactly. rho is the
 largest value whose conversion to (epsilon, delta)-DP (CKS Prop. 12 / Cor. 13,
 as implemented by Google's dp-accounting ``RdpAccountant`` for a
 ``ZCDpEvent``) stays within the protocol's (epsilon, delta)
@@ -105,8 +108,8 @@ from parley.protocols.budget import ApproxDP, Budget, PureDP
 from parley.protocols.errors import QueryError
 from parley.protocols.metrics import METRICS
 
-__all__ = ["PREDICTION_BITS", "COUNT_METRICS", "CountParams", "CountProtocol", "NoiseScales", "SLICE_TOO_SMALL",
-           "GAUSSIAN_NEEDS_DELTA", "LAPLACE_IS_PURE", "slices_of", "statistics", "noise_scales",
+__all__ = ["PREDICTION_BITS", "SIZE_WEIGHT", "COUNT_METRICS", "CountParams", "CountProtocol", "NoiseScales",
+           "SLICE_TOO_SMALL", "GAUSSIAN_NEEDS_DELTA", "LAPLACE_IS_PURE", "slices_of", "statistics", "noise_scales",
            "metrics_from_statistics", "rho_for"]
 
 #: Predictions are rounded to multiples of 2^-PREDICTION_BITS before they are summed (moves a mean by <= 2^-21).
@@ -122,6 +125,9 @@ SLICE_TOO_SMALL = ("protocol 'dp-counts': metric {metric!r} needs at least 2 aud
 GAUSSIAN_NEEDS_DELTA = "protocol 'dp-counts': noise 'gaussian' needs delta > 0 (got delta={delta!r})"
 LAPLACE_IS_PURE = "protocol 'dp-counts': noise 'laplace' is pure epsilon-DP: delta must be 0 (got delta={delta!r})"
 
+#: The weight w of size noise against sum noise in the split (public, fixed): an error in group g's size moves
+#: that group's rate by rate_g/N_g, an error in its sum by 1/N_g, so w is a prior on the acceptance rates.
+SIZE_WEIGHT = Fraction(1, 4)
 #: Rational approximations of the split ratios use this denominator (any public ratio keeps the guarantee).
 _SPLIT_DEN = 1 << 10
 
@@ -220,11 +226,14 @@ def noise_scales(m: int, params: CountParams) -> NoiseScales:
     unit = Fraction(1 << PREDICTION_BITS)
     eps = Fraction(params.epsilon)
     if params.noise == "laplace":
-        r = Fraction(math.isqrt(m * _SPLIT_DEN * _SPLIT_DEN), _SPLIT_DEN)  # ~ sqrt(m), rational, >= 1
+        # r ~ sqrt(m / w), rational: tau_s / tau_n = m / r = sqrt(m w), the Lagrange optimum for a = 1, b = w
+        r = Fraction(math.isqrt(m * _SPLIT_DEN * _SPLIT_DEN * SIZE_WEIGHT.denominator // SIZE_WEIGHT.numerator),
+                     _SPLIT_DEN)
         tau_s, tau_n = m * (1 + r) / (r * eps), (1 + r) / eps  # m/tau_s + 1/tau_n = epsilon exactly
         return NoiseScales(sum=tau_s * unit, size=tau_n, ratio=r)
     rho = Fraction(rho_for(params.epsilon, params.delta))
-    q2 = Fraction(max(_SPLIT_DEN, round(m ** (2.0 / 3.0) * _SPLIT_DEN)), _SPLIT_DEN)  # ~ m^(2/3), rational, >= 1
+    # q^2 ~ (m w)^(2/3), rational, > 0: sigma_s / sigma_n = (m w)^(1/3), the Lagrange optimum for a = 1, b = w
+    q2 = Fraction(max(1, round((m * float(SIZE_WEIGHT)) ** (2.0 / 3.0) * _SPLIT_DEN)), _SPLIT_DEN)
     var_n = (m / q2 + 1) / (2 * rho)  # m/(2 q2 var_n) + 1/(2 var_n) = rho exactly
     return NoiseScales(sum=q2 * var_n * unit * unit, size=var_n, rho=rho, ratio=q2)
 
