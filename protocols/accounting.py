@@ -4,7 +4,7 @@ Every answer of ``dp-counts`` with Gaussian noise records its zCDP parameter ``r
 (:mod:`parley.protocols.mechanisms.count_dp`); rho-zCDP answers compose by adding
 their rho (Bun & Steinke, TCC 2016, Lemma 2.3), and the sum converts to
 (epsilon, delta') with the conversion of Canonne, Kamath & Steinke (NeurIPS 2020,
-Prop. 12 / Cor. 13) as dp-accounting's ``RdpAccountant`` computes it over its
+Prop. 12 in arXiv:2004.00010 v4) as dp-accounting's ``RdpAccountant`` computes it over its
 orders: for k answers at (epsilon, delta) each this total grows like sqrt(k),
 not k. A pure epsilon-DP answer without a recorded rho enters as
 (epsilon^2/2)-zCDP (Bun & Steinke 2016, Prop. 1.4); an (epsilon, delta) answer

@@ -4,8 +4,9 @@ Why
 ---
 ``laplace`` and the smooth protocols add noise to the metric itself, a ratio of
 counts, and must price that ratio by its worst case (a group of one person):
-on Adult their SP answers err by more than the metric's whole range at
-epsilon <= 1 (docs/protocols/dp.md, "Count-level answers"). The metrics are
+on Adult (A = race, audit n = 1,000) the median error of ``laplace``'s SP
+answer is 0.35 at epsilon = 1, 25 times that of this protocol's
+(docs/protocols/dp.md, "Count-level answers"). The metrics are
 simple functions of a few counts whose sensitivity is constant, so this
 protocol releases the counts with noise and computes the metrics from them by
 post-processing (the approach of Tumult Analytics' and OpenDP's count and sum
@@ -49,8 +50,8 @@ Counted in real units (prediction sums, people), one model's released pair
 (K_i/2^B, N) moves by at most 1 + 1 = 2 in l1, the four per-group statistics
 (sums and sizes of both groups) by at most 2 h_j + 2 <= 4. For m models the
 sums share one size: the whole vector moves by at most m + 1 in l1 and
-sqrt(m + 1) in l2 (the many-model query of ``laplace`` pays m times the
-per-model sensitivity too, but there each is about 1/2 + 1/(n-1) of a ratio).
+sqrt(m + 1) in l2 (``laplace`` pays m times about 1/2, half the range of each
+ratio, in noise scale times epsilon).
 
 Privacy (the proof)
 -------------------
@@ -75,15 +76,15 @@ discrete Gaussian (CKS Algorithm 3,
 :func:`~parley.protocols.dp.lattice.discrete_gaussian`). For an integer shift
 mu, D_alpha(N_Z(mu, sigma^2) || N_Z(0, sigma^2)) <= alpha mu^2/(2 sigma^2)
 (Canonne, Kamath & Steinke, "The Discrete Gaussian for Differential
-Privacy", NeurIPS 2020, Thm. 4 / Prop. 5); independent coordinates add their
+Privacy", NeurIPS 2020, Prop. 5); independent coordinates add their
 Renyi divergences, so the release is rho-zCDP with
 
     rho = sum_i r_ij^2 / (2 sigma_s^2 4^B) + 1 / (2 sigma_n^2) <= m/(2 sigma_s^2) + 1/(2 sigma_n^2),
 
 sigma_s (in real units) = q sigma_n, q^2 ~ (m w)^(2/3) rational (the Lagrange split
 sigma_s^3 / sigma_n^3 = m b / a), sigma_n^2 = (m/q^2 + 1)/(2 rho): equality, exactly. rho is the
-largest value whose conversion to (epsilon, delta)-DP (CKS Prop. 12 / Cor. 13,
-as implemented by Google's dp-accounting ``RdpAccountant`` for a
+largest value whose conversion to (epsilon, delta)-DP (CKS Prop. 12 in
+arXiv:2004.00010 v4, as implemented by Google's dp-accounting ``RdpAccountant`` for a
 ``ZCDpEvent``) stays within the protocol's (epsilon, delta)
 (:func:`rho_for`). Each answer records its rho, so a ledger can compose the
 Gaussian answers in zCDP (:mod:`parley.protocols.accounting`), which is much
@@ -109,7 +110,8 @@ from parley.protocols.errors import QueryError
 from parley.protocols.metrics import METRICS
 
 __all__ = ["PREDICTION_BITS", "SIZE_WEIGHT", "COUNT_METRICS", "CountParams", "CountProtocol", "NoiseScales",
-           "SLICE_TOO_SMALL", "GAUSSIAN_NEEDS_DELTA", "LAPLACE_IS_PURE", "slices_of", "statistics", "noise_scales",
+           "SLICE_TOO_SMALL", "PREDICTIONS_OUTSIDE", "GAUSSIAN_NEEDS_DELTA", "LAPLACE_IS_PURE", "slices_of",
+           "statistics", "noise_scales",
            "metrics_from_statistics", "rho_for"]
 
 #: Predictions are rounded to multiples of 2^-PREDICTION_BITS before they are summed (moves a mean by <= 2^-21).
@@ -122,6 +124,7 @@ SLICES: dict[str, tuple[int | None, ...]] = {"sp": (None,), "abs_sp": (None,), "
 
 SLICE_TOO_SMALL = ("protocol 'dp-counts': metric {metric!r} needs at least 2 audit individuals{slice} "
                    "(the slice has {size}); its two groups cannot both be non-empty")
+PREDICTIONS_OUTSIDE = "protocol 'dp-counts': predictions must lie in [0, 1] (the sensitivity assumes it)"
 GAUSSIAN_NEEDS_DELTA = "protocol 'dp-counts': noise 'gaussian' needs delta > 0 (got delta={delta!r})"
 LAPLACE_IS_PURE = "protocol 'dp-counts': noise 'laplace' is pure epsilon-DP: delta must be 0 (got delta={delta!r})"
 
@@ -174,7 +177,10 @@ def statistics(predictions: np.ndarray, a: np.ndarray, masks: list[np.ndarray]
     K[s][i] and T[s][i] are sums of r_ij = round(h_ij 2^B) over group 1 / over the
     slice; N[s] the group-1 size, n_I[s] the slice size. Python integers, exact.
     """
-    r = np.rint(np.asarray(predictions, dtype=np.float64) * float(1 << PREDICTION_BITS)).astype(np.int64)
+    h = np.asarray(predictions, dtype=np.float64)
+    if not (np.all(h >= 0.0) and np.all(h <= 1.0)):  # NaN fails too; the sensitivity needs 0 <= h <= 1
+        raise QueryError(PREDICTIONS_OUTSIDE)
+    r = np.rint(h * float(1 << PREDICTION_BITS)).astype(np.int64)
     a1 = np.asarray(a) == 1
     K, N, T, sizes = [], [], [], []
     for mask in masks:

@@ -24,6 +24,7 @@ from parley.protocols.mechanisms.count_dp import (
     GAUSSIAN_NEEDS_DELTA,
     LAPLACE_IS_PURE,
     PREDICTION_BITS,
+    PREDICTIONS_OUTSIDE,
     SLICE_TOO_SMALL,
     CountParams,
     metrics_from_statistics,
@@ -147,6 +148,9 @@ def test_bad_parameters_and_queries_get_typed_errors():
     with pytest.raises(QueryError) as err:
         _protocol(epsilon=1.0).answer(query, AuditSet(a=a, y=y), np.random.default_rng(0))
     assert str(err.value).endswith(SLICE_TOO_SMALL.format(metric="eo", slice=" with y=1", size=1))
+    with pytest.raises(QueryError) as err:
+        statistics(np.full((1, 5), 1.5), a, slices_of("sp", y))
+    assert str(err.value).endswith(PREDICTIONS_OUTSIDE)
     with pytest.raises(QueryError, match="answers only"):
         _protocol(epsilon=1.0).answer(MetricQuery(metric="prp", predictions=np.ones((1, 5)), query_id="q"),
                                       AuditSet(a=a, y=y), np.random.default_rng(0))
