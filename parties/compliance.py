@@ -71,7 +71,7 @@ class Compliance(Party):
         held for that querier). A costed query from a querier with no budget in
         the ledger is refused. ``None``: no caps; every querier without a budget
         in the file is given none (debits are still recorded).
-    composition : {"sequential", "advanced"}
+    composition : {"sequential", "advanced", "zcdp"}
         How the ledger composes a querier's debits.
     train : AuditSet, optional
         A and y of the training set, where the scenario gives them to this party
@@ -81,7 +81,7 @@ class Compliance(Party):
     def __init__(self, identity: Identity, keyring: Keyring, audit: AuditSet, protocol: Protocol,
                  queriers: Iterable[str], rng: np.random.Generator, ledger_path: str | Path | None = None,
                  budgets: Mapping[str, Budget] | None = None,
-                 composition: Literal["sequential", "advanced"] = "sequential",
+                 composition: Literal["sequential", "advanced", "zcdp"] = "sequential",
                  train: AuditSet | None = None) -> None:
         super().__init__(identity, keyring, protocol.name)
         self.audit = audit

@@ -46,8 +46,10 @@ party writes the scenario's budgets into it at every start, and it is not
 chained.
 
 Composition follows :func:`parley.protocols.budget.compose` (``sequential`` or
-``advanced`` with slack delta'). Advanced composition always spends delta', so a
-ledger using it needs budgets with ``delta >= slack``; a pure-epsilon budget
+``advanced`` with slack delta') or :func:`parley.protocols.accounting.compose_zcdp`
+(``zcdp``: the answers' recorded zCDP parameters composed by dp-accounting, read
+back from ``answer_json`` on every opening). Advanced and zCDP composition spend delta', so a
+ledger using them needs budgets with ``delta >= slack``; a pure-epsilon budget
 cannot pay for an (epsilon, delta) cost and such a charge is refused.
 
 Schema (``PRAGMA user_version`` = 2; a version-1 file is upgraded on open, its
@@ -80,6 +82,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from parley.parties.wire import BUDGET_EXCEEDED, INVALID_QUERY, decode_payload, encode_payload
+from parley.protocols.accounting import RHO_KEY, compose_zcdp
 from parley.protocols.budget import Budget, budget, compose, within
 from parley.protocols.errors import ConfigError, ParleyError, WireError
 
@@ -107,10 +110,12 @@ MIXED_COST = ("querier {querier!r} has a pure epsilon budget (epsilon={limit.eps
 ID_TAKEN = "query id {query_id!r} is already taken by another querier; use a fresh id"
 ID_REUSED = ("query id {query_id!r} was already answered for a different query; a retry must resend the same "
              "query, a new query needs a fresh id")
-BAD_METHOD = "composition must be 'sequential' or 'advanced', got {method!r}"
+BAD_METHOD = "composition must be 'sequential', 'advanced' or 'zcdp', got {method!r}"
 BAD_SLACK = "slack (delta' of advanced composition) must be in (0, 1), got {slack!r}"
 ADVANCED_NEEDS_DELTA = ("advanced composition spends a slack delta'={slack:g}: the budget of {querier!r} needs "
                         "delta >= {slack:g}, got {delta:g}")
+ZCDP_NEEDS_DELTA = ("zcdp composition spends a slack delta'={slack:g}: the budget of {querier!r} needs "
+                    "delta >= {slack:g}, got {delta:g}")
 NOT_A_BUDGET = "{what} must be a parley.protocols.budget.Budget, got {value!r}"
 BAD_ID = "{what} must be a non-empty string, got {value!r}"
 NEWER_SCHEMA = "{path}: ledger schema version {found} is newer than this parley understands ({known})"
@@ -167,6 +172,14 @@ def chain_link(previous: str, query_id: str, querier: str, epsilon: float, delta
 
 
 @dataclass(frozen=True)
+class Debited:
+    """One debit as composition reads it: its cost and the zCDP rho its answer recorded (None if none)."""
+
+    cost: Budget
+    rho: float | None = None
+
+
+@dataclass(frozen=True)
 class Debit:
     """One recorded charge: who asked, under which query id, what it cost, what was answered."""
 
@@ -193,17 +206,18 @@ class Ledger:
         The ledger file (created with its folder if missing; reopening restores
         every budget and debit). ``":memory:"`` keeps a ledger that dies with
         the object (no durability; for parties built without a file).
-    method : {"sequential", "advanced"}
-        How a querier's debits compose (:func:`parley.protocols.budget.compose`).
+    method : {"sequential", "advanced", "zcdp"}
+        How a querier's debits compose (:func:`parley.protocols.budget.compose`;
+        ``zcdp``: :func:`parley.protocols.accounting.compose_zcdp`).
     slack : float
         delta' of advanced composition.
     timeout : float
         Seconds a charge waits for another writer on the same file.
     """
 
-    def __init__(self, path: str | Path, method: Literal["sequential", "advanced"] = "sequential",
+    def __init__(self, path: str | Path, method: Literal["sequential", "advanced", "zcdp"] = "sequential",
                  slack: float = DEFAULT_SLACK, timeout: float = 30.0) -> None:
-        if method not in ("sequential", "advanced"):
+        if method not in ("sequential", "advanced", "zcdp"):
             raise ConfigError(BAD_METHOD.format(method=method))
         if not (isinstance(slack, (int, float)) and 0.0 < slack < 1.0):
             raise ConfigError(BAD_SLACK.format(slack=slack))
@@ -372,8 +386,9 @@ class Ledger:
         if limit is not None:
             if not isinstance(limit, Budget):
                 raise ConfigError(NOT_A_BUDGET.format(what="budget", value=limit))
-            if self.method == "advanced" and limit.delta < self.slack:
-                raise ConfigError(ADVANCED_NEEDS_DELTA.format(slack=self.slack, querier=querier, delta=limit.delta))
+            if self.method != "sequential" and limit.delta < self.slack:
+                needs = ADVANCED_NEEDS_DELTA if self.method == "advanced" else ZCDP_NEEDS_DELTA
+                raise ConfigError(needs.format(slack=self.slack, querier=querier, delta=limit.delta))
         eps, delta = (None, None) if limit is None else (float(limit.epsilon), float(limit.delta))
         with self._transaction() as conn:
             conn.execute("INSERT INTO budgets (querier, epsilon, delta) VALUES (?, ?, ?) "
@@ -393,13 +408,18 @@ class Ledger:
         return None if eps is None else budget(eps, delta)
 
     # ------------------------------------------------------------------ spending
-    def _costs(self, conn: sqlite3.Connection | None, querier: str) -> list[Budget]:
-        sql, args = "SELECT epsilon, delta FROM debits WHERE querier = ? ORDER BY rowid", (querier,)
+    def _costs(self, conn: sqlite3.Connection | None, querier: str) -> list[Debited]:
+        """The querier's debits in order: cost and, for ``zcdp``, the answer's recorded rho (None if absent)."""
+        answers = ", answer_json" if self.method == "zcdp" else ", NULL"
+        sql, args = f"SELECT epsilon, delta{answers} FROM debits WHERE querier = ? ORDER BY rowid", (querier,)
         rows = conn.execute(sql, args).fetchall() if conn is not None else self._read(sql, args)
-        return [budget(eps, delta) for eps, delta in rows]
+        return [Debited(budget(eps, delta), None if answer is None else json.loads(answer).get(RHO_KEY))
+                for eps, delta, answer in rows]
 
-    def _compose(self, costs: list[Budget]) -> Budget:
-        return compose(costs, method=self.method, slack=self.slack)
+    def _compose(self, costs: list[Debited]) -> Budget:
+        if self.method == "zcdp":
+            return compose_zcdp([c.cost for c in costs], [c.rho for c in costs], slack=self.slack)
+        return compose([c.cost for c in costs], method=self.method, slack=self.slack)
 
     def spent(self, querier: str) -> Budget:
         """What ``querier`` has spent: its debits composed with the ledger's method."""
@@ -443,7 +463,7 @@ class Ledger:
             if rows[0][0] is not None:
                 limit = budget(*rows[0])
                 costs = self._costs(conn, querier)
-                total = self._compose(costs + [cost])
+                total = self._compose(costs + [Debited(cost, answer.get(RHO_KEY))])
                 if limit.pure and not total.pure:
                     why = "the cost has a delta" if not cost.pure else f"{self.method} composition adds a slack delta'"
                     raise WireError(BUDGET_EXCEEDED,
@@ -517,6 +537,6 @@ class Ledger:
             queriers[name] = {"limit": limits.get(name), "spent": {"epsilon": spent.epsilon, "delta": spent.delta},
                               "debits": int(counts.get(name, 0))}
         out: dict[str, Any] = {"composition": self.method, "queriers": queriers}
-        if self.method == "advanced":
+        if self.method != "sequential":
             out["slack"] = self.slack
         return out

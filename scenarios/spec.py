@@ -29,7 +29,7 @@ the run's ``ledger.sqlite``. An optional ``[budget]`` table caps what the
 querier (the data center, and the adversary speaking in its name) may spend
 over the whole run, composed as ``composition`` says::
 
-    composition = "sequential"     # or "advanced" (needs budget.delta >= 1e-6)
+    composition = "sequential"     # or "advanced" / "zcdp" (need budget.delta >= 1e-6)
     [budget]
     epsilon = 2.0
     delta = 0.0
@@ -85,7 +85,7 @@ LEARNER_FLOW = "learner {name!r} runs in {flows} exchanges, but protocol {protoc
 GROUPS_MISMATCH = ("dataset {name!r} with protected={protected!r} has {k} groups, but protocol {protocol!r} "
                    "{takes} (k-ary attributes run under rr-release with protocol.groups = {k})")
 OBSERVER_ACTIVE = "observer attack {name!r} must be passive (one of the attacks for passive-observer)"
-ADVANCED_NEEDS_DELTA = ("composition 'advanced' spends a slack delta'={slack:g}: "
+ADVANCED_NEEDS_DELTA = ("composition {method!r} spends a slack delta'={slack:g}: "
                         "budget.delta must be at least {slack:g}, "
                         "got {delta!r}")
 EPSILON_TWICE = "epsilon is an alias of protocol.epsilon: give one of them, not both"
@@ -261,8 +261,9 @@ class Scenario(BaseModel):
     backend: Literal["ray", "local"] = Field(default="ray", description="parties as Ray actors, or in-process")
     budget: BudgetSpec | None = Field(default=None,
                                       description="the querier's privacy budget over the run (no cap if absent)")
-    composition: Literal["sequential", "advanced"] = Field(
-        default="sequential", description="how the ledger composes the querier's per-query costs")
+    composition: Literal["sequential", "advanced", "zcdp"] = Field(
+        default="sequential", description="how the ledger composes the querier's per-query costs ('zcdp': the "
+        "recorded zCDP parameters of dp-counts' Gaussian answers, composed by dp-accounting)")
     confidential: bool = Field(
         default=False,
         description="payloads encrypted between parties (X25519 + ChaCha20-Poly1305); observers see sizes")
@@ -318,8 +319,9 @@ class Scenario(BaseModel):
         for metric in self.audit_metrics:
             if metric not in METRICS:
                 raise ConfigError(BAD_AUDIT_METRIC.format(metric=metric, known=", ".join(METRICS)))
-        if self.composition == "advanced" and self.budget is not None and self.budget.delta < COMPOSITION_SLACK:
-            raise ConfigError(ADVANCED_NEEDS_DELTA.format(slack=COMPOSITION_SLACK, delta=self.budget.delta))
+        if self.composition != "sequential" and self.budget is not None and self.budget.delta < COMPOSITION_SLACK:
+            raise ConfigError(ADVANCED_NEEDS_DELTA.format(method=self.composition, slack=COMPOSITION_SLACK,
+                                                          delta=self.budget.delta))
 
     def _check_groups(self) -> None:
         """A dataset with more than two groups needs a protocol whose ``groups`` parameter matches."""

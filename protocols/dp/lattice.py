@@ -31,6 +31,8 @@ words, :class:`RandomBits`), turned into exact uniform integers by rejection:
   for gamma > 1 (Sec. 5.1);
 - :func:`discrete_laplace` is their Algorithm 2: P(Y = y) proportional to
   exp(-|y| / tau), tau = t/s;
+- :func:`discrete_gaussian` is their Algorithm 3: P(Y = y) proportional to
+  exp(-y^2 / (2 sigma^2)), sigma^2 rational, by rejection from discrete Laplace;
 - :func:`discrete_cauchy` samples P(Y = y) proportional to 1 / (1 + (y/tau)^2)
   by rejection from a proposal with rational probabilities (its docstring).
 
@@ -76,6 +78,7 @@ __all__ = [
     "bernoulli_exp",
     "discrete_laplace",
     "discrete_cauchy",
+    "discrete_gaussian",
     "granularity",
     "lattice_sensitivity",
     "laplace_lattice",
@@ -208,6 +211,26 @@ def discrete_laplace(rng: Source, t: int, s: int) -> int:
         if negative and y == 0:
             continue
         return -y if negative else y
+
+
+def discrete_gaussian(rng: Source, num: int, den: int) -> int:
+    """CKS Algorithm 3: Y with P(Y = y) proportional to exp(-y^2 / (2 sigma^2)), sigma^2 = num/den exactly.
+
+    With t = floor(sigma) + 1, Y is drawn from discrete Laplace of scale t
+    (:func:`discrete_laplace`) and kept with probability
+    exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)); the kept Y has the discrete Gaussian
+    law exactly (Canonne, Kamath & Steinke 2020, Sec. 5.3). The acceptance
+    exponent is the rational (|Y| t den - num)^2 / (2 num den t^2).
+    """
+    if num <= 0 or den <= 0:
+        raise ConfigError(BAD_SCALE.format(value=Fraction(num, max(den, 1))))
+    rng = _bits(rng)
+    t = math.isqrt(num // den) + 1  # floor(sqrt(num/den)) = isqrt(floor(num/den))
+    while True:
+        y = discrete_laplace(rng, t, 1)
+        gap = abs(y) * t * den - num
+        if bernoulli_exp(rng, gap * gap, 2 * num * den * t * t):
+            return y
 
 
 def discrete_cauchy(rng: Source, t: int, s: int) -> int:

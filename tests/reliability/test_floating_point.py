@@ -167,3 +167,58 @@ def test_float_unsafe_is_an_explicit_opt_in_that_warns_and_textbook_is_gone():
         with pytest.warns(FloatUnsafeWarning) as caught:
             cls.Params(**params, sampler="float-unsafe")
         assert str(caught[0].message) == f"protocol {name!r}: {FLOAT_UNSAFE_WARNING}"
+
+
+def _count_campaign(draws: int, seed: int, float_control: bool) -> dict[str, object]:
+    """``dp-counts`` (or its float control) on the n = 5 pair: the released group-1 size and sum under both sides.
+
+    Events, fixed before drawing: ``lattice`` = {a sum off 2^-B Z or a size off Z}; ``float`` (the control only) =
+    {the released size impossible for numpy's textbook sampler at the other side's size}
+    (:func:`tests.reliability.fp_attack.possible`). Returns the counts and the largest epsilon lower bound.
+    """
+    from parley.protocols import AuditSet
+    from parley.protocols.mechanisms.count_dp import PREDICTION_BITS, noise_scales
+
+    from .fp_attack import A_PRIME, PROBE, A, Y, event_lower_bound, lattice_possible, possible
+
+    protocol = get_protocol("dp-counts")(get_protocol("dp-counts").Params(epsilon=1.0))
+    query = MetricQuery(metric="sp", predictions=PROBE, query_id="fp")
+    scale = float(noise_scales(1, protocol.params)["size"])
+    sizes = [int(a.sum()) for a in (A, A_PRIME)]
+    releases = []
+    for i, a in enumerate((A, A_PRIME)):
+        rng = np.random.default_rng([seed, i])
+        if float_control:  # the textbook float release of the same count: numpy's laplace at the same scale
+            releases.append([(float(v), 0.0) for v in rng.laplace(sizes[i], scale, size=draws)])
+            continue
+        out = []
+        for _ in range(draws):
+            stats_ = protocol.answer(query, AuditSet(a=a, y=Y), rng)["statistics"]
+            out.append((float(stats_["sizes"][0][1]), float(stats_["sums"][0][0][1])))
+        releases.append(out)
+    g = 2.0 ** -PREDICTION_BITS
+    counts: dict[str, list[int]] = {}
+    bounds: dict[str, float] = {}
+    tests = {"lattice": lambda r, side: lattice_possible(r[0], 1.0) and lattice_possible(r[1], g)}
+    if float_control:
+        tests["float"] = lambda r, side: possible(r[0], float(sizes[side]), scale)
+    for event, test in tests.items():
+        for target in (0, 1):
+            other = 1 - target
+            hits = sum(not test(r, target) for r in releases[other])
+            own = sum(not test(r, target) for r in releases[target])
+            counts[f"{event}:not-{target}"] = [hits, own]
+            bounds[f"{event}:not-{target}"] = event_lower_bound(hits, own, draws, ALPHA_EPS)
+    return {"counts": counts, "bounds": bounds, "lower_bound": max(bounds.values())}
+
+
+def test_count_level_releases_lie_on_their_public_lattice_and_a_float_count_release_is_caught():
+    """dp-counts draws integers: no fixed event separates neighbours; the same counts with float noise are caught."""
+    safe = _count_campaign(FAST_DRAWS // 2, seed=21, float_control=False)
+    print(json.dumps(safe))
+    assert safe["counts"]["lattice:not-0"] == [0, 0] and safe["counts"]["lattice:not-1"] == [0, 0]
+    assert safe["lower_bound"] <= 1.0
+    control = _count_campaign(FAST_DRAWS, seed=22, float_control=True)
+    print(json.dumps(control))
+    assert control["counts"]["float:not-0"][1] == 0 and control["counts"]["float:not-1"][1] == 0  # exact replay
+    assert control["lower_bound"] > 1.0 + CAUGHT_MARGIN

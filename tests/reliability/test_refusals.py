@@ -44,6 +44,7 @@ PARAMS: dict[str, list[dict[str, Any]]] = {
     "laplace": [{"epsilon": 1.0}, {"epsilon": 1.0, "out_of_range": "clamp", "sampler": "snapping"}],
     "smooth-cauchy": [{"epsilon": 1.0}],
     "smooth-laplace": [{"epsilon": 0.5, "delta": 1e-6}],
+    "dp-counts": [{"epsilon": 1.0}, {"epsilon": 1.0, "noise": "gaussian", "delta": 1e-6}],
     "fairness-certificate": [{}, {"release": "value", "decimals": 2},
                              {"release": "tolerance", "tolerance": 0.05, "min_group": 5}],
     "cov-threshold": [{}, {"policy": "soft", "noise": 0.01}],

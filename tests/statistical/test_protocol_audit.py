@@ -41,6 +41,8 @@ def _mechanism(protocol):
     ("laplace", {"epsilon": 1.0}),
     ("smooth-cauchy", {"epsilon": 1.0}),
     ("smooth-laplace", {"epsilon": 0.9, "delta": 1e-3}),
+    ("dp-counts", {"epsilon": 1.0}),
+    ("dp-counts", {"epsilon": 1.0, "noise": "gaussian", "delta": 1e-3}),
 ])
 def test_audit_bound_stays_at_or_below_the_claim(name, params):
     cls = get_protocol(name)
@@ -64,4 +66,21 @@ def test_laplace_with_half_the_noise_is_caught():
     a, a_prime = _pair()
     result = audit_epsilon(_mechanism(HalfNoise(cls.Params(epsilon=1.0))), a, a_prime, runs=RUNS, alpha=ALPHA,
                            rng=np.random.default_rng(4))
+    assert result.epsilon_lower > 1.0, result
+
+
+def test_dp_counts_with_half_the_noise_is_caught(monkeypatch):
+    """Both noise scales of dp-counts halved (true epsilon 2 on this pair): the audit bound passes the claim of 1."""
+    from parley.protocols.mechanisms import count_dp
+
+    honest = count_dp.noise_scales
+
+    def halved(m, params):
+        scales = honest(m, params)
+        return count_dp.NoiseScales(sum=scales["sum"] / 2, size=scales["size"] / 2)
+
+    monkeypatch.setattr(count_dp, "noise_scales", halved)
+    protocol = get_protocol("dp-counts")(get_protocol("dp-counts").Params(epsilon=1.0))
+    a, a_prime = _pair()
+    result = audit_epsilon(_mechanism(protocol), a, a_prime, runs=RUNS, alpha=ALPHA, rng=np.random.default_rng(3))
     assert result.epsilon_lower > 1.0, result

@@ -68,7 +68,7 @@ def test_a_file_that_is_not_a_ledger_is_named(tmp_path):
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"method": "parallel"}, "composition must be 'sequential' or 'advanced', got 'parallel'"),
+    ({"method": "parallel"}, "composition must be 'sequential', 'advanced' or 'zcdp', got 'parallel'"),
     ({"slack": 0.0}, "slack (delta' of advanced composition) must be in (0, 1), got 0.0"),
 ])
 def test_bad_settings_are_named(tmp_path, kwargs, message):
@@ -411,7 +411,7 @@ def noisy_registered(monkeypatch):
     ({"budget": {"epsilon": 1, "delta": 1}}, "budget.delta: Input should be less than 1 (got 1)"),
     ({"budget": {"eps": 1}}, "missing key 'budget.epsilon'; unknown key 'budget.eps'; allowed keys: delta, epsilon"),
     ({"budget": 3}, "budget must be a table"),
-    ({"composition": "parallel"}, "composition: Input should be 'sequential' or 'advanced' (got 'parallel')"),
+    ({"composition": "parallel"}, "composition: Input should be 'sequential', 'advanced' or 'zcdp' (got 'parallel')"),
     ({"composition": "advanced", "budget": {"epsilon": 1}},
      "composition 'advanced' spends a slack delta'=1e-06: budget.delta must be at least 1e-06, got 0.0"),
 ])

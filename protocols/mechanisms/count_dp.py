@@ -1,0 +1,339 @@
+"""``dp-counts``: noisy group-level sufficient statistics, every metric computed from them afterwards.
+
+Why
+---
+``laplace`` and the smooth protocols add noise to the metric itself, a ratio of
+counts, and must price that ratio by its worst case (a group of one person):
+on Adult (A = race, audit n = 1,000) the median error of ``laplace``'s SP
+answer is 0.35 at epsilon = 1, 25 times that of this protocol's
+(docs/protocols/dp.md, "Count-level answers"). The metrics are
+simple functions of a few counts whose sensitivity is constant, so this
+protocol releases the counts with noise and computes the metrics from them by
+post-processing (the approach of Tumult Analytics' and OpenDP's count and sum
+queries).
+
+What is released
+----------------
+A query of m models and one metric reads one or two label *slices* of the
+audit set: every individual for SP, |SP| and cov; y = 1 for EO and |EO|;
+y = 0 for PE; both for EOdds (PRP is not answered: its denominators are sums
+of predictions that a model can make as small as one person's, see
+:data:`parley.protocols.dp.sensitivity.PRP_WHY`). Predictions are first put on
+the public grid 2^-B (B = :data:`PREDICTION_BITS`): r_ij = round(h_ij 2^B), an
+integer in [0, 2^B]; this depends on H only, and moves each group mean by at
+most 2^-(B+1). For a slice I (a public index set: y is the same in
+neighbouring audit sets) the compliance party computes the integers
+
+    K_i = sum_{j in I, a_j = 1} r_ij  (i = 1..m),    N = #{j in I : a_j = 1},
+
+and releases K_i + Y_i and N + Y_0 with exact integer noise (discrete Laplace
+or discrete Gaussian, :mod:`parley.protocols.dp.lattice`). Group 0's sums and
+size are T_i - K_i and n_I - N, with T_i = sum_{j in I} r_ij and n_I = |I|
+fixed by H and y, which do not change between neighbours: releasing them too
+(the answer's ``statistics``) is post-processing, and so is every metric:
+mean_1 = K/(N 2^B), mean_0 = (T - K)/((n_I - N) 2^B), each clamped to [0, 1]
+after clamping N to [1, n_I - 1]; SP = mean_1 - mean_0, EO and PE the same on
+their slice, EOdds = max(|EO|, |PE|), cov = (K/2^B)/n - (T/2^B) N / n^2
+(:mod:`parley.protocols.metrics`); each value is finally clamped to the
+metric's range. No answer is ever refused because of A.
+
+Sensitivity
+-----------
+Neighbours differ in one person j's attribute (Def. 4.1 of Hamman, Chen &
+Dutta, FAccT 2023). Person j lies in exactly one slice (y_j is fixed); in the
+other slice nothing moves. In j's slice, flipping a_j moves r_ij between the
+two groups' sums and one unit between the two sizes, so
+
+    |K_i - K'_i| = r_ij <= 2^B for every model i,    |N - N'| = 1.
+
+Counted in real units (prediction sums, people), one model's released pair
+(K_i/2^B, N) moves by at most 1 + 1 = 2 in l1, the four per-group statistics
+(sums and sizes of both groups) by at most 2 h_j + 2 <= 4. For m models the
+sums share one size: the whole vector moves by at most m + 1 in l1 and
+sqrt(m + 1) in l2 (``laplace`` pays m times about 1/2, half the range of each
+ratio, in noise scale times epsilon).
+
+Privacy (the proof)
+-------------------
+Pure DP, ``noise = "laplace"``. Y_i ~ DLap(tau_s 2^B) on each sum and
+Y_0 ~ DLap(tau_n) on the size, P(Y = y) proportional to exp(-|y|/tau) (CKS
+Algorithm 2, :func:`~parley.protocols.dp.lattice.discrete_laplace`), with
+
+    tau_s = m (1 + r) / (r epsilon),    tau_n = (1 + r) / epsilon,    r ~ sqrt(m / w) rational.
+
+For every output, the likelihood ratio of the two neighbours is at most
+prod exp(|shift| / tau) = exp(sum_i r_ij/(tau_s 2^B) + 1/tau_n) <= exp(m/tau_s + 1/tau_n)
+= exp(epsilon (r/(1 + r) + 1/(1 + r))) = exp(epsilon): pure epsilon-DP, exactly
+(the scales are exact rationals; no floating-point step touches the noise).
+The split minimises the expected error a tau_s + b tau_n of a rate (Lagrange:
+tau_s / tau_n = sqrt(m b / a)) for b/a = w = :data:`SIZE_WEIGHT` = 1/4: a size error
+moves a group's rate by rate/N, a sum error by 1/N, and audited models accept
+well under half of a group. It depends on m and w only; any public split gives
+the same guarantee.
+
+zCDP and (epsilon, delta), ``noise = "gaussian"``. Y ~ N_Z(0, sigma^2), the
+discrete Gaussian (CKS Algorithm 3,
+:func:`~parley.protocols.dp.lattice.discrete_gaussian`). For an integer shift
+mu, D_alpha(N_Z(mu, sigma^2) || N_Z(0, sigma^2)) <= alpha mu^2/(2 sigma^2)
+(Canonne, Kamath & Steinke, "The Discrete Gaussian for Differential
+Privacy", NeurIPS 2020, Prop. 5); independent coordinates add their
+Renyi divergences, so the release is rho-zCDP with
+
+    rho = sum_i r_ij^2 / (2 sigma_s^2 4^B) + 1 / (2 sigma_n^2) <= m/(2 sigma_s^2) + 1/(2 sigma_n^2),
+
+sigma_s (in real units) = q sigma_n, q^2 ~ (m w)^(2/3) rational (the Lagrange split
+sigma_s^3 / sigma_n^3 = m b / a), sigma_n^2 = (m/q^2 + 1)/(2 rho): equality, exactly. rho is the
+largest value whose conversion to (epsilon, delta)-DP (CKS Prop. 12 in
+arXiv:2004.00010 v4, as implemented by Google's dp-accounting ``RdpAccountant`` for a
+``ZCDpEvent``) stays within the protocol's (epsilon, delta)
+(:func:`rho_for`). Each answer records its rho, so a ledger can compose the
+Gaussian answers in zCDP (:mod:`parley.protocols.accounting`), which is much
+tighter than adding their epsilons.
+
+Both variants draw only from the numpy Generator's bits: same seed, same release.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
+from parley.protocols.budget import ApproxDP, Budget, PureDP
+from parley.protocols.errors import QueryError
+from parley.protocols.metrics import METRICS
+
+__all__ = ["PREDICTION_BITS", "SIZE_WEIGHT", "COUNT_METRICS", "CountParams", "CountProtocol", "NoiseScales",
+           "SLICE_TOO_SMALL", "PREDICTIONS_OUTSIDE", "GAUSSIAN_NEEDS_DELTA", "LAPLACE_IS_PURE", "slices_of",
+           "statistics", "noise_scales",
+           "metrics_from_statistics", "rho_for"]
+
+#: Predictions are rounded to multiples of 2^-PREDICTION_BITS before they are summed (moves a mean by <= 2^-21).
+PREDICTION_BITS = 20
+#: The metrics computed from counts (PRP is not: its denominators are sums of one model's predictions).
+COUNT_METRICS: tuple[str, ...] = ("sp", "abs_sp", "eo", "abs_eo", "pe", "eodds", "cov")
+#: Label slices each metric reads: None = everybody, 1 = y=1, 0 = y=0.
+SLICES: dict[str, tuple[int | None, ...]] = {"sp": (None,), "abs_sp": (None,), "cov": (None,), "eo": (1,),
+                                             "abs_eo": (1,), "pe": (0,), "eodds": (1, 0)}
+
+SLICE_TOO_SMALL = ("protocol 'dp-counts': metric {metric!r} needs at least 2 audit individuals{slice} "
+                   "(the slice has {size}); its two groups cannot both be non-empty")
+PREDICTIONS_OUTSIDE = "protocol 'dp-counts': predictions must lie in [0, 1] (the sensitivity assumes it)"
+GAUSSIAN_NEEDS_DELTA = "protocol 'dp-counts': noise 'gaussian' needs delta > 0 (got delta={delta!r})"
+LAPLACE_IS_PURE = "protocol 'dp-counts': noise 'laplace' is pure epsilon-DP: delta must be 0 (got delta={delta!r})"
+
+#: The weight w of size noise against sum noise in the split (public, fixed): an error in group g's size moves
+#: that group's rate by rate_g/N_g, an error in its sum by 1/N_g, so w is a prior on the acceptance rates.
+SIZE_WEIGHT = Fraction(1, 4)
+#: Rational approximations of the split ratios use this denominator (any public ratio keeps the guarantee).
+_SPLIT_DEN = 1 << 10
+
+
+class CountParams(ProtocolParams):
+    """Parameters of ``dp-counts``: the privacy loss per query and the noise family."""
+
+    epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="privacy loss per query")
+    delta: float = Field(default=0.0, ge=0.0, lt=1.0, description="0 for 'laplace'; > 0 for 'gaussian'")
+    noise: Literal["laplace", "gaussian"] = Field(
+        default="laplace", description="'laplace': discrete Laplace, pure epsilon-DP; 'gaussian': discrete Gaussian, "
+        "rho-zCDP with rho calibrated to (epsilon, delta)")
+
+    @model_validator(mode="after")
+    def _delta_matches_noise(self) -> CountParams:
+        if self.noise == "gaussian" and self.delta == 0.0:
+            raise ValueError(GAUSSIAN_NEEDS_DELTA.format(delta=self.delta))
+        if self.noise == "laplace" and self.delta != 0.0:
+            raise ValueError(LAPLACE_IS_PURE.format(delta=self.delta))
+        return self
+
+
+def slices_of(metric: str, y: np.ndarray) -> list[np.ndarray]:
+    """The public index masks of the label slices ``metric`` reads; refuses a slice with fewer than 2 people.
+
+    The condition depends on y only, identical in neighbouring audit sets: the refusal says nothing about A.
+    """
+    y = np.asarray(y)
+    masks = []
+    for label in SLICES[metric]:
+        mask = np.ones(y.shape, dtype=bool) if label is None else (y == label)
+        size = int(mask.sum())
+        if size < 2:
+            where = "" if label is None else f" with y={label}"
+            raise QueryError(SLICE_TOO_SMALL.format(metric=metric, slice=where, size=size))
+        masks.append(mask)
+    return masks
+
+
+def statistics(predictions: np.ndarray, a: np.ndarray, masks: list[np.ndarray]
+               ) -> tuple[list[list[int]], list[int], list[list[int]], list[int]]:
+    """Exact integer statistics of each slice: (K, N, T, n_I) as in the module docstring.
+
+    K[s][i] and T[s][i] are sums of r_ij = round(h_ij 2^B) over group 1 / over the
+    slice; N[s] the group-1 size, n_I[s] the slice size. Python integers, exact.
+    """
+    h = np.asarray(predictions, dtype=np.float64)
+    if not (np.all(h >= 0.0) and np.all(h <= 1.0)):  # NaN fails too; the sensitivity needs 0 <= h <= 1
+        raise QueryError(PREDICTIONS_OUTSIDE)
+    r = np.rint(h * float(1 << PREDICTION_BITS)).astype(np.int64)
+    a1 = np.asarray(a) == 1
+    K, N, T, sizes = [], [], [], []
+    for mask in masks:
+        K.append([int(v) for v in r[:, mask & a1].sum(axis=1)])
+        T.append([int(v) for v in r[:, mask].sum(axis=1)])
+        N.append(int((mask & a1).sum()))
+        sizes.append(int(mask.sum()))
+    return K, N, T, sizes
+
+
+class NoiseScales(dict):
+    """The public noise parameters of one release, exact rationals in lattice units (sums: 2^-B, sizes: 1).
+
+    Keys: ``sum`` and ``size`` -- tau (Laplace) or sigma^2 (Gaussian) -- and ``rho`` (Gaussian).
+    """
+
+
+@lru_cache(maxsize=256)
+def rho_for(epsilon: float, delta: float) -> float:
+    """The largest rho (to 1e-9 relative) whose rho-zCDP converts to (epsilon, delta)-DP under dp-accounting.
+
+    The conversion is ``RdpAccountant`` on a ``ZCDpEvent(rho)`` (CKS 2020, Prop. 12 over the accountant's
+    orders), monotone in rho, so bisection finds it; the result is shrunk by 1e-9 relative to stay inside.
+    """
+    from dp_accounting import ZCDpEvent
+    from dp_accounting.rdp import RdpAccountant
+
+    def eps_of(rho: float) -> float:
+        accountant = RdpAccountant()
+        accountant.compose(ZCDpEvent(rho))
+        return float(accountant.get_epsilon(delta))
+
+    low, high = 1e-12, 1.0
+    while eps_of(high) <= epsilon:
+        low, high = high, high * 4.0
+    for _ in range(100):
+        mid = math.sqrt(low * high)
+        if eps_of(mid) <= epsilon:
+            low = mid
+        else:
+            high = mid
+        if high / low < 1 + 1e-10:
+            break
+    return low * (1 - 1e-9)
+
+
+def noise_scales(m: int, params: CountParams) -> NoiseScales:
+    """Per-coordinate noise of a release of m models' sums and one size per slice (public: m and params only)."""
+    unit = Fraction(1 << PREDICTION_BITS)
+    eps = Fraction(params.epsilon)
+    if params.noise == "laplace":
+        # r ~ sqrt(m / w), rational: tau_s / tau_n = m / r = sqrt(m w), the Lagrange optimum for a = 1, b = w
+        r = Fraction(math.isqrt(m * _SPLIT_DEN * _SPLIT_DEN * SIZE_WEIGHT.denominator // SIZE_WEIGHT.numerator),
+                     _SPLIT_DEN)
+        tau_s, tau_n = m * (1 + r) / (r * eps), (1 + r) / eps  # m/tau_s + 1/tau_n = epsilon exactly
+        return NoiseScales(sum=tau_s * unit, size=tau_n, ratio=r)
+    rho = Fraction(rho_for(params.epsilon, params.delta))
+    # q^2 ~ (m w)^(2/3), rational, > 0: sigma_s / sigma_n = (m w)^(1/3), the Lagrange optimum for a = 1, b = w
+    q2 = Fraction(max(1, round((m * float(SIZE_WEIGHT)) ** (2.0 / 3.0) * _SPLIT_DEN)), _SPLIT_DEN)
+    var_n = (m / q2 + 1) / (2 * rho)  # m/(2 q2 var_n) + 1/(2 var_n) = rho exactly
+    return NoiseScales(sum=q2 * var_n * unit * unit, size=var_n, rho=rho, ratio=q2)
+
+
+def _draw(rng: np.random.Generator, scales: NoiseScales, noise: str, count: int, key: str, bits: Any) -> list[int]:
+    from parley.protocols.dp.lattice import discrete_gaussian, discrete_laplace
+
+    value: Fraction = scales[key]
+    if noise == "laplace":
+        return [discrete_laplace(bits, value.numerator, value.denominator) for _ in range(count)]
+    return [discrete_gaussian(bits, value.numerator, value.denominator) for _ in range(count)]
+
+
+def metrics_from_statistics(metric: str, K: Sequence[Sequence[float]] | np.ndarray, N: Sequence[float] | np.ndarray,
+                            T: Sequence[Sequence[float]] | np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """Post-processing: the metric of every model from (noisy) group-1 sums K, sizes N and public T, n_I.
+
+    Sums in prediction units (K/2^B), one row per slice; with the exact statistics it is the exact metric of
+    the rounded predictions. Sizes are clamped to [1, n_I - 1], means to [0, 1], the result to the range.
+    """
+    gaps = []
+    for s, n_slice in enumerate(sizes):
+        k, t = np.asarray(K[s], dtype=np.float64), np.asarray(T[s], dtype=np.float64)
+        n1 = min(max(float(N[s]), 1.0), n_slice - 1.0)
+        if metric == "cov":  # cov = mean(h a) - mean(h) mean(a) = K/n - T N/n^2 (the slice is everybody)
+            n = float(n_slice)
+            gaps.append(k / n - t * float(N[s]) / (n * n))
+            continue
+        mean1 = np.clip(k / n1, 0.0, 1.0)
+        mean0 = np.clip((t - k) / (n_slice - n1), 0.0, 1.0)
+        gaps.append(mean1 - mean0)
+    if metric == "eodds":
+        values = np.maximum(np.abs(gaps[0]), np.abs(gaps[1]))
+    elif metric in ("abs_sp", "abs_eo"):
+        values = np.abs(gaps[0])
+    else:
+        values = gaps[0]
+    low, high = METRICS[metric].range
+    return np.clip(values, low, high)
+
+
+@register_protocol
+class CountProtocol(Protocol):
+    """Count-level DP: noisy group sums and sizes (discrete Laplace or Gaussian), metrics by post-processing."""
+
+    name = "dp-counts"
+    Params = CountParams
+    params: CountParams
+    metrics = COUNT_METRICS
+
+    def cost(self, query: MetricQuery) -> Budget:
+        """epsilon (Laplace) or (epsilon, delta) (Gaussian) per query, whatever m: one release of m + 1 counts."""
+        if self.params.noise == "laplace":
+            return PureDP(epsilon=self.params.epsilon)
+        return ApproxDP(epsilon=self.params.epsilon, delta=self.params.delta)
+
+    def answer(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
+        """Release the noisy statistics and the metric computed from them; never refused because of A."""
+        from parley.protocols.base import METRIC_NOT_ANSWERED
+        from parley.protocols.dp.lattice import RandomBits
+
+        if query.metric not in self.metrics:
+            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics),
+                                                          metric=query.metric))
+        masks = slices_of(query.metric, audit.y)
+        K, N, T, sizes = statistics(query.predictions, audit.a, masks)
+        scales = noise_scales(query.m, self.params)
+        bits = RandomBits(rng)
+        noisy_k, noisy_n = [], []
+        for s in range(len(masks)):
+            ys = _draw(rng, scales, self.params.noise, query.m, "sum", bits)
+            noisy_k.append([k + y for k, y in zip(K[s], ys, strict=True)])
+            noisy_n.append(N[s] + _draw(rng, scales, self.params.noise, 1, "size", bits)[0])
+        unit = float(1 << PREDICTION_BITS)
+        k_units = np.array([[float(v) for v in row] for row in noisy_k]) / unit  # exact: |v| < 2^53, unit 2^B
+        t_units = np.array([[float(v) for v in row] for row in T]) / unit
+        values = metrics_from_statistics(query.metric, k_units, noisy_n, t_units, sizes)
+        payload: dict[str, Any] = {
+            "metric": query.metric, "query_id": query.query_id, "values": values,
+            "epsilon": self.params.epsilon, "noise": f"discrete-{self.params.noise}",
+            # per slice: (group 0, group 1) noisy sums of each model and noisy sizes; group 0 = public total - group 1
+            "statistics": {
+                "slices": ["all" if label is None else f"y={label}" for label in SLICES[query.metric]],
+                "sums": np.stack([np.stack([t_units[s] - k_units[s], k_units[s]], axis=1)
+                                  for s in range(len(masks))]),
+                "sizes": np.array([[sizes[s] - noisy_n[s], noisy_n[s]] for s in range(len(masks))], dtype=np.int64),
+            },
+            "resolution": 1.0 / unit,
+            "out_of_range": "clamp",
+        }
+        if self.params.noise == "laplace":
+            payload["scale"] = {"sum": float(scales["sum"]) / unit, "size": float(scales["size"])}
+        else:
+            payload["delta"] = self.params.delta
+            payload["rho"] = float(scales["rho"])
+            payload["sigma"] = {"sum": math.sqrt(scales["sum"]) / unit, "size": math.sqrt(scales["size"])}
+        return payload

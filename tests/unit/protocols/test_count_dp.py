@@ -1,0 +1,237 @@
+"""``dp-counts``: the sensitivity it claims, exact post-processing, its noise laws and its privacy calibration.
+
+The adversary reads the code: the sensitivity test flips every person's A on seeded audit sets and checks the
+integer statistics move by at most what the proof charges; the noise tests compare released noise with the
+exact probability mass functions the proof uses (chi-square, alpha = 0.01) and catch a sampler at the wrong scale.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+from scipy import stats
+
+from parley.protocols import AuditSet, MetricQuery, get_protocol
+from parley.protocols.budget import ApproxDP, PureDP
+from parley.protocols.dp.lattice import RandomBits, discrete_gaussian, discrete_laplace
+from parley.protocols.errors import QueryError
+from parley.protocols.mechanisms.count_dp import (
+    COUNT_METRICS,
+    GAUSSIAN_NEEDS_DELTA,
+    LAPLACE_IS_PURE,
+    PREDICTION_BITS,
+    PREDICTIONS_OUTSIDE,
+    SLICE_TOO_SMALL,
+    CountParams,
+    metrics_from_statistics,
+    noise_scales,
+    rho_for,
+    slices_of,
+    statistics,
+)
+from parley.protocols.metrics import evaluate
+
+ALPHA = 0.01
+UNIT = 1 << PREDICTION_BITS
+
+
+def _protocol(**params):
+    cls = get_protocol("dp-counts")
+    return cls(cls.Params(**params))
+
+
+def _audit(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    while True:
+        a, y = rng.integers(0, 2, n).astype(np.int8), rng.integers(0, 2, n).astype(np.int8)
+        if min(int(((a == g) & (y == label)).sum()) for g in (0, 1) for label in (0, 1)) >= 2:
+            return a, y
+
+
+def _vector(metric: str, H: np.ndarray, a: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The released coordinates in lattice units: (sums of every slice and model, sizes of every slice)."""
+    K, N, _, _ = statistics(H, a, slices_of(metric, y))
+    return np.array(K, dtype=object).ravel(), np.array(N, dtype=object)
+
+
+@pytest.mark.parametrize("metric", COUNT_METRICS)
+@pytest.mark.parametrize("soft", [False, True])
+def test_flipping_one_attribute_moves_the_statistics_by_at_most_the_claimed_sensitivity(metric, soft):
+    m, n = 5, 30
+    a, y = _audit(n, 4)
+    rng = np.random.default_rng(5)
+    H = rng.random((m, n)) if soft else rng.integers(0, 2, (m, n)).astype(float)
+    H[:, [int(np.argmax(y == 1)), int(np.argmax(y == 0))]] = 1.0  # accepted by every model: the worst case
+    laplace, gauss = (noise_scales(m, CountParams(epsilon=1.0)),
+                      noise_scales(m, CountParams(epsilon=1.0, noise="gaussian", delta=1e-6)))
+    k, size = _vector(metric, H, a, y)
+    worst_l1 = Fraction(0)
+    for j in range(n):
+        b = a.copy()
+        b[j] = 1 - b[j]
+        k2, size2 = _vector(metric, H, b, y)
+        dk = [abs(int(u) - int(v)) for u, v in zip(k, k2, strict=True)]
+        dn = [abs(int(u) - int(v)) for u, v in zip(size, size2, strict=True)]
+        # in j's slice one size moves by one and each sum by r_ij <= 2^B; outside it (EO, PE) nothing moves
+        assert max(dk) <= UNIT and sum(dn) == 1 or (max(dk), sum(dn)) == (0, 0)
+        l1 = Fraction(sum(dk), UNIT) + sum(dn)  # in real units (prediction sums, people)
+        l2sq = Fraction(sum(d * d for d in dk), UNIT * UNIT) + sum(d * d for d in dn)
+        assert l1 <= m + 1 and l2sq <= m + 1
+        worst_l1 = max(worst_l1, l1)
+        # the privacy loss the proofs charge, in exact arithmetic
+        assert sum(Fraction(d) / laplace["sum"] for d in dk) + sum(Fraction(d) / laplace["size"] for d in dn) <= 1
+        rho = sum(Fraction(d * d) / (2 * gauss["sum"]) for d in dk) + sum(Fraction(d * d) / (2 * gauss["size"])
+                                                                          for d in dn)
+        assert rho <= gauss["rho"]
+    assert worst_l1 == m + 1  # the bound is attained: it is the sensitivity, not a loose bound
+
+
+@pytest.mark.parametrize("m", [1, 2, 7, 100])
+def test_the_noise_split_spends_exactly_the_budget(m):
+    lap = noise_scales(m, CountParams(epsilon=0.7))
+    assert m * UNIT / lap["sum"] + 1 / lap["size"] == Fraction(0.7)
+    gauss = noise_scales(m, CountParams(epsilon=0.7, noise="gaussian", delta=1e-5))
+    assert m * UNIT * UNIT / (2 * gauss["sum"]) + 1 / (2 * gauss["size"]) == gauss["rho"]
+
+
+@pytest.mark.parametrize("metric", COUNT_METRICS)
+def test_post_processing_is_exact_when_the_noise_is_zero(metric):
+    m, n = 4, 40
+    a, y = _audit(n, 6)
+    rng = np.random.default_rng(7)
+    for H in (rng.integers(0, 2, (m, n)).astype(float), np.round(rng.random((m, n)) * UNIT) / UNIT):
+        K, N, T, sizes = statistics(H, a, slices_of(metric, y))
+        values = metrics_from_statistics(metric, np.array(K, float) / UNIT, N, np.array(T, float) / UNIT, sizes)
+        np.testing.assert_allclose(values, evaluate(metric, H, a, y), rtol=0, atol=1e-12)
+
+
+def test_post_processing_clamps_sizes_means_and_the_range():
+    # noisy group-1 size -3 of a slice of 10 -> 1; a noisy sum above the size -> mean 1; result within [-1, 1]
+    values = metrics_from_statistics("sp", np.array([[5.0, -2.0]]), [-3], np.array([[6.0, 2.0]]), [10])
+    assert values.tolist() == [1.0 - 1.0 / 9.0, 0.0 - 4.0 / 9.0]
+
+
+def test_same_seed_same_release_and_the_answer_records_its_public_noise():
+    a, y = _audit(50, 8)
+    H = np.random.default_rng(9).random((3, 50))
+    query = MetricQuery(metric="eodds", predictions=H, query_id="q")
+    for params in ({"epsilon": 1.0}, {"epsilon": 1.0, "noise": "gaussian", "delta": 1e-6}):
+        p = _protocol(**params)
+        first = p.answer(query, AuditSet(a=a, y=y), np.random.default_rng(1))
+        again = p.answer(query, AuditSet(a=a, y=y), np.random.default_rng(1))
+        other = p.answer(query, AuditSet(a=a, y=y), np.random.default_rng(2))
+        assert np.array_equal(first["values"], again["values"]) and not np.array_equal(first["values"],
+                                                                                         other["values"])
+        assert first["statistics"]["slices"] == ["y=1", "y=0"]
+        assert first["statistics"]["sums"].shape == (2, 3, 2) and first["statistics"]["sizes"].shape == (2, 2)
+        sums = first["statistics"]["sums"] * UNIT
+        assert np.array_equal(sums, np.rint(sums))  # on the public lattice
+        assert first["noise"] == f"discrete-{params.get('noise', 'laplace')}"
+    assert _protocol(epsilon=1.0).cost(query) == PureDP(epsilon=1.0)
+    assert _protocol(epsilon=1.0, noise="gaussian", delta=1e-6).cost(query) == ApproxDP(epsilon=1.0, delta=1e-6)
+
+
+def test_bad_parameters_and_queries_get_typed_errors():
+    with pytest.raises(ValidationError, match=GAUSSIAN_NEEDS_DELTA.format(delta=0.0).replace("(", r"\(")
+                       .replace(")", r"\)")):
+        CountParams(epsilon=1.0, noise="gaussian")
+    with pytest.raises(ValidationError, match=LAPLACE_IS_PURE.format(delta=1e-6).replace("(", r"\(")
+                       .replace(")", r"\)")):
+        CountParams(epsilon=1.0, delta=1e-6)
+    a = np.array([0, 1, 1, 0, 1], dtype=np.int8)
+    y = np.array([1, 0, 0, 0, 0], dtype=np.int8)  # one person with y=1: EO is undefined whatever A is
+    query = MetricQuery(metric="eo", predictions=np.ones((1, 5)), query_id="q")
+    with pytest.raises(QueryError) as err:
+        _protocol(epsilon=1.0).answer(query, AuditSet(a=a, y=y), np.random.default_rng(0))
+    assert str(err.value).endswith(SLICE_TOO_SMALL.format(metric="eo", slice=" with y=1", size=1))
+    with pytest.raises(QueryError) as err:
+        statistics(np.full((1, 5), 1.5), a, slices_of("sp", y))
+    assert str(err.value).endswith(PREDICTIONS_OUTSIDE)
+    with pytest.raises(QueryError, match="answers only"):
+        _protocol(epsilon=1.0).answer(MetricQuery(metric="prp", predictions=np.ones((1, 5)), query_id="q"),
+                                      AuditSet(a=a, y=y), np.random.default_rng(0))
+
+
+def test_a_group_left_empty_by_a_is_answered_not_refused():
+    """An all-one-group audit set still gets an answer: no refusal depends on A."""
+    a = np.ones(8, dtype=np.int8)
+    answer = _protocol(epsilon=1.0).answer(MetricQuery(metric="sp", predictions=np.ones((1, 8)), query_id="q"),
+                                           AuditSet(a=a, y=np.ones(8, dtype=np.int8)), np.random.default_rng(0))
+    assert -1.0 <= answer["values"][0] <= 1.0
+
+
+def _chi_square_pvalue(draws: np.ndarray, pmf) -> float:
+    """Chi-square goodness of fit over the values with expected count >= 5, the tails pooled."""
+    values, counts = np.unique(draws, return_counts=True)
+    lo, hi = int(values.min()), int(values.max())
+    support = np.arange(lo - 50, hi + 51)
+    p = pmf(support)
+    p = p / p.sum()
+    expected = p * draws.size
+    keep = expected >= 5
+    observed = np.array([np.count_nonzero(draws == v) for v in support[keep]], dtype=float)
+    obs = np.append(observed, draws.size - observed.sum())
+    exp = np.append(expected[keep], draws.size - expected[keep].sum())
+    return float(stats.chisquare(obs, exp).pvalue)
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(9, 4), Fraction(40, 1)])
+def test_discrete_gaussian_sampler_has_the_discrete_gaussian_law_and_a_wrong_scale_is_caught(sigma2):
+    bits = RandomBits(np.random.default_rng(11))
+    draws = np.array([discrete_gaussian(bits, sigma2.numerator, sigma2.denominator) for _ in range(20_000)])
+    s2 = float(sigma2)
+    assert _chi_square_pvalue(draws, lambda k: np.exp(-k.astype(float) ** 2 / (2 * s2))) > ALPHA
+    assert _chi_square_pvalue(draws, lambda k: np.exp(-k.astype(float) ** 2 / (2 * 0.8 * s2))) < ALPHA
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_released_size_noise_has_the_law_the_proof_uses(noise):
+    """Released size minus the true size, 6,000 releases: the pmf of the stated scale fits, 0.8 times it does not."""
+    params = {"epsilon": 1.0} if noise == "laplace" else {"epsilon": 1.0, "noise": "gaussian", "delta": 1e-6}
+    p = _protocol(**params)
+    a, y = _audit(60, 12)
+    query = MetricQuery(metric="sp", predictions=np.zeros((2, 60)), query_id="q")
+    rng = np.random.default_rng(13)
+    true_n1 = int((a == 1).sum())
+    draws = np.array([p.answer(query, AuditSet(a=a, y=y), rng)["statistics"]["sizes"][0][1] - true_n1
+                      for _ in range(6_000)])
+    scale = noise_scales(2, p.params)["size"]
+    if noise == "laplace":
+        def pmf(k, f=1.0):
+            return np.exp(-np.abs(k) / (f * float(scale)))
+    else:
+        def pmf(k, f=1.0):
+            return np.exp(-k.astype(float) ** 2 / (2 * f * float(scale)))
+    assert _chi_square_pvalue(draws, pmf) > ALPHA
+    assert _chi_square_pvalue(draws, lambda k: pmf(k, 0.8 if noise == "gaussian" else 0.8)) < ALPHA
+
+
+def test_discrete_laplace_sum_noise_has_the_stated_scale():
+    """The sum noise in real units is discrete Laplace on 2^-B Z of scale tau_s: its mean |Y| is tau_s (1 - o(1))."""
+    p = _protocol(epsilon=2.0)
+    tau = noise_scales(3, p.params)["sum"]
+    bits = RandomBits(np.random.default_rng(14))
+    draws = np.array([discrete_laplace(bits, tau.numerator, tau.denominator) for _ in range(20_000)]) / UNIT
+    expected = float(tau) / UNIT  # E|Y| of a discrete Laplace at this fine resolution equals the continuous scale
+    assert stats.ttest_1samp(np.abs(draws), expected).pvalue > ALPHA
+    assert stats.ttest_1samp(np.abs(draws), 0.9 * expected).pvalue < ALPHA
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 1e-6), (0.5, 1e-5), (4.0, 1e-9)])
+def test_rho_is_the_largest_the_accountant_converts_within_epsilon_delta(epsilon, delta):
+    from dp_accounting import ZCDpEvent
+    from dp_accounting.rdp import RdpAccountant
+
+    def eps_of(rho: float) -> float:
+        accountant = RdpAccountant()
+        accountant.compose(ZCDpEvent(rho))
+        return accountant.get_epsilon(delta)
+
+    rho = rho_for(epsilon, delta)
+    assert eps_of(rho) <= epsilon < eps_of(rho * 1.001)
+    # the textbook bound eps = rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016, Prop. 1.3) is looser
+    assert rho + 2 * math.sqrt(rho * math.log(1 / delta)) > epsilon
