@@ -76,8 +76,8 @@ discrete Gaussian (CKS Algorithm 3,
 :func:`~parley.protocols.dp.lattice.discrete_gaussian`). For an integer shift
 mu, D_alpha(N_Z(mu, sigma^2) || N_Z(0, sigma^2)) <= alpha mu^2/(2 sigma^2)
 (Canonne, Kamath & Steinke, "The Discrete Gaussian for Differential
-Privacy", NeurIPS 2020: their Renyi divergence bound for an integer shift, with equality); independent coordinates add their
-Renyi divergences, so the release is rho-zCDP with
+Privacy", NeurIPS 2020: their Renyi divergence bound for an integer shift,
+with equality); independent coordinates add their Renyi divergences, so the release is rho-zCDP with
 
     rho = sum_i r_ij^2 / (2 sigma_s^2 4^B) + 1 / (2 sigma_n^2) <= m/(2 sigma_s^2) + 1/(2 sigma_n^2),
 
