@@ -92,3 +92,27 @@ def test_ctrl_c_is_one_line_and_the_study_resumes(tmp_path):
     again = subprocess.run(args, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stderr
     assert f"{done_before} already done" in again.stdout
+
+
+def test_a_folder_named_like_a_catalog_entry_does_not_shadow_it(tmp_path, monkeypatch, capsys):
+    """``parley run`` writes runs/<scenario>/ and ``parley study`` studies/<study>/: from inside those folders
+    the same names must still reach the catalog (they once failed with "scenario file ... does not exist")."""
+    from parley.scenarios.catalog import resolve_scenario, resolve_study, scenario_path
+
+    (tmp_path / "adult-raw-double-query").mkdir()
+    (tmp_path / "smoke").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert resolve_scenario("adult-raw-double-query") == scenario_path("adult-raw-double-query")
+    assert resolve_study("smoke").parent.name == "studies" and resolve_study("smoke").stem == "smoke"
+    # End to end: the name is read from the catalog, so the error is about the bad --set value, not the file.
+    assert main(["run", "adult-raw-double-query", "--set", "protocol.decimals=true"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "protocol.decimals" in err and "does not exist" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_verify_of_a_folder_without_a_transcript_names_the_file_it_looked_for(tmp_path, capsys):
+    from parley.scenarios.cli import NO_TRANSCRIPT_MSG
+
+    assert main(["verify", str(tmp_path)]) == EXIT_USAGE
+    err = capsys.readouterr().err.strip()
+    assert err == f"parley: error: {NO_TRANSCRIPT_MSG.format(path=tmp_path / 'transcript.jsonl')}"
