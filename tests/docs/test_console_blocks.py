@@ -41,8 +41,9 @@ def test_every_block_is_run_checked_or_marked_with_a_reason():
 
 
 def _report(outcome) -> str:
-    return f"{len(outcome.failures)} quote(s) out of date; refresh with " \
-           f"`python tests/docs/test_console_blocks.py --refresh` and read the diff:\n\n" + "\n\n".join(outcome.failures)
+    refresh = "`python tests/docs/test_console_blocks.py --refresh`"
+    return f"{len(outcome.failures)} quote(s) out of date; refresh with {refresh} and read the diff:\n\n" \
+        + "\n\n".join(outcome.failures)
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_BLOCKS, ids=_id)
