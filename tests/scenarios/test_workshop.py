@@ -28,6 +28,8 @@ MEASURED = re.compile(r"measured\s+leakage:\s+\*\*([0-9.]+) %\*\*")
 NUMBER = re.compile(r"(?<!seed )(?<![\w.])[+-]?\d[\d,]*(?:\.\d+)?(?![\w])")
 #: A variant row: | `parley run ...` ... | [queries |] leakage |
 VARIANT = re.compile(r"^\| `(parley run[^`]*)`[^|]*\|(?: ([\d,]+)[^|]*\|)? ([\d.]+) %[^|]*\|", re.M)
+#: A variant row whose attack stops: | `parley run ...` | ... | stops: "what parley says" ... |
+STOPS = re.compile(r"^\| `(parley run[^`]*)`[^|]*\|(?:[^|]*\|)? stops: \"([^\"]+)\"", re.M)
 
 
 def _card(threat: str) -> str:
@@ -129,3 +131,7 @@ def test_card_variants_measure_what_the_table_says(threat, tmp_path, capsys):
         assert round(metrics["leakage"], 1) == float(leakage), (command, metrics["leakage"])
         if queries:
             assert metrics["queries"] == int(queries.replace(",", "")), (command, metrics["queries"])
+    for command, said in STOPS.findall(_card(threat)):  # rows where the attack refuses to start: one line, exit 2
+        capsys.readouterr()
+        assert main([*command.split()[1:], "--set", "backend=local", "--out", str(tmp_path / "stops")]) == 2, command
+        assert said in capsys.readouterr().err, (command, said)
