@@ -50,6 +50,7 @@ SHELL_SYNTAX = re.compile(r"[|&;<>`$(){}*]")
 HEX_ELIDED = re.compile(r"[0-9a-f]{6,}\\\.\\\.\\\.")
 ELLIPSIS = re.escape("...")
 TMP = "/tmp/"
+TMP_PATH = re.compile(r"(?<![\w./-])/tmp(?![\w.-])")
 #: A progress bar's line (tqdm's format, ``study smoke:  42%|####  | 5/12 [...]``).
 PROGRESS = re.compile(r"^[^|\n]*:\s+\d+%\|.*\|")
 
@@ -216,10 +217,11 @@ class Session:
     status: int = 0
 
     def local(self, text: str) -> str:
-        return text.replace(TMP, f"{self.folder}/")
+        """The command with ``/tmp`` (alone or as a path's start) turned into the page's folder."""
+        return TMP_PATH.sub(str(self.folder).replace("\\", "\\\\"), text)
 
     def public(self, text: str) -> str:
-        return text.replace(f"{self.folder}/", TMP).replace(str(self.folder), TMP.rstrip("/"))
+        return text.replace(str(self.folder), "/tmp")
 
 
 def environment() -> dict[str, str]:
