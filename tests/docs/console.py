@@ -215,6 +215,8 @@ class Session:
 
     folder: Path
     status: int = 0
+    #: Folders of installed plug-in packages a setup added: parley then runs in a process of its own that sees them.
+    sites: list[Path] = field(default_factory=list)
 
     def local(self, text: str) -> str:
         """The command with ``/tmp`` (alone or as a path's start) turned into the page's folder."""
@@ -224,9 +226,10 @@ class Session:
         return text.replace(str(self.folder), "/tmp")
 
 
-def environment() -> dict[str, str]:
-    """What a command sees: this checkout first on the import path, this Python first on the PATH."""
-    return {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "80",
+def environment(sites: list[Path] | None = None) -> dict[str, str]:
+    """What a command sees: this checkout (after ``sites``) on the import path, this Python first on the PATH."""
+    path = os.pathsep.join([*map(str, sites or []), str(REPO)])
+    return {**os.environ, "PYTHONPATH": path, "COLUMNS": "80",
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
@@ -269,7 +272,7 @@ def run_command(session: Session, command: Command) -> str:
     """Run one command in the session's folder; what it printed, in the page's terms."""
     text = session.local(command.text)
     argv = _in_process(text)
-    if argv is not None:
+    if argv is not None and not session.sites:
         here = Path.cwd()
         os.chdir(session.folder)
         try:
@@ -278,8 +281,8 @@ def run_command(session: Session, command: Command) -> str:
             os.chdir(here)
     else:
         done = subprocess.run(["bash", "-c", f"(exit {session.status}); {text}"], cwd=session.folder,
-                              env=environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=1800)
+                              env=environment(session.sites), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=1800)
         session.status, out = done.returncode, done.stdout
     return session.public(out)
 
@@ -320,19 +323,20 @@ def dry_check(text: str) -> str | None:
 
 
 #: Setups a block can ask for (``<!-- docs: setup: NAME -->``), each run in the page's folder.
-SETUPS: dict[str, Callable[[Path], None]] = {}
+SETUPS: dict[str, Callable[[Session], None]] = {}
 
 
-def setup(name: str) -> Callable[[Callable[[Path], None]], Callable[[Path], None]]:
-    def register(function: Callable[[Path], None]) -> Callable[[Path], None]:
+def setup(name: str) -> Callable[[Callable[[Session], None]], Callable[[Session], None]]:
+    def register(function: Callable[[Session], None]) -> Callable[[Session], None]:
         SETUPS[name] = function
         return function
     return register
 
 
 @setup("tampered-transcripts")
-def _tampered(folder: Path) -> None:
+def _tampered(session: Session) -> None:
     """docs/cli.md's edited copies of the default run's transcript, made with tests/reliability/tamper.py."""
+    folder = session.folder
     import copy
     import json
 
@@ -363,22 +367,41 @@ def _tampered(folder: Path) -> None:
 
 
 @setup("my-scenario")
-def _my_scenario(folder: Path) -> None:
+def _my_scenario(session: Session) -> None:
     """``my-scenario.toml``: a copy of the default catalog scenario, as a user starts one."""
+    folder = session.folder
     from parley.scenarios.catalog import DEFAULT_SCENARIO, scenario_path
 
     (folder / "my-scenario.toml").write_text(scenario_path(DEFAULT_SCENARIO).read_text(encoding="utf-8"))
 
 
 @setup("studydemo")
-def _studydemo(folder: Path) -> None:
+def _studydemo(session: Session) -> None:
     """docs/studies.md's ``studydemo/``: the study ``targets.toml`` it quotes and the ``base.toml`` it describes."""
+    folder = session.folder
     page = (REPO / "docs" / "studies.md").read_text(encoding="utf-8")
     targets = re.search(r"```toml\n(name = \"targets\".*?)```", page, re.S)
     assert targets, "docs/studies.md no longer quotes studydemo/targets.toml"
     (folder / "studydemo").mkdir(exist_ok=True)
     (folder / "studydemo" / "targets.toml").write_text(targets.group(1), encoding="utf-8")
     (folder / "studydemo" / "base.toml").write_text(STUDYDEMO_BASE, encoding="utf-8")
+
+
+@setup("toy-plugins")
+def _toy_plugins(session: Session) -> None:
+    """docs/plugins.md's example package installed with pip into the page's folder, and its ``toy-round-flip.toml``."""
+    from tests.plugins.test_plugins import FIXTURE, _pip_install
+
+    site = session.folder / "toy-site"
+    if not site.exists():
+        proc = _pip_install(FIXTURE, site)
+        output, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"pip install of {FIXTURE} failed:\n{output}"
+    page = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
+    scenario = re.search(r"```toml\n(name = \"toy-round-flip\".*?)```", page, re.S)
+    assert scenario, "docs/plugins.md no longer quotes toy-round-flip.toml"
+    (session.folder / "toy-round-flip.toml").write_text(scenario.group(1), encoding="utf-8")
+    session.sites = [site]
 
 
 #: "a synthetic double-query scenario with an audit set of 200" (docs/studies.md).
@@ -424,7 +447,7 @@ def run_page(page: Path, folder: Path, *, slow: bool, refresh: bool = False) -> 
         if block.slow and not slow:
             continue
         for name in block.setups:
-            SETUPS[name](folder)
+            SETUPS[name](session)
         if not block.quotes_output:
             here = Path.cwd()
             os.chdir(folder)

@@ -24,14 +24,14 @@ def _first_column(section: str) -> set[str]:
     return set(re.findall(r"^\| `([\w-]+)`", section, re.M))
 
 
-def test_scenarios_page_names_every_catalog_scenario_and_study():
+def test_scenarios_page_names_every_catalog_scenario_and_study() -> None:
     scenarios, studies = _section(SCENARIOS_MD, "The catalog").split("The catalog studies", 1)
     named = set(re.findall(r"`((?:adult|compas|german)-[\w-]+)`", scenarios))
     assert named == set(scenario_names()), f"docs/scenarios.md names {sorted(named ^ set(scenario_names()))} wrongly"
     assert set(re.findall(r"`([\w-]+)`", studies)) == set(study_names())
 
 
-def test_scenarios_page_gives_every_value_of_an_attack_choice():
+def test_scenarios_page_gives_every_value_of_an_attack_choice() -> None:
     """Each `key` row of the attack table that is a choice lists every value the attack's parameters accept."""
     table = _section(SCENARIOS_MD, "[attack] and [observer]")
     attacks: list[str] = []
@@ -52,19 +52,19 @@ def test_scenarios_page_gives_every_value_of_an_attack_choice():
     assert checked >= 10
 
 
-def test_concepts_page_lists_every_protocol_and_attack():
+def test_concepts_page_lists_every_protocol_and_attack() -> None:
     assert _first_column(_section(CONCEPTS_MD, "Protocols")) == set(PROTOCOLS)
     assert _first_column(_section(CONCEPTS_MD, "Attacks")) == set(ATTACKS)
 
 
-def test_concepts_page_says_which_attacks_are_not_curious_data_center_attacks():
+def test_concepts_page_says_which_attacks_are_not_curious_data_center_attacks() -> None:
     said = re.search(r"Every attack\s+but (.*?) runs under `curious-data-center`", CONCEPTS_MD, re.S)
     assert said, "docs/concepts.md no longer says which attacks run under curious-data-center"
     others = {name for name, cls in ATTACKS.items() if "curious-data-center" not in cls.threat_models}
     assert set(re.findall(r"`([\w-]+)`", said.group(1))) == others
 
 
-def test_concepts_page_gives_each_role_the_kinds_it_may_send():
+def test_concepts_page_gives_each_role_the_kinds_it_may_send() -> None:
     rows = dict(re.findall(r"^\| [^|]+ \| `([\w-]+)` \| [^|]+ \| ([^|]+) \|$", _section(CONCEPTS_MD, "Parties"), re.M))
     for role, kinds in ROLE_SENDS.items():
         assert set(re.findall(r"`([\w-]+)`", rows[role])) == set(kinds) or (not kinds and rows[role] == "nothing")

@@ -15,7 +15,7 @@ import pytest
 if __name__ == "__main__":  # run as a script from the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.docs.console import PAGES, REPO, SETUPS, all_blocks, parse_page, rewrite, run_page
+from tests.docs.console import PAGES, REPO, SETUPS, Outcome, all_blocks, parse_page, rewrite, run_page
 
 PAGES_WITH_BLOCKS = [page for page in PAGES if parse_page(page)]
 PAGES_WITH_SLOW = [page for page in PAGES if any(b.slow and b.not_run is None for b in parse_page(page))]
@@ -25,7 +25,7 @@ def _id(page: Path) -> str:
     return str(page.relative_to(REPO))
 
 
-def test_every_block_is_run_checked_or_marked_with_a_reason():
+def test_every_block_is_run_checked_or_marked_with_a_reason() -> None:
     blocks = all_blocks()
     assert blocks
     for block in blocks:
@@ -40,14 +40,14 @@ def test_every_block_is_run_checked_or_marked_with_a_reason():
         print(f"  {block.where}: {block.not_run}")
 
 
-def _report(outcome) -> str:
+def _report(outcome: Outcome) -> str:
     refresh = "`python tests/docs/test_console_blocks.py --refresh`"
     return f"{len(outcome.failures)} quote(s) out of date; refresh with {refresh} and read the diff:\n\n" \
         + "\n\n".join(outcome.failures)
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_BLOCKS, ids=_id)
-def test_quoted_sessions_print_what_they_quote(page, tmp_path):
+def test_quoted_sessions_print_what_they_quote(page: Path, tmp_path: Path) -> None:
     outcome = run_page(page, tmp_path, slow=False)
     assert not outcome.failures, _report(outcome)
 
@@ -55,7 +55,7 @@ def test_quoted_sessions_print_what_they_quote(page, tmp_path):
 @pytest.mark.reliability
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES_WITH_SLOW, ids=_id)
-def test_slow_quoted_sessions_print_what_they_quote(page, tmp_path):
+def test_slow_quoted_sessions_print_what_they_quote(page: Path, tmp_path: Path) -> None:
     outcome = run_page(page, tmp_path, slow=True)
     assert not outcome.failures, _report(outcome)
 

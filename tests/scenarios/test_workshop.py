@@ -118,7 +118,8 @@ def test_list_shows_learners(capsys):
 @pytest.mark.reliability
 @pytest.mark.slow
 @pytest.mark.parametrize("threat", THREAT_MODELS)
-def test_card_variants_measure_what_the_table_says(threat, tmp_path, capsys):
+def test_card_variants_measure_what_the_table_says(threat: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Each variant row of a card ("Variants measured the same way") is run; its queries and leakage are as quoted."""
     rows = VARIANT.findall(_card(threat))
     assert rows, f"card {threat}.md has no variant table"
