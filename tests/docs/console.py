@@ -8,10 +8,11 @@ The conventions, also described in docs/design.md ("Docs that run"):
 - ``...`` in a quoted output stands for any text (as doctest's ELLIPSIS), on a line or across
   lines; a hexadecimal digest shortened to its first digits and ``...`` (``30650dbc...``) stands
   for any digest (keys and heads are fresh in every run).
-- ``/tmp/`` in a block names the runner's temporary folder of the page, so documented paths such
+- ``/tmp`` in a block names the runner's temporary folder of the page, so documented paths such
   as ``/tmp/smoke-doc2`` work without touching the machine's /tmp; relative paths resolve there
   too, and ``docs/`` and ``tests/`` are the repository's.
-- ``# text`` at the start of a block or after a blank line is a comment.
+- Progress bars (tqdm's lines, redrawn in place on a terminal) are left out of what a command
+  printed; ``# text`` at the start of a block or after a blank line is a comment.
 - A block whose commands print nothing in the quote is a list of commands: each ``parley`` command
   is parsed and its scenario or study is built with every ``--set`` (the checks ``parley`` makes
   before anything runs), and another command must name a file of the repository
@@ -22,8 +23,9 @@ The conventions, also described in docs/design.md ("Docs that run"):
   :data:`SETUPS` runs before the block), separated by ``;``.
 
 The blocks of one page run in order in one folder, so a page can run a scenario and then verify
-its transcript. ``parley`` commands run in this process (``parley.scenarios.cli.main``); other
-commands run in ``bash`` with this Python first on the PATH.
+its transcript. ``parley`` commands run in this process (``parley.scenarios.cli.main``), or in a
+process of their own once a setup installed plug-ins; other commands run in ``bash`` with this
+Python first on the PATH and this checkout first on the import path.
 """
 
 from __future__ import annotations
