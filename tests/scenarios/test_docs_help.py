@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+if __name__ == "__main__":  # run as a script from the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.docs.console import run_parley
 
 CLI_DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 #: A fenced block that starts with a `$ parley ... --help` line, and what follows up to the fence.
@@ -16,11 +19,10 @@ HELP_BLOCK = re.compile(r"```text\n\$ (parley(?: [a-z]+)? --help)\n(.*?)```", re
 
 
 def _help(command: str) -> str:
-    args = command.split()[1:]
-    env = {**os.environ, "COLUMNS": "80"}  # argparse wraps to the terminal width
-    done = subprocess.run([sys.executable, "-m", "parley.scenarios.cli", *args], capture_output=True, text=True,
-                          env=env, check=True, timeout=120)
-    return done.stdout.replace("cli.py", "parley")
+    """What ``command`` prints, run as the docs runner runs every quoted command (tests/docs/console.py)."""
+    status, out = run_parley(command.split()[1:])  # COLUMNS=80: argparse wraps to the terminal width
+    assert status in (0, 2), out
+    return out
 
 
 def _blocks() -> list[tuple[str, str]]:

@@ -19,10 +19,17 @@ from parley.scenarios.catalog import resolve_scenario
 from parley.scenarios.cli import main
 from parley.scenarios.explain import SEALED_NOTE
 from parley.scenarios.spec import THREAT_MODELS, Scenario
+from tests.docs.console import matches
 
 WORKSHOP = Path(__file__).resolve().parents[2] / "docs" / "workshop"
 RUN = re.compile(r"\*\*Catalog scenario:\*\* `parley run ([\w.-]+) --explain`")
 MEASURED = re.compile(r"measured\s+leakage:\s+\*\*([0-9.]+) %\*\*")
+#: A number quoted in prose (``30,148``, ``+0.1648``, ``85.0``), not a seed.
+NUMBER = re.compile(r"(?<!seed )(?<![\w.])[+-]?\d[\d,]*(?:\.\d+)?(?![\w])")
+#: A variant row: | `parley run ...` ... | [queries |] leakage |
+VARIANT = re.compile(r"^\| `(parley run[^`]*)`[^|]*\|(?: ([\d,]+)[^|]*\|)? ([\d.]+) %[^|]*\|", re.M)
+#: A variant row whose attack stops: | `parley run ...` | ... | stops: "what parley says" ... |
+STOPS = re.compile(r"^\| `(parley run[^`]*)`[^|]*\|(?:[^|]*\|)? stops: \"([^\"]+)\"", re.M)
 
 
 def _card(threat: str) -> str:
@@ -49,7 +56,12 @@ def test_every_threat_model_has_a_card_that_matches_the_code(threat):
     # Who may send what: every kind of the role policy is on the card.
     kinds = sorted({kind for allowed in ROLE_SENDS.values() for kind in allowed})
     assert all(f"`{kind}`" in text for kind in kinds), kinds
-    assert (WORKSHOP / "README.md").read_text(encoding="utf-8").count(f"({threat}.md)") == 1
+    readme = (WORKSHOP / "README.md").read_text(encoding="utf-8")
+    assert readme.count(f"({threat}.md)") == 1
+    # The kit's table quotes the card's numbers (which the card's own run checks).
+    row = next(line for line in readme.splitlines() if f"({threat}.md)" in line and line.startswith("|"))
+    card_numbers = set(NUMBER.findall(text))
+    assert set(NUMBER.findall(row.rsplit("|", 2)[1])) <= card_numbers, f"README.md row of {threat}: {row}"
 
 
 def _explain(name: str, out: Path, capsys, *extra: str) -> tuple[str, dict]:
@@ -80,6 +92,15 @@ def test_each_card_scenario_runs_with_explain(threat, tmp_path, capsys):
     quoted = MEASURED.search(_card(threat))
     assert quoted, f"card {threat}.md quotes no 'measured leakage: **X %**'"
     assert float(quoted.group(1)) == round(record["metrics"]["leakage"], 1)
+    # The excerpt the card quotes is what the narration prints, and so is every number of its paragraph.
+    section = _card(threat).split("## What parley measured", 1)[1].split("\n## ", 1)[0]
+    paragraph, excerpt = re.search(r"```\n(.*?)```text\n(.*?)```", section, re.S).groups()
+    assert matches(["...", *excerpt.splitlines(), "..."], text), f"card {threat}.md quotes an old narration"
+    printed = [float(n.replace(",", "")) for n in NUMBER.findall(text)]
+    for number in NUMBER.findall(paragraph):
+        digits = len(number.split(".")[1]) if "." in number else 0
+        value = float(number.replace(",", ""))
+        assert any(round(p, digits) == value for p in printed), f"card {threat}.md quotes {number}, not printed"
 
 
 def test_explain_on_a_confidential_channel_shows_only_sizes(tmp_path, capsys):
@@ -97,3 +118,26 @@ def test_list_shows_learners(capsys):
     out = capsys.readouterr().out
     section = out.split("learners:\n", 1)[1].split("studies:", 1)[0]
     assert all(f"  {name} " in section for name in LEARNERS)
+
+
+@pytest.mark.reliability
+@pytest.mark.slow
+@pytest.mark.parametrize("threat", THREAT_MODELS)
+def test_card_variants_measure_what_the_table_says(threat: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Each variant row of a card ("Variants measured the same way") is run; its queries and leakage are as quoted."""
+    rows = VARIANT.findall(_card(threat))
+    assert rows, f"card {threat}.md has no variant table"
+    for number, (command, queries, leakage) in enumerate(rows):
+        out = tmp_path / str(number)
+        capsys.readouterr()
+        argv = [*command.split()[1:], "--set", "backend=local", "--out", str(out)]
+        assert main(argv) == 0, capsys.readouterr().err
+        metrics = json.loads((out / "result.json").read_text())["metrics"]
+        assert round(metrics["leakage"], 1) == float(leakage), (command, metrics["leakage"])
+        if queries:
+            assert metrics["queries"] == int(queries.replace(",", "")), (command, metrics["queries"])
+    for command, said in STOPS.findall(_card(threat)):  # rows where the attack refuses to start: one line, exit 2
+        capsys.readouterr()
+        assert main([*command.split()[1:], "--set", "backend=local", "--out", str(tmp_path / "stops")]) == 2, command
+        assert said in capsys.readouterr().err, (command, said)
