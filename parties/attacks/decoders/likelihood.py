@@ -305,6 +305,8 @@ def milp_map(model: LikelihoodModel, n1_candidates: np.ndarray | None = None,
     SP model: the mean and (smooth protocols) the scale depend on N1, so one program per candidate N1
     with sum a = N1; the best adds the scale's normaliser m log(2 b(N1)).
     ``optimal`` is False when a program hit ``time_limit`` (the result is then HiGHS's best found).
+    Answers clamped to the metric's range (``out_of_range = "clamp"``) are fitted as observed values
+    here, not as censored ones (Gibbs scores them by their tail probability).
     """
     started = time.perf_counter()
     if model.law.family != "laplace":
