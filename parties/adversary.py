@@ -69,7 +69,12 @@ def answer_from(payload: dict, m: int) -> Answer:
         raise WireError(INVALID_PAYLOAD, BAD_ANSWER.format(m=m, got=_describe(values)))
     if decimals is not None and (type(decimals) is not int or not 0 <= decimals <= 17):
         raise WireError(INVALID_PAYLOAD, BAD_DECIMALS.format(got=decimals))
-    return Answer(values=np.array(values, dtype=np.float64), decimals=decimals)
+    notes = {k: v for k, v in payload.items() if k not in _NOT_NOTES}
+    return Answer(values=np.array(values, dtype=np.float64), decimals=decimals, release=notes or None)
+
+
+#: Payload keys of a ``metric-answer`` that are not the protocol's public notes about its noise.
+_NOT_NOTES = frozenset({"values", "decimals", "metric", "query_id"})
 
 
 def _describe(value) -> str:

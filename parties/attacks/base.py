@@ -83,10 +83,16 @@ class Probe:
 
 @dataclass(frozen=True)
 class Answer:
-    """Released values for one probe, with the precision the protocol stated (None = exact)."""
+    """Released values for one probe, with the precision the protocol stated (None = exact).
+
+    ``release`` holds the answer's other public notes (noise family, epsilon, per-answer scale,
+    a count protocol's noisy statistics): what the mechanism publishes about how it drew its noise,
+    which a likelihood decoder needs. None where the protocol publishes nothing.
+    """
 
     values: np.ndarray
     decimals: int | None = None
+    release: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,3 +1,3 @@
 """Attacks of the query-leakage paper (Hamman, Chen & Dutta, FAccT 2023): reveals from metric answers."""
 
-from parley.parties.attacks.query_leakage import differencing, label_slices, partition, reveal, targeted  # noqa: F401  (registration)
+from parley.parties.attacks.query_leakage import differencing, label_slices, likelihood, partition, reveal, targeted  # noqa: F401  (registration)
