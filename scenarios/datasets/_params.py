@@ -84,6 +84,8 @@ class CompasParams(_Params):
     """ProPublica COMPAS two-year recidivism; see :mod:`parley.scenarios.datasets._real`.
 
     ``filter="propublica"`` applies ProPublica's row filter, ``"none"`` keeps every row.
+    ``features="expanded"`` bins the numeric columns and adds every pairwise cross (see
+    :func:`parley.scenarios.datasets._real.expand_compas`).
     """
 
     name: Literal["compas"] = "compas"
@@ -91,6 +93,9 @@ class CompasParams(_Params):
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
     filter: Literal["propublica", "none"] = "propublica"
+    features: Literal["standard", "expanded"] = Field(
+        "standard", description="standard: the 8 columns (12 after encoding); expanded: every column binned and "
+        "one-hot, plus every pairwise cross of the binned columns (hundreds of indicators)")
 
 
 class SyntheticParams(_Params):

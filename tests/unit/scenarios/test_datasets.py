@@ -99,6 +99,30 @@ def test_compas_y_is_no_recidivism():
     np.testing.assert_array_equal(table.y, 1 - raw["two_year_recid"].to_numpy())
 
 
+def test_compas_expanded_features_cross_every_pair_of_binned_columns():
+    standard = load_table(CompasParams(protected="race", filter="none"))
+    expanded = load_table(CompasParams(protected="race", filter="none", features="expanded"))
+    np.testing.assert_array_equal(standard.y, expanded.y)
+    np.testing.assert_array_equal(standard.a, expanded.a)
+    base = list(standard.features.columns)
+    pairs = [f"{c1}*{c2}" for i, c1 in enumerate(base) for c2 in base[i + 1:]]
+    assert list(expanded.features.columns) == base + pairs
+    # Each cross is the pair of its columns' values, so it determines both of them.
+    row = expanded.features.iloc[0]
+    assert row["age*priors_count"] == f"{row['age']}|{row['priors_count']}"
+    assert expanded.features["priors_count"].nunique() == 8 and expanded.features["age"].nunique() == 11
+
+
+def test_compas_expanded_features_have_more_directions_than_table2_hypotheses():
+    # The point of the expanded encoding (study compas-table2-span): linear models on it span more than
+    # the 200 random hypotheses of Table II, while the standard encoding has 12 columns.
+    standard = load_split(CompasParams(protected="race", filter="none", audit_size=1538), rng(0))
+    expanded = load_split(CompasParams(protected="race", filter="none", audit_size=1538, features="expanded"), rng(0))
+    assert standard.X_train.shape[1] == 12
+    np.testing.assert_array_equal(standard.a_train, expanded.a_train)
+    assert np.linalg.matrix_rank(expanded.X_train) > 200
+
+
 # --------------------------------------------------------------------------- encodings
 
 ALL_REAL = [
