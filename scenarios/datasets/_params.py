@@ -64,6 +64,10 @@ class AdultParams(_Params):
     protected: Literal["race", "sex", "race3"] = "race"
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
+    variant: Literal["complete", "openml-1590"] = Field(
+        "complete", description="complete: the 45,222 rows without missing values, fnlwgt dropped, categories "
+        "one-hot; openml-1590: all 48,842 rows as OpenML data set 1590 (fnlwgt kept, '?' a category of its own), "
+        "categories ordinal-encoded")
 
     @property
     def group_count(self) -> int:

@@ -106,6 +106,12 @@ def read_adult(params: AdultParams) -> Table:
     rows each for a group of their own), for k-ary protocols such as ``rr-release``.
     ``fnlwgt`` is dropped: it is the census sampling weight (how many people a row stands
     for, see adult.names), not an attribute of the person, and as a feature it only adds noise.
+
+    ``variant="openml-1590"`` reads the same files as OpenML data set 1590 (the form the
+    reconstruction-correction authors load): all 48,842 rows, ``fnlwgt`` kept, a missing value
+    ``"?"`` a category of its own, and every categorical column ordinal-encoded (integer codes
+    of its sorted categories, as scikit-learn's ``OrdinalEncoder``), so they reach the models as
+    numbers rather than one-hot indicators.
     """
     train_path, test_path = (verify(f) for f in FILES["adult"])
     read = dict(header=None, names=ADULT_COLUMNS, skipinitialspace=True, na_values="?", keep_default_na=False)
@@ -114,7 +120,12 @@ def read_adult(params: AdultParams) -> Table:
         [pd.read_csv(train_path, **read), pd.read_csv(test_path, skiprows=1, **read)],
         ignore_index=True,
     )
-    frame = frame.drop(columns="fnlwgt").dropna().reset_index(drop=True)
+    openml = params.variant == "openml-1590"
+    if openml:
+        categorical = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c]) and c != "income"]
+        frame = frame.fillna({c: "?" for c in categorical})
+    else:
+        frame = frame.drop(columns="fnlwgt").dropna().reset_index(drop=True)
     income = frame.pop("income").str.rstrip(".")
     groups: tuple[str, ...]
     if params.protected == "race":
@@ -126,6 +137,9 @@ def read_adult(params: AdultParams) -> Table:
         a, groups = np.where(race == "Black", 0, np.where(race == "White", 1, 2)), ("Black", "White", "Other")
     else:
         a, groups = frame.pop("sex") == "Male", ("Female", "Male")
+    if openml:
+        for column in [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]:
+            frame[column] = pd.Categorical(frame[column], categories=sorted(frame[column].unique())).codes
     return Table(
         name="adult",
         features=frame,

@@ -59,6 +59,24 @@ def test_adult_sex_keeps_all_races():
     assert table.y.mean() == pytest.approx(0.2478, abs=0.001)
 
 
+def test_adult_openml_1590_keeps_every_row_and_ordinal_encodes_categories():
+    table = load_table(AdultParams(protected="sex", variant="openml-1590"))
+    complete = load_table(AdultParams(protected="sex"))
+    # OpenML 1590: 48,842 rows, 23.93 % positive, fnlwgt a feature; 16,192 women.
+    assert len(table.y) == 48842 and table.y.mean() == pytest.approx(0.2393, abs=0.0005)
+    assert np.bincount(table.a).tolist() == [16192, 32650]
+    assert "fnlwgt" in table.features.columns and "sex" not in table.features.columns
+    assert all(pd.api.types.is_integer_dtype(d) for d in table.features.dtypes)
+    # Codes of the sorted categories; '?' (2,799 missing workclass values, adult.names) sorts first.
+    assert (table.features["workclass"] == 0).sum() == 2799
+    assert sorted(set(complete.features["workclass"])) == ["Federal-gov", "Local-gov", "Private", "Self-emp-inc",
+                                                           "Self-emp-not-inc", "State-gov", "Without-pay"]
+    assert table.features["workclass"].max() == 8  # '?', the 7 above and 'Never-worked' (only in rows with '?')
+    # The split standardises the codes (numbers, not one-hot): one column per feature.
+    split = load_split(AdultParams(protected="sex", variant="openml-1590", audit_size=32561), rng(0))
+    assert split.X_train.shape == (16281, 13) and split.X_audit.shape == (32561, 13)
+
+
 def test_adult_race3_keeps_every_row_in_three_groups():
     table = load_table(AdultParams(protected="race3"))
     # Black 4,228, White 38,903, and 2,091 of the three smaller races together.
