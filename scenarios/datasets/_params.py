@@ -64,6 +64,10 @@ class AdultParams(_Params):
     protected: Literal["race", "sex", "race3"] = "race"
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
+    variant: Literal["complete", "openml-1590"] = Field(
+        "complete", description="complete: the 45,222 rows without missing values, fnlwgt dropped, categories "
+        "one-hot; openml-1590: all 48,842 rows as OpenML data set 1590 (fnlwgt kept, '?' a category of its own), "
+        "categories ordinal-encoded")
 
     @property
     def group_count(self) -> int:
@@ -84,6 +88,8 @@ class CompasParams(_Params):
     """ProPublica COMPAS two-year recidivism; see :mod:`parley.scenarios.datasets._real`.
 
     ``filter="propublica"`` applies ProPublica's row filter, ``"none"`` keeps every row.
+    ``features="expanded"`` bins the numeric columns and adds every pairwise cross (see
+    :func:`parley.scenarios.datasets._real.expand_compas`).
     """
 
     name: Literal["compas"] = "compas"
@@ -91,6 +97,9 @@ class CompasParams(_Params):
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
     filter: Literal["propublica", "none"] = "propublica"
+    features: Literal["standard", "expanded"] = Field(
+        "standard", description="standard: the 8 columns (12 after encoding); expanded: every column binned and "
+        "one-hot, plus every pairwise cross of the binned columns (hundreds of indicators)")
 
 
 class SyntheticParams(_Params):

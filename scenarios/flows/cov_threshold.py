@@ -155,6 +155,11 @@ def cov_threshold_flow(world: World) -> dict[str, Any]:
         "hypotheses": int(predictions.shape[0]),
         "accepted": int(accepted.size),
         "accepted_share": float(accepted.size / predictions.shape[0]),
+        # Dimension of what the data center can learn (the accepted hypotheses' predictions on the training
+        # set) against that of every linear model on the features: equal means the span constrains nothing.
+        "span_rank": int(np.linalg.matrix_rank(np.asarray(predictions)[accepted])) if accepted.size else 0,
+        "linear_rank": int(np.linalg.matrix_rank(split.X_train)),
+        "features": int(split.X_train.shape[1]),
         "learner": name,
         "learner_access": "attribute" if learner_cls.needs_attribute else "accept-set",
     }

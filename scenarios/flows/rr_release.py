@@ -200,6 +200,13 @@ def _score_learning(fitted: dict[str, Any], y: np.ndarray, a: np.ndarray, notion
         if key in fitted:
             out[f"{label}_disc"] = fairness_of(fitted[key], y, a, notion)
             out[f"{label}_accuracy"] = _accuracy(fitted[key], y)
+    if "two_step" in fitted:
+        # How far the two-step predictor is from a constant: its mean positive rate, and the spread of the
+        # LP (13) solution p[y_hat, z] (0 means Y~ ignores both Y-hat and Z, i.e. a constant predictor).
+        out["two_step_positive_rate"] = float(np.mean(fitted["two_step"]))
+        if "p" in fitted:
+            p = np.asarray(fitted["p"], dtype=np.float64)
+            out["two_step_p_spread"] = float(p.max() - p.min())
     for key in ("step1_disc_estimate", "step1_disc_naive"):
         if key in fitted:
             out[key] = fitted[key]

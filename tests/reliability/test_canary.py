@@ -106,6 +106,7 @@ def _catalog() -> list[str]:
 SMALL: dict[str, dict[str, object]] = {
     "adult-conceal": {},
     "adult-correction": {"dataset.audit_size": 5000},
+    "adult-correction-authors": {"dataset.audit_size": 4000, "dataset.train_size": 2000},
     "adult-observer-honest": {},
     "adult-raw-double-query": {},
     "adult-raw-single-query": {},

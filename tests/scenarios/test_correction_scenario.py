@@ -40,6 +40,19 @@ def test_the_certificate_travels_signed(small_adult):
     assert kinds == [("data-center", "certificate-request"), ("compliance", "fairness-certificate")]
 
 
+def test_the_authors_configuration_runs_end_to_end(tmp_path):
+    # adult-correction-authors at reduced sizes: OpenML-1590 Adult (13 ordinal columns), the test third as
+    # validation, exponents 0..99, CP-SAT on the training set.
+    scenario = Scenario.from_toml(scenario_path("adult-correction-authors"))
+    assert scenario.attack.params.exponents == tuple(float(e) for e in range(100))
+    assert scenario.attack.params.solver == "cp-sat" and scenario.attack.params.validation == 0.5
+    m = run(scenario.with_values({"backend": "local", "dataset.audit_size": 4000, "dataset.train_size": 2000,
+                                  "attack.n_estimators": 30}), out=tmp_path).metrics
+    assert m["attacked"] == 2000 and m["attack_set"] == 4000 and m["certified"] is True
+    assert m["solver_status"] in ("optimal", "declined")
+    assert m["attack_declined"] or (m["exponent"] in range(100) and m["solver_status"] == "optimal")
+
+
 def test_a_certificate_not_granted_leaves_the_baseline_and_is_debited(tmp_path):
     scenario = Scenario.from_dict({
         "name": "german-refused", "threat_model": "black-box-auxiliary", "backend": "local", "audit_metrics": [],

@@ -37,6 +37,17 @@ def test_run_writes_the_table_ii_metrics_accept_count_and_leakage(tmp_path):
     assert len(envelopes[1].payload["accepted"]) == m["accepted"]
 
 
+def test_span_rank_of_the_accepted_hypotheses_against_every_linear_model(base, tmp_path):
+    # Standard COMPAS encoding: a dozen accepted random directions span every linear model on the features.
+    standard = run(base, out=tmp_path / "standard").metrics
+    assert standard["span_rank"] == standard["linear_rank"] <= standard["features"] == 12
+    assert standard["accepted"] > standard["linear_rank"]
+    # Expanded encoding (binned one-hot + pairwise crosses): the accepted hypotheses span a proper subspace,
+    # one dimension per accepted hypothesis.
+    expanded = run(base.with_overrides(["dataset.features=expanded"]), out=tmp_path / "expanded").metrics
+    assert 0 < expanded["span_rank"] == expanded["accepted"] < expanded["linear_rank"] <= expanded["features"]
+
+
 def test_a_passive_observer_learns_what_the_curious_data_center_learns(base, tmp_path):
     insider = run(base, tmp_path / "dc").metrics
     observer = run(base.with_values({"threat_model": "passive-observer"}), tmp_path / "obs").metrics

@@ -61,6 +61,15 @@ def test_fair_learning_reports_both_predictors_and_two_releases(tmp_path):
     for key in ("step1_accuracy", "two_step_accuracy"):
         assert 0.6 < m[key] <= 1.0
     assert m["leakage"] <= 100 * math.exp(2) / (1 + math.exp(2)) + _three_se(2.0, 1500)
+    assert 0.0 <= m["two_step_positive_rate"] <= 1.0 and 0.0 <= m["two_step_p_spread"] <= 1.0
+
+
+def test_two_step_predictor_is_constant_when_the_release_says_nothing(tmp_path):
+    # At eps = 0.01 the debiased rates of LP (13) are noise (C ~ 1/eps), and the only derived predictor fair
+    # under them ignores both Y-hat and Z: p[y_hat, z] all equal, here all 0 (everyone gets the majority label).
+    m = _run(tmp_path, "adult-rr-fair-learning", "--set", "learner.max_iter=5", "--set", "epsilon=0.01")
+    assert m["two_step_p_spread"] == 0.0 and m["two_step_positive_rate"] == 0.0
+    assert m["two_step_disc"] == 0.0
 
 
 @pytest.mark.ray

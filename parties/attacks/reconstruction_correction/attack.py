@@ -95,6 +95,10 @@ class ReconstructionCorrectionParams(AttackParams):
     validation: float = Field(default=0.3, gt=0.0, lt=1.0,
                               description="share of the attack set kept to pick the exponent")
     n_estimators: int = Field(default=100, ge=1, le=2000, description="trees of the attack forest")
+    max_depth: int | None = Field(default=None, ge=1, le=64, description="depth limit of the forest's trees "
+                                                                          "(None: grown until pure)")
+    min_samples_split: int = Field(default=2, ge=2, le=10_000, description="rows a node needs to be split")
+    min_samples_leaf: int = Field(default=2, ge=1, le=10_000, description="rows each leaf must keep")
     solver: Solver = Field(default="auto", description="correction solver (auto: exact enumeration for binary A, "
                                                        "CP-SAT's efficient model otherwise)")
 
@@ -125,7 +129,9 @@ class ReconstructionCorrection(Attack):
         cut = int(round(k.y_attack.size * (1.0 - p.validation)))
         fit_rows, val_rows = order[:cut], order[cut:]
         features = baseline_features(k.X_attack, k.y_attack, k.yhat_attack if with_yhat else None)
-        forest = fit_forest(features[fit_rows], k.a_attack[fit_rows], self.rng, p.n_estimators)
+        forest = fit_forest(features[fit_rows], k.a_attack[fit_rows], self.rng, p.n_estimators,
+                            max_depth=p.max_depth, min_samples_split=p.min_samples_split,
+                            min_samples_leaf=p.min_samples_leaf)
         validation_guess = guess(forest, features[val_rows])
         train_guess = guess(forest, baseline_features(k.X_train, k.y_train, k.yhat_train if with_yhat else None))
         if constraint is None:

@@ -34,7 +34,7 @@ __all__ = [
 
 #: Metrics the Sec. V-B estimate compares (EOdds is never strictly the smallest: it is the max of PE and EO).
 ESTIMATED_METRICS = ("sp", "pe", "eo", "eodds")
-NO_EXPONENTS = "exponents must be a non-empty list of positive numbers; got {exponents!r}"
+NO_EXPONENTS = "exponents must be a non-empty list of non-negative numbers; got {exponents!r}"
 
 
 @dataclass(frozen=True)
@@ -53,11 +53,18 @@ def baseline_features(X: np.ndarray, y: np.ndarray, yhat: np.ndarray | None) -> 
     return np.hstack(columns)
 
 
-def fit_forest(features: np.ndarray, a: np.ndarray, rng: np.random.Generator, n_estimators: int = 100):
-    """A class-balanced random forest predicting A (the paper's attack model, Sec. IV-B4)."""
+def fit_forest(features: np.ndarray, a: np.ndarray, rng: np.random.Generator, n_estimators: int = 100, *,
+               max_depth: int | None = None, min_samples_split: int = 2, min_samples_leaf: int = 2):
+    """A class-balanced random forest predicting A (the paper's attack model, Sec. IV-B4).
+
+    The defaults are parley's fixed settings; the authors' public code uses ``max_depth=6``,
+    ``min_samples_split=10`` and scikit-learn's ``min_samples_leaf=1`` (scenario
+    ``adult-correction-authors``).
+    """
     from sklearn.ensemble import RandomForestClassifier
 
-    forest = RandomForestClassifier(n_estimators=n_estimators, class_weight="balanced", min_samples_leaf=2,
+    forest = RandomForestClassifier(n_estimators=n_estimators, class_weight="balanced", max_depth=max_depth,
+                                    min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
                                     n_jobs=1, random_state=int(rng.integers(2**31 - 1)))
     return forest.fit(features, np.asarray(a))
 
@@ -108,7 +115,7 @@ def choose_exponent(base: BaselineGuess, a_true: np.ndarray, yhat: np.ndarray, y
     it unchanged and ties with the baseline: earlier rules then corrected the
     training set with exponent 1, with no evidence that it helps.)
     """
-    if not exponents or any(e <= 0 for e in exponents):
+    if not exponents or any(not e >= 0 for e in exponents):  # 0: every weight 1, the unweighted correction
         raise AttackError(NO_EXPONENTS.format(exponents=list(exponents)))
     a_true = np.asarray(a_true)
     constraint = FairnessConstraint(metric, unfairness(metric, yhat, a_true, y, groups))

@@ -14,6 +14,7 @@ from parley.parties.attacks.reconstruction_correction.baseline_adversary import 
     BaselineGuess,
     choose_exponent,
     estimate_constraint,
+    fit_forest,
     weights,
 )
 from parley.protocols.base import AuditSet
@@ -178,3 +179,26 @@ def test_choose_exponent_reports_every_exponent_and_rejects_none():
     with pytest.raises(AttackError) as info:
         choose_exponent(base, a, yhat, y, "sp", ())
     assert str(info.value) == NO_EXPONENTS.format(exponents=[])
+    with pytest.raises(AttackError) as info:
+        choose_exponent(base, a, yhat, y, "sp", (1.0, -1.0))
+    assert str(info.value) == NO_EXPONENTS.format(exponents=[1.0, -1.0])
+
+
+def test_exponent_zero_is_the_unweighted_correction():
+    # The authors search exponents 0..99: 0 gives every guess weight 1.
+    rng = np.random.default_rng(5)
+    n = 300
+    a, y, yhat = rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, 2, n)
+    base = BaselineGuess(a=np.where(rng.random(n) < 0.2, 1 - a, a), confidence=0.5 + 0.5 * rng.random(n))
+    np.testing.assert_array_equal(weights(base.confidence, 0.0), np.ones(n))
+    choice = choose_exponent(base, a, yhat, y, "sp", (0.0, 1.0))
+    assert set(choice.scores) == {0.0, 1.0} and choice.changed[0.0] > 0
+
+
+def test_forest_settings_reach_the_forest():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(400, 5))
+    a = (X[:, 0] + rng.normal(size=400) > 0).astype(int)
+    forest = fit_forest(X, a, rng, 20, max_depth=3, min_samples_split=10, min_samples_leaf=1)
+    assert forest.max_depth == 3 and forest.min_samples_split == 10 and forest.min_samples_leaf == 1
+    assert max(tree.get_depth() for tree in forest.estimators_) <= 3

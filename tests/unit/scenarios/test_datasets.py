@@ -59,6 +59,24 @@ def test_adult_sex_keeps_all_races():
     assert table.y.mean() == pytest.approx(0.2478, abs=0.001)
 
 
+def test_adult_openml_1590_keeps_every_row_and_ordinal_encodes_categories():
+    table = load_table(AdultParams(protected="sex", variant="openml-1590"))
+    complete = load_table(AdultParams(protected="sex"))
+    # OpenML 1590: 48,842 rows, 23.93 % positive, fnlwgt a feature; 16,192 women.
+    assert len(table.y) == 48842 and table.y.mean() == pytest.approx(0.2393, abs=0.0005)
+    assert np.bincount(table.a).tolist() == [16192, 32650]
+    assert "fnlwgt" in table.features.columns and "sex" not in table.features.columns
+    assert all(pd.api.types.is_integer_dtype(d) for d in table.features.dtypes)
+    # Codes of the sorted categories; '?' (2,799 missing workclass values, adult.names) sorts first.
+    assert (table.features["workclass"] == 0).sum() == 2799
+    assert sorted(set(complete.features["workclass"])) == ["Federal-gov", "Local-gov", "Private", "Self-emp-inc",
+                                                           "Self-emp-not-inc", "State-gov", "Without-pay"]
+    assert table.features["workclass"].max() == 8  # '?', the 7 above and 'Never-worked' (only in rows with '?')
+    # The split standardises the codes (numbers, not one-hot): one column per feature.
+    split = load_split(AdultParams(protected="sex", variant="openml-1590", audit_size=32561), rng(0))
+    assert split.X_train.shape == (16281, 13) and split.X_audit.shape == (32561, 13)
+
+
 def test_adult_race3_keeps_every_row_in_three_groups():
     table = load_table(AdultParams(protected="race3"))
     # Black 4,228, White 38,903, and 2,091 of the three smaller races together.
@@ -97,6 +115,30 @@ def test_compas_y_is_no_recidivism():
     raw = pd.read_csv(_integrity.DATA_DIR / "compas-scores-two-years.csv.gz")
     table = load_table(CompasParams(protected="sex", filter="none"))
     np.testing.assert_array_equal(table.y, 1 - raw["two_year_recid"].to_numpy())
+
+
+def test_compas_expanded_features_cross_every_pair_of_binned_columns():
+    standard = load_table(CompasParams(protected="race", filter="none"))
+    expanded = load_table(CompasParams(protected="race", filter="none", features="expanded"))
+    np.testing.assert_array_equal(standard.y, expanded.y)
+    np.testing.assert_array_equal(standard.a, expanded.a)
+    base = list(standard.features.columns)
+    pairs = [f"{c1}*{c2}" for i, c1 in enumerate(base) for c2 in base[i + 1:]]
+    assert list(expanded.features.columns) == base + pairs
+    # Each cross is the pair of its columns' values, so it determines both of them.
+    row = expanded.features.iloc[0]
+    assert row["age*priors_count"] == f"{row['age']}|{row['priors_count']}"
+    assert expanded.features["priors_count"].nunique() == 8 and expanded.features["age"].nunique() == 11
+
+
+def test_compas_expanded_features_have_more_directions_than_table2_hypotheses():
+    # The point of the expanded encoding (study compas-table2-span): linear models on it span more than
+    # the 200 random hypotheses of Table II, while the standard encoding has 12 columns.
+    standard = load_split(CompasParams(protected="race", filter="none", audit_size=1538), rng(0))
+    expanded = load_split(CompasParams(protected="race", filter="none", audit_size=1538, features="expanded"), rng(0))
+    assert standard.X_train.shape[1] == 12
+    np.testing.assert_array_equal(standard.a_train, expanded.a_train)
+    assert np.linalg.matrix_rank(expanded.X_train) > 200
 
 
 # --------------------------------------------------------------------------- encodings
