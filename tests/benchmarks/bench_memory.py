@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -31,58 +30,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+from proc_memory import MIB, driver_rss_bytes, tree_pss_bytes
 
 VARIANTS = ("bare", "parley-wire", "parley-direct")
 SHAPE = (400, 1000)
 WARMUP = 20
 TARGET = 1.5
-MIB = 1 << 20
-
-
-def _status_kib(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-def _children(pid: int) -> list[int]:
-    """Direct children of ``pid`` (every thread's children file)."""
-    kids: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            kids += [int(k) for k in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return kids
-
-
-def tree_pss_bytes(root: int) -> int:
-    """Proportional set size summed over ``root`` and its descendants (this benchmark's processes only)."""
-    total, todo, seen = 0, [root], set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1]) * 1024
-                    break
-            todo += _children(pid)
-        except OSError:  # ended meanwhile
-            continue
-    return total
-
-
-def driver_rss_bytes() -> int:
-    return _status_kib(os.getpid(), "VmRSS") * 1024
 
 
 def _snapshot() -> dict[str, int]:
     gc.collect()
-    return {"driver_rss": driver_rss_bytes(), "tree_pss": tree_pss_bytes(os.getpid())}
+    return {"driver_rss": driver_rss_bytes(), "tree_pss": tree_pss_bytes()}
 
 
 def run_variant(variant: str, calls: int) -> dict:
