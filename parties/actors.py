@@ -462,7 +462,8 @@ class RayDeployment:
             if locate is not None and isinstance(value, Envelope):
                 where = locate(value)
                 if where is not None:
-                    return LoggedEnvelope(*where, id=value.id)
+                    path, offset, length = where
+                    return LoggedEnvelope(path, offset, length, value.id)
             return value
 
         entry = (method, tuple(compact(a) for a in args), {k: compact(v) for k, v in kwargs.items()}, drawn)
