@@ -85,7 +85,7 @@ HOST_PREFIX = "parley-"
 
 NO_SNAPSHOT = "the {slot!r} party was lost with its actor and this deployment did not load it, so cannot restore it"
 NOT_LOADED = "the party host holds no party (its actor restarted after the party was loaded)"
-NOT_LOGGED_THERE = ("bug: the transcript {path} holds envelope {found!r} at byte {offset}, "
+NOT_LOGGED_THERE = ("the transcript {path} holds envelope {found!r} at byte {offset}, "
                     "the journal expected {expected!r}")
 PARTY_LOST = ("the {slot!r} party was lost: its actor died {times} times during one call to {method!r} (last: {error}) "
               "and was restored each time; giving up. The ledger and the transcript hold everything up to here")
