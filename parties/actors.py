@@ -32,6 +32,17 @@ query is answered from its record (same values, no new debit), and the keys are
 the load arguments themselves. A host that cannot be restarted is replaced by
 a new actor; a call that loses its party more than :data:`RECOVERIES_PER_CALL`
 times stops the run with :class:`PartyLostError`.
+
+The journal keeps nothing large in the driver's memory (a driver that kept every
+call's arguments grew by the size of everything it ever sent). An envelope the
+network logged is journaled as its place in ``transcript.jsonl``
+(:class:`LoggedEnvelope`: path, byte offset, length, envelope id): the transcript
+already holds it byte for byte, and a restore reads it back from there. Every
+other argument is pickled into a journal file per party on the driver's node
+(a temporary folder, removed at :meth:`RayDeployment.shutdown`), and the driver
+keeps only the file's length. The host, which runs on the same node, reads both
+files itself during a restore, so nothing of the replay passes through the
+driver either.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ import atexit
 import contextlib
 import functools
 import importlib.util
+import json
 import os
 import shutil
 import socket
@@ -47,18 +59,22 @@ import sys
 import tempfile
 import threading
 import uuid
+import weakref
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import ray
+from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from parley.parties import ids
+from parley.parties.wire import Envelope
 from parley.protocols.errors import InternalError, ParleyError
 
-__all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "HOST_RESTARTS", "PartyHost", "PartyLostError", "RECOVERIES_PER_CALL",
-           "RayDeployment", "cluster_runtime_env", "ensure_ray", "start_hosts"]
+__all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "HOST_RESTARTS", "LoggedEnvelope", "PartyHost", "PartyLostError",
+           "RECOVERIES_PER_CALL", "RayDeployment", "cluster_runtime_env", "ensure_ray", "start_hosts"]
 
 #: Restarts Ray grants one party host actor over its life.
 HOST_RESTARTS = 4
@@ -69,6 +85,8 @@ HOST_PREFIX = "parley-"
 
 NO_SNAPSHOT = "the {slot!r} party was lost with its actor and this deployment did not load it, so cannot restore it"
 NOT_LOADED = "the party host holds no party (its actor restarted after the party was loaded)"
+NOT_LOGGED_THERE = ("the transcript {path} holds envelope {found!r} at byte {offset}, "
+                    "the journal expected {expected!r}")
 PARTY_LOST = ("the {slot!r} party was lost: its actor died {times} times during one call to {method!r} (last: {error}) "
               "and was restored each time; giving up. The ledger and the transcript hold everything up to here")
 
@@ -286,6 +304,49 @@ def _pinned() -> Any:
     return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
 
 
+@dataclass(frozen=True)
+class LoggedEnvelope:
+    """Where the transcript holds an envelope a journaled call received: a restore reads it from there.
+
+    ``offset`` and ``length`` are the bytes of its line in ``path``; ``id`` is checked on reading.
+    """
+
+    path: str
+    offset: int
+    length: int
+    id: str
+
+    def read(self) -> Envelope:
+        """The envelope as logged (the transcript's encoding is exact: dtype, shape and bytes of every array)."""
+        with open(self.path, "rb") as fh:
+            fh.seek(self.offset)
+            record = json.loads(fh.read(self.length))["record"]
+        if record.get("type") != "envelope" or record.get("id") != self.id:
+            raise InternalError(NOT_LOGGED_THERE.format(path=self.path, found=record.get("id"), offset=self.offset,
+                                                        expected=self.id))
+        return Envelope.from_record({k: v for k, v in record.items() if k != "type"})
+
+
+def _resolve(value: Any) -> Any:
+    return value.read() if isinstance(value, LoggedEnvelope) else value
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """A journal entry that would not pickle: kept in the driver's memory under ``key``."""
+
+    key: int
+
+
+def _journal_entries(path: str, end: int, kept: dict[int, Any]) -> Iterator[tuple[str, tuple, dict, list[str]]]:
+    """The calls pickled in the journal file ``path`` up to byte ``end``, logged envelopes read back."""
+    with open(path, "rb") as fh:
+        while fh.tell() < end:
+            entry = cloudpickle.load(fh)
+            method, args, kwargs, drawn = kept[entry.key] if isinstance(entry, _Kept) else entry
+            yield (method, tuple(_resolve(a) for a in args), {k: _resolve(v) for k, v in kwargs.items()}, drawn)
+
+
 class PartyHost:
     """An actor process holding one party object at a time."""
 
@@ -297,15 +358,18 @@ class PartyHost:
         self.party = None
         self.party = cls(*args, **kwargs)
 
-    def restore(self, cls: type, args: tuple, kwargs: dict, journal: list[tuple[str, tuple, dict, list[str]]],
+    def restore(self, cls: type, args: tuple, kwargs: dict, journal: str, end: int, kept: dict[int, Any],
                 restarts: int) -> None:
-        """Load the party again and replay ``journal``, its completed calls in order, then ``resume(restarts)``.
+        """Load the party again, replay the journal (its completed calls, in order), then ``resume(restarts)``.
 
-        Each call draws the query ids it drew the first time (:mod:`parley.parties.ids`). A journaled call
-        that raised raises again (the party refused the same way); its error is dropped.
+        ``journal`` is the deployment's journal file of this party (on this node) and ``end`` its length
+        when the restore began; the calls are read from it one at a time, and an envelope the transcript
+        holds is read from the transcript (``kept``: the entries that would not pickle). Each call draws
+        the query ids it drew the first time (:mod:`parley.parties.ids`). A journaled call that raised
+        raises again (the party refused the same way); its error is dropped.
         """
         self.load(cls, args, kwargs)
-        for method, call_args, call_kwargs, drawn in journal:
+        for method, call_args, call_kwargs, drawn in _journal_entries(journal, end, kept):
             try:
                 with ids.playback(drawn):
                     getattr(self.party, method)(*call_args, **call_kwargs)
@@ -362,9 +426,56 @@ class RayDeployment:
         self.hosts: dict[str, Any] = hosts if hosts is not None else {}
         self._loaded: list[str] = []
         self._loads: dict[str, tuple[type, Any, Any]] = {}  # slot -> cls, object refs of args and kwargs
-        self._journal: dict[str, list[tuple[str, tuple, dict, list[str]]]] = {}
+        self._journal: dict[str, IO[bytes]] = {}  # slot -> its journal file, open for appending
+        self._kept: dict[str, dict[int, Any]] = {}  # slot -> entries that would not pickle, by key
+        self._transcript: Any = None
+        self._folder = tempfile.mkdtemp(prefix="parley-journal-")
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
         self._down: set[str] = set()
         self.recoveries: dict[str, int] = {}
+
+    def log_to(self, transcript: Any) -> None:
+        """Journal the envelopes ``transcript`` (a :class:`~parley.parties.transcript.TranscriptWriter`) logged
+        as their place in it rather than a copy (the network calls this)."""
+        self._transcript = transcript
+
+    def _open_journal(self, slot: str) -> None:
+        self._close_journal(slot)
+        os.makedirs(self._folder, exist_ok=True)
+        self._journal[slot] = open(  # noqa: SIM115 (open for the party's life, closed on reload and shutdown)
+            os.path.join(self._folder, f"{uuid.uuid4().hex}.journal"), "wb")
+        self._kept[slot] = {}
+
+    def _close_journal(self, slot: str) -> None:
+        old = self._journal.pop(slot, None)
+        self._kept.pop(slot, None)
+        if old is not None:
+            old.close()
+            with contextlib.suppress(OSError):
+                os.remove(old.name)
+
+    def _record(self, slot: str, method: str, args: tuple, kwargs: dict, drawn: list[str]) -> None:
+        """Append one completed call to the journal file of ``slot`` (logged envelopes by their place)."""
+        locate = getattr(self._transcript, "locate", None)
+
+        def compact(value: Any) -> Any:
+            if locate is not None and isinstance(value, Envelope):
+                where = locate(value)
+                if where is not None:
+                    path, offset, length = where
+                    return LoggedEnvelope(path, offset, length, value.id)
+            return value
+
+        entry = (method, tuple(compact(a) for a in args), {k: compact(v) for k, v in kwargs.items()}, drawn)
+        if slot not in self._journal:
+            self._open_journal(slot)
+        try:
+            blob = cloudpickle.dumps(entry, protocol=5)
+        except Exception:  # something Ray could send but plain pickling cannot: kept here, as it is
+            key = len(self._kept[slot])
+            self._kept[slot][key] = entry
+            blob = cloudpickle.dumps(_Kept(key), protocol=5)
+        self._journal[slot].write(blob)
 
     def add(self, slot: str, cls: type, *args: Any, **kwargs: Any) -> None:
         if slot not in self.hosts:
@@ -373,7 +484,7 @@ class RayDeployment:
         # whatever the driver does later with the objects it passed (a generator it draws from, ...).
         snapshot = (cls, ray.put(args), ray.put(kwargs))
         self._loads[slot] = snapshot
-        self._journal[slot] = []
+        self._open_journal(slot)
         self._down.discard(slot)
         self._with_recovery(slot, "load", lambda host: host.load.remote(*snapshot))
         if slot not in self._loaded:
@@ -386,9 +497,9 @@ class RayDeployment:
         except PartyLostError:
             raise
         except Exception:  # the party ran the call and raised: a replay runs it too (its ids drawn afresh)
-            self._journal.setdefault(slot, []).append((method, args, kwargs, []))
+            self._record(slot, method, args, kwargs, [])
             raise
-        self._journal.setdefault(slot, []).append((method, args, kwargs, drawn))
+        self._record(slot, method, args, kwargs, drawn)
         return result
 
     def _with_recovery(self, slot: str, method: str, submit: Any) -> Any:
@@ -414,10 +525,17 @@ class RayDeployment:
         if slot not in self._loads:  # loaded by another deployment: nothing to rebuild it from
             raise PartyLostError(NO_SNAPSHOT.format(slot=slot))
         cls, args, kwargs = self._loads[slot]
-        self._get(self.hosts[slot].restore.remote(cls, args, kwargs, self._journal[slot], restarts))
+        if slot not in self._journal:
+            self._open_journal(slot)
+        journal = self._journal[slot]
+        journal.flush()
+        if self._transcript is not None:  # the host reads the envelopes logged so far
+            self._transcript.flush()
+        self._get(self.hosts[slot].restore.remote(cls, args, kwargs, journal.name, journal.tell(), self._kept[slot],
+                                                  restarts))
         self.recoveries[slot] = restarts
         # Replays of later restarts pass through this one as it happened (its resume included).
-        self._journal[slot].append(("resume", (restarts,), {}, []))
+        self._record(slot, "resume", (restarts,), {}, [])
         self._down.discard(slot)
 
     def _replace(self, slot: str) -> None:
@@ -447,5 +565,6 @@ class RayDeployment:
             self.hosts.clear()
         self._loaded.clear()
         self._loads.clear()
-        self._journal.clear()
+        for slot in list(self._journal):
+            self._close_journal(slot)
         self._down.clear()

@@ -67,6 +67,9 @@ class Network:
     def __init__(self, deployment: Deployment, transcript: TranscriptWriter) -> None:
         self.deployment = deployment
         self.transcript = transcript
+        log_to = getattr(deployment, "log_to", None)
+        if log_to is not None:  # a deployment that journals deliveries by their place in the transcript
+            log_to(transcript)
         self.routes: dict[str, str] = {}
         self.messages = 0
         self.bytes = 0

@@ -170,6 +170,8 @@ class TranscriptWriter:
         Hash of the latest line (what the network tells a recipient after a delivery).
     final_head : str or None
         The head every party signed at the end (None until :meth:`close` wrote the end record).
+    size : int
+        Bytes written so far (ASCII: one byte a character).
     """
 
     def __init__(self, path: str | Path, keyring: Keyring,
@@ -179,10 +181,13 @@ class TranscriptWriter:
         self.keyring = keyring
         self.countersign = countersign
         self.final_head: str | None = None
-        self._file = self.path.open("w", encoding="ascii")
+        self._file = self.path.open("w", encoding="ascii", newline="\n")
+        self._where = str(self.path.resolve())
         self._prev = GENESIS
         self.lines = 0
+        self.size = 0
         self._messages = 0
+        self._last: tuple[Envelope, int, int] | None = None  # the latest envelope, its line's offset and length
         self._write({"type": "keyring", "format": FORMAT, "keys": keyring.to_json()})
         self._file.flush()  # an interrupted run leaves at least its keyring
 
@@ -209,6 +214,7 @@ class TranscriptWriter:
         self._file.write(line)
         self._prev = digest
         self.lines += 1
+        self.size += len(line)
         return len(line)
 
     def append(self, envelope: Envelope) -> int:
@@ -220,9 +226,21 @@ class TranscriptWriter:
             arrays.append(arr)
             return f"{token}{len(arrays) - 1}."
 
+        offset = self.size
         size = self._write({"type": "envelope", **envelope.to_record(placeholder)}, arrays, token)
         self._messages += 1
+        self._last = (envelope, offset, size)
         return size
+
+    def locate(self, envelope: Envelope) -> tuple[str, int, int] | None:
+        """(path, byte offset, length) of the line of ``envelope`` if it is the envelope appended last, else None.
+
+        The network delivers each envelope right after appending it, so a deployment can journal the
+        delivery by this place instead of a copy of the payload (:mod:`parley.parties.actors`).
+        """
+        if self._last is None or self._last[0] is not envelope:
+            return None
+        return self._where, self._last[1], self._last[2]
 
     def flush(self) -> None:
         """Push what was written to the file (readers of a run in progress)."""

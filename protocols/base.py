@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from parley.protocols.budget import Budget
 from parley.protocols.errors import QueryError
-from parley.protocols.metrics import METRICS, evaluate
+from parley.protocols.metrics import METRICS, AuditEvaluator
 from parley.protocols.queries import (
     apply_edits,
     require_fields,
@@ -54,10 +54,20 @@ class AuditSet:
 
     a: np.ndarray
     y: np.ndarray
+    _evaluator: AuditEvaluator | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         return int(self.a.shape[0])
+
+    def evaluate(self, metric: str, H: Any) -> Any:
+        """``evaluate(metric, H, a, y)`` on this set, bit for bit, with the linear metrics' weights kept
+        (:class:`parley.protocols.metrics.AuditEvaluator`)."""
+        evaluator = self._evaluator
+        if evaluator is None:  # built on first use (in the process that answers), kept with the set
+            evaluator = AuditEvaluator(self.a, self.y)
+            object.__setattr__(self, "_evaluator", evaluator)
+        return evaluator(metric, H)
 
 
 #: What the compliance party holds, by set name: ``"audit"`` always, ``"train"`` where the scenario gives it.
@@ -140,7 +150,7 @@ class Protocol(ABC):
         if query.metric not in self.metrics:
             raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics) or "no metric",
                                                           metric=query.metric))
-        exact = evaluate(query.metric, query.predictions, audit.a, audit.y)
+        exact = audit.evaluate(query.metric, query.predictions)
         values, notes = self.release(exact, query, audit, rng)
         return {"metric": query.metric, "query_id": query.query_id, "values": values, **notes}
 

@@ -66,6 +66,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -82,6 +83,7 @@ __all__ = [
     "LABELS_REQUIRED",
     "MetricInfo",
     "METRICS",
+    "AuditEvaluator",
     "evaluate",
     "group_sizes",
     "statistical_parity_difference",
@@ -469,3 +471,44 @@ def evaluate(metric: str, H, a, y=None):
             raise QueryError(LABELS_REQUIRED.format(metric=metric))
         return info.function(H, a, y)
     return info.function(H, a)
+
+
+#: The metrics that are one matrix product H @ w, with the label of their slice (None: every individual).
+_LINEAR: Mapping[str, int | None] = MappingProxyType({"sp": None, "eo": 1, "pe": 0})
+
+
+class AuditEvaluator:
+    """:func:`evaluate` on one audit set, with the weights of the linear metrics computed once.
+
+    SP, EO and PE are each one product ``H @ w`` with a weight vector w that depends only on
+    (a, y) (:func:`_gap_weights`); :func:`evaluate` rebuilds w, and checks a and y, at every call,
+    about ten passes over n for one pass of real work. The compliance party answers thousands of
+    queries on the same audit set, and the referee checks each answer again, so w is kept per
+    metric here. The values are those of :func:`evaluate` bit for bit: the same w (a deterministic
+    function of a and y) enters the same product. Any other metric, a first call, and any call
+    whose ``H`` is not an (m, n) or (n,) array of this audit set's n go through :func:`evaluate`
+    itself, so every error is the one it raises.
+
+    Parameters
+    ----------
+    a, y : array_like of int, shape (n,)
+        The protected attribute and the true labels (``y`` may be None when no metric needs it).
+        They must not change while the evaluator is in use.
+    """
+
+    def __init__(self, a: Any, y: Any = None) -> None:
+        self.a, self.y = a, y
+        self._weights: dict[str, np.ndarray] = {}
+
+    def __call__(self, metric: str, H: Any) -> Any:
+        w = self._weights.get(metric) if isinstance(metric, str) else None
+        H = np.asarray(H, dtype=np.float64)
+        if w is None or H.ndim not in (1, 2) or H.shape[-1] != w.shape[0]:
+            values = evaluate(metric, H, self.a, self.y)  # validates everything; raises as always
+            if isinstance(metric, str) and metric in _LINEAR and w is None:
+                label = _LINEAR[metric]
+                self._weights[metric] = _gap_weights(metric, np.asarray(self.a),
+                                                     None if label is None else np.asarray(self.y), label)
+            return values
+        single = H.ndim == 1
+        return _finish((H.reshape(1, -1) if single else H) @ w, single)

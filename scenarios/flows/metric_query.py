@@ -20,7 +20,7 @@ from parley.parties.attacks import AttackerView, Reconstruction, get_attack, lea
 from parley.parties.confidential import is_sealed
 from parley.parties.transcript import iter_transcript, read_transcript
 from parley.protocols.errors import AttackError
-from parley.protocols.metrics import evaluate
+from parley.protocols.metrics import AuditEvaluator
 from parley.scenarios.explain import reconstruction_note
 from parley.scenarios.flows import register_flow
 from parley.scenarios.spec import Component
@@ -146,7 +146,8 @@ def _query_errors(path: Path, a: np.ndarray, y: np.ndarray) -> dict[str, float |
 
     Both are reported: Cauchy noise has no finite mean, so its mean error is ruled by the tails.
     """
-    errors = [np.abs(e.values - evaluate(e.metric, e.predictions, a, y))
+    exact = AuditEvaluator(a, y)  # evaluate() bit for bit, the weights of SP, EO and PE computed once
+    errors = [np.abs(e.values - exact(e.metric, e.predictions))
               for e in exchanges_from(iter_transcript(path, verify=False))]
     if not errors:
         return {"avg_query_error": None, "median_query_error": None}

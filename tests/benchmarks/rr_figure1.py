@@ -5,6 +5,10 @@ Usage::
     parley study rr-figure1 --out studies/rr-figure1
     python tests/benchmarks/rr_figure1.py studies/rr-figure1 docs/figures/rr-figure1.png
 
+Both arguments are optional: the folder defaults to ``studies/rr-figure1`` and the figure to
+``docs/figures/rr-figure1.png``. A folder without a readable ``results.csv`` ends with one line
+saying what to run, exit status 2.
+
 Reads ``results.csv`` (one row per cell and repeat), draws the equalized-odds violation
 w.r.t. the true A and the accuracy of the step-1 and two-step predictors against eps (log
 scale) with 95 % confidence intervals of the mean, as the paper's Figure 1 does, and prints a
@@ -13,6 +17,7 @@ Markdown table; the last line is one JSON object with the same numbers.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -22,6 +27,11 @@ import pandas as pd
 from scipy import stats
 
 PREDICTORS = (("step1", "step 1 (Y-hat)"), ("two_step", "two-step (Y~)"))
+DEFAULT_FOLDER = Path("studies/rr-figure1")
+DEFAULT_FIGURE = Path("docs/figures/rr-figure1.png")
+NO_RESULTS = "rr_figure1.py: {path} not found; run `parley study rr-figure1 --out {folder}` first"
+BAD_RESULTS = "rr_figure1.py: {path} is not an rr-figure1 results table ({error})"
+NO_ROWS = "rr_figure1.py: {path} holds no completed cell (status ok)"
 
 
 def summarise(frame: pd.DataFrame) -> pd.DataFrame:
@@ -38,6 +48,8 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
                 row[f"{key}_{what}"], row[f"{key}_{what}_ci"] = float(values.mean()), float(half)
         row["two_step_not_above_step1"] = int((group["two_step_disc"] <= group["step1_disc"]).sum())
         rows.append(row)
+    if not rows:
+        return pd.DataFrame(rows)
     return pd.DataFrame(rows).sort_values("epsilon")
 
 
@@ -78,8 +90,25 @@ def table(summary: pd.DataFrame) -> str:
 
 
 def main(argv: list[str]) -> int:
-    folder, out = Path(argv[1]), Path(argv[2])
-    summary = summarise(pd.read_csv(folder / "results.csv"))
+    parser = argparse.ArgumentParser(prog="rr_figure1.py", description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT_FOLDER,
+                        help=f"study folder holding results.csv (default {DEFAULT_FOLDER})")
+    parser.add_argument("out", nargs="?", type=Path, default=DEFAULT_FIGURE,
+                        help=f"figure to write (default {DEFAULT_FIGURE})")
+    args = parser.parse_args(argv[1:])
+    path = args.folder / "results.csv"
+    if not path.is_file():
+        print(NO_RESULTS.format(path=path, folder=args.folder), file=sys.stderr)
+        return 2
+    try:
+        summary = summarise(pd.read_csv(path))
+    except (KeyError, ValueError, pd.errors.ParserError) as exc:
+        print(BAD_RESULTS.format(path=path, error=f"{type(exc).__name__}: {exc}"), file=sys.stderr)
+        return 2
+    if summary.empty:
+        print(NO_ROWS.format(path=path), file=sys.stderr)
+        return 2
+    out = args.out
     plot(summary, out)
     print(table(summary))
     print(json.dumps({"figure": str(out), "rows": summary.to_dict(orient="records")}))

@@ -1,0 +1,107 @@
+"""How the precision attack's end-to-end time grows with n: the exponent of wall time against n.
+
+The ``adult-reveal-precision`` scenario on synthetic data (N0 = n / 10, 2,000 training rows) at
+each n of ``--sizes``, in process (``backend = "local"``) and through the Ray actors; each run
+exact. The queries grow as n / K (K individuals read per answer), so an answer computed in O(n)
+makes the whole run O(n^2 / K); the exponent printed is the least-squares slope of log wall time
+against log n over the sizes, per backend (fixed costs flatten it at small n: the slope between the
+two largest sizes is printed too).
+
+Each run is a child process (its own Ray instance, started before the clock starts). With
+``--baseline PATH`` (a checkout of another parley, e.g. ``git worktree add /tmp/before <commit>``)
+every run is made twice in a row, once with that code and once with this one, so the machine's load
+hits both alike, and the ratio of their times is printed.
+
+Run: ``PYTHONPATH=. python tests/benchmarks/bench_precision_scaling.py [--sizes 10000 30000 100000]
+[--backends local ray] [--baseline PATH]``. The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def one(n: int, backend: str) -> dict:
+    """One run in this process; the Ray instance is started before the clock."""
+    from parley.scenarios.catalog import scenario_path
+    from parley.scenarios.runner import run
+    from parley.scenarios.spec import Scenario
+
+    if backend == "ray":
+        from parley.parties.actors import ensure_ray
+
+        ensure_ray()
+    scenario = Scenario.from_toml(scenario_path("adult-reveal-precision")).with_values({
+        "name": f"reveal-precision-{n}", "dataset.name": "synthetic", "dataset.audit_size": n,
+        "dataset.minority": n // 10, "dataset.train_size": 2000, "backend": backend})
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as out:
+        metrics = run(scenario, out=out).metrics
+    return {"n": n, "backend": backend, "wall_s": round(time.perf_counter() - start, 2),
+            "queries": metrics["queries"], "exact_recovery": metrics["exact_recovery"]}
+
+
+def child(n: int, backend: str, code: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    done = subprocess.run([sys.executable, __file__, "--one", str(n), backend], env=env, check=True,
+                          capture_output=True, text=True, cwd=code)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def slope(rows: list[dict]) -> float:
+    x = np.log([r["n"] for r in rows])
+    y = np.log([r["wall_s"] for r in rows])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000])
+    parser.add_argument("--backends", nargs="+", choices=("local", "ray"), default=["local", "ray"])
+    parser.add_argument("--baseline", type=Path, help="checkout of the parley to compare with")
+    parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)  # one run, in a child process
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(int(args.one[0]), args.one[1])))
+        return
+    codes = {"current": ROOT, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
+    result: dict = {"benchmark": "precision-scaling", "sizes": args.sizes,
+                    "code": {k: str(v) for k, v in codes.items()}}
+    for backend in args.backends:
+        rows: dict[str, list[dict]] = {k: [] for k in codes}
+        for n in args.sizes:
+            for label, code in codes.items():  # back to back: the load hits both alike
+                row = child(n, backend, code)
+                rows[label].append(row)
+                print(f"{backend:>5} n={n:>7,} {label:>8}: {row['wall_s']:7.1f} s, {row['queries']} queries, "
+                      f"exact={row['exact_recovery']}", file=sys.stderr, flush=True)
+        result[backend] = {}
+        for label in codes:
+            exponent, top = slope(rows[label]), slope(rows[label][-2:])
+            print(f"{backend:>5} {label:>8}: wall time grows as n^{exponent:.2f} over n = {args.sizes} "
+                  f"(n^{top:.2f} between the two largest)", file=sys.stderr)
+            result[backend][label] = {"rows": rows[label], "exponent": round(exponent, 2),
+                                      "exponent_top": round(top, 2)}
+        if "baseline" in codes:
+            ratios = [round(b["wall_s"] / c["wall_s"], 2) for b, c in zip(rows["baseline"], rows["current"],
+                                                                          strict=True)]
+            result[backend]["speedup"] = ratios
+            print(f"{backend:>5}: baseline time / current time by n: {ratios}", file=sys.stderr)
+    result["all_exact"] = all(r["exact_recovery"] for b in args.backends for k in codes
+                              for r in result[b][k]["rows"])
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
