@@ -12,6 +12,7 @@ utility) and the recommendations; :mod:`parley.scenarios.compare.report` writes 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from parley.scenarios.compare.plan import UTILITY, Plan, plan
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study import Study
 
-__all__ = ["Comparison", "CONFIDENTIALITY_SCENARIOS", "compare", "matrix", "frontier", "confidentiality"]
+__all__ = ["Comparison", "CONFIDENTIALITY_SCENARIOS", "compare", "matrix", "frontier", "pareto", "confidentiality"]
 
 #: The passive-observer scenarios run with and without confidential payloads.
 CONFIDENTIALITY_SCENARIOS = ("adult-observer-honest", "adult-raw-double-query")
@@ -179,7 +180,8 @@ def frontier(p: Plan, results: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame
         part = results[(results.get("row") == row.label) & (results["status"] == "ok")]
         util, fair = _utility_value(row.flow, part)
         measured = long[(long["protocol"] == row.label) & (long["n"] > 0)]
-        entry: dict[str, Any] = {"protocol": row.label, "name": row.protocol["name"], "flow": row.flow,
+        entry: dict[str, Any] = {"protocol": row.label, "name": re.sub(r" [εm]=.*$", "", row.label), "flow": row.flow,
+                                 "epsilon": row.protocol.get("epsilon"),
                                  "utility": util, "utility_label": UTILITY[row.flow].label,
                                  "higher_is_better": UTILITY[row.flow].higher_is_better, "unfairness": fair,
                                  "worst_leakage": measured["leakage_mean"].max() if len(measured) else None,
@@ -190,7 +192,33 @@ def frontier(p: Plan, results: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame
         epsilon = pd.to_numeric(part.get("epsilon_spent"), errors="coerce") if "epsilon_spent" in part else None
         entry["epsilon_spent_max"] = float(epsilon.max()) if epsilon is not None and epsilon.notna().any() else None
         rows.append(entry)
-    return pd.DataFrame(rows)
+    front = pd.DataFrame(rows)
+    front["on_frontier"] = pareto(front)
+    return front
+
+
+def pareto(front: pd.DataFrame) -> pd.Series:
+    """Whether each configuration is on the leakage-utility frontier of its exchange.
+
+    A configuration is dominated when another of the same exchange leaks no more (worst-case leakage, below
+    chance ranked as chance, as in the recommendations) and is at least as useful, strictly better in one.
+    Configurations without a measured leakage or utility are not on the frontier.
+    """
+    from parley.scenarios.compare.report import CHANCE
+
+    leak = pd.to_numeric(front["worst_leakage"], errors="coerce").clip(lower=CHANCE)
+    util = pd.to_numeric(front["utility"], errors="coerce")
+    sign = front["flow"].map(lambda f: 1.0 if UTILITY[f].higher_is_better else -1.0)
+    gain = util * sign  # higher is better for every exchange
+    out = []
+    for i in front.index:
+        if pd.isna(leak[i]) or pd.isna(gain[i]):
+            out.append(False)
+            continue
+        peers = (front["flow"] == front.at[i, "flow"]) & leak.notna() & gain.notna()
+        dominated = peers & (leak <= leak[i]) & (gain >= gain[i]) & ((leak < leak[i]) | (gain > gain[i]))
+        out.append(not bool(dominated.any()))
+    return pd.Series(out, index=front.index, dtype=bool)
 
 
 def _wire_view(run_dir: Path) -> dict[str, Any]:
