@@ -119,19 +119,22 @@ def recommendations(front: pd.DataFrame, conf: pd.DataFrame | None = None) -> li
 def equal_epsilon(front: pd.DataFrame) -> list[str]:
     """Per exchange and epsilon shared by several protocols: the most useful one against the next protocol's best.
 
-    Utility ratios are quoted for error-like utilities (lower is better), where a ratio reads as "k times smaller".
+    Protocols are compared by ``family`` (the protocol's name: a protocol's variants, such as dp-counts' two
+    noises, are one protocol). Utility ratios are quoted for error-like utilities (lower is better), where a
+    ratio reads as "k times smaller".
     """
-    lines = []
+    lines: list[str] = []
     if "epsilon" not in front:
         return lines
-    rated = front[pd.to_numeric(front["epsilon"], errors="coerce").notna()
-                  & pd.to_numeric(front["utility"], errors="coerce").notna()]
+    family = front["family"] if "family" in front else front["name"]
+    rated = front.assign(family=family)[pd.to_numeric(front["epsilon"], errors="coerce").notna()
+                                        & pd.to_numeric(front["utility"], errors="coerce").notna()]
     for (flow, eps), group in rated.groupby(["flow", "epsilon"], sort=False):
         spec = UTILITY[flow]
-        if group["name"].nunique() < 2 or spec.higher_is_better:
+        if group["family"].nunique() < 2 or spec.higher_is_better:
             continue
         util = pd.to_numeric(group["utility"])
-        best_by_name = util.groupby(group["name"], sort=False).idxmin()
+        best_by_name = util.groupby(group["family"], sort=False).idxmin()
         ranked = sorted(best_by_name, key=lambda i: util[i])
         best, runner = group.loc[ranked[0]], group.loc[ranked[1]]
         ratio = util[ranked[1]] / util[ranked[0]] if util[ranked[0]] > 0 else float("inf")
