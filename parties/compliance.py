@@ -13,7 +13,20 @@ query id already answered for the same querier is answered again from the
 ledger: same values, no fresh noise, no new debit (the querier's retry after a
 lost reply or after this party crashed). A query that does not fit the
 querier's budget gets a signed ``budget-exceeded`` refusal and the party keeps
-serving. The ledger file is the only state that must survive a restart: a
+serving.
+
+Purposes. A compliance team may split a querier's budget by the purpose the
+query declares (``purposes``): the payload's ``purpose`` field (absent:
+:data:`UNDECLARED`, ``"exploratory"``) names the account the query is charged
+to, ``"<querier>/<purpose>"`` (:func:`account_of`), each with its own cap in the
+ledger. An exploratory query then never draws on the audit budget, and a
+refusal names the account and its cap; a purpose outside the policy has no
+budget (a ``budget-exceeded`` refusal naming the policy's purposes).
+The purpose is the querier's declaration (signed, in the transcript): a querier
+may charge exploration to its audit account, never more than the sum of its
+accounts' caps.
+
+The ledger file is the only state that must survive a restart: a
 party rebuilt with the same ``ledger_path`` carries on where the old one
 stopped. (Models kept for edit-form queries live in memory and are lost with
 the process; an edit of a lost model is refused as an unknown base.)
@@ -35,12 +48,26 @@ from parley.protocols.budget import Budget
 from parley.protocols.errors import QueryError, WireError
 from parley.protocols.queries import validate_query_id
 
-__all__ = ["Compliance", "has_costs"]
+__all__ = ["Compliance", "DECLARED_NONE", "PURPOSE_SEPARATOR", "UNDECLARED", "UNKNOWN_PURPOSE", "account_of",
+           "has_costs"]
 
 NOT_REGISTERED_MSG = "{sender!r} is not a registered querier of this compliance party (registered: {registered})"
 KEEP_ONE = "keep applies to a query of one model, this one has {m}"
+UNKNOWN_PURPOSE = ("{sender!r} has no budget for purpose {purpose!r}{how}: the budget policy's purposes are {known} "
+                   "(a query declaring none is {undeclared!r})")
+#: ``how`` of :data:`UNKNOWN_PURPOSE` when the query declared no purpose.
+DECLARED_NONE = " (the query declared none)"
 #: Models kept per querier for later edits; the oldest is dropped beyond this.
 KEEP_LIMIT = 8
+#: The purpose of a query that declares none.
+UNDECLARED = "exploratory"
+#: Joins a querier's name and a purpose into the ledger account the query is charged to.
+PURPOSE_SEPARATOR = "/"
+
+
+def account_of(querier: str, purpose: str) -> str:
+    """The ledger account of ``querier``'s queries declared for ``purpose``: ``"data-center/audit"``."""
+    return f"{querier}{PURPOSE_SEPARATOR}{purpose}"
 
 
 def has_costs(protocol: Protocol) -> bool:
@@ -76,13 +103,17 @@ class Compliance(Party):
     train : AuditSet, optional
         A and y of the training set, where the scenario gives them to this party
         (protocols that answer about the data center's training set).
+    purposes : iterable of str, optional
+        The purposes of the budget policy: each query is charged to the account
+        :func:`account_of` (querier, its declared purpose), and ``budgets`` are keyed by
+        those accounts. ``None``: one account per querier, its name.
     """
 
     def __init__(self, identity: Identity, keyring: Keyring, audit: AuditSet, protocol: Protocol,
                  queriers: Iterable[str], rng: np.random.Generator, ledger_path: str | Path | None = None,
                  budgets: Mapping[str, Budget] | None = None,
                  composition: Literal["sequential", "advanced", "zcdp"] = "sequential",
-                 train: AuditSet | None = None) -> None:
+                 train: AuditSet | None = None, purposes: Iterable[str] | None = None) -> None:
         super().__init__(identity, keyring, protocol.name)
         self.audit = audit
         #: Every set whose A this party holds, by name (what :meth:`Protocol.respond` sees).
@@ -100,6 +131,7 @@ class Compliance(Party):
         self.kept: dict[str, dict[str, np.ndarray]] = {}  # querier -> query id -> kept model
         self._free_replies: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}  # replies no ledger holds
         self._composition = composition
+        self.purposes = None if purposes is None else tuple(purposes)
         self.ledger: Ledger | None = None
         if ledger_path is not None or budgets is not None or has_costs(protocol):
             self.ledger = Ledger(ledger_path if ledger_path is not None else ":memory:", method=composition)
@@ -108,12 +140,31 @@ class Compliance(Party):
     def _grant(self, ledger: Ledger, budgets: Mapping[str, Budget] | None) -> None:
         """Write ``budgets`` into the ledger; without them, every querier the file has no budget for is uncapped."""
         if budgets is None:
-            for querier in sorted(self.queriers):
+            for querier in sorted(self._accounts()):
                 if not ledger.has_budget(querier):
                     ledger.set_budget(querier, None)
         else:
             for querier, limit in budgets.items():
                 ledger.set_budget(querier, limit)
+
+    def _accounts(self) -> list[str]:
+        """Every ledger account of the registered queriers (their names, or one per querier and purpose)."""
+        if self.purposes is None:
+            return list(self.queriers)
+        return [account_of(q, p) for q in self.queriers for p in self.purposes]
+
+    def _account(self, envelope: Envelope) -> str:
+        """The ledger account ``envelope`` is charged to: its sender, or sender and declared purpose."""
+        if self.purposes is None:
+            return envelope.sender
+        purpose = envelope.payload.get("purpose", UNDECLARED)
+        if type(purpose) is not str or purpose not in self.purposes:
+            # An account the policy does not have is an account without budget: a budget refusal.
+            self.budget_refusals += 1
+            raise WireError(BUDGET_EXCEEDED, UNKNOWN_PURPOSE.format(
+                sender=envelope.sender, purpose=purpose, how="" if "purpose" in envelope.payload else DECLARED_NONE,
+                known=", ".join(self.purposes), undeclared=UNDECLARED))
+        return account_of(envelope.sender, purpose)
 
     def _on_metric_query(self, envelope: Envelope) -> Envelope:
         self._check_querier(envelope)
@@ -121,7 +172,7 @@ class Compliance(Party):
         if self.ledger is not None and "query_id" in envelope.payload:
             # A query id answered before is answered from the ledger: same values, no new debit.
             # (The payload digest, verified before dispatch, ties the retry to the same query.)
-            stored = self.ledger.recorded(envelope.sender, validate_query_id(envelope.payload["query_id"]),
+            stored = self.ledger.recorded(self._account(envelope), validate_query_id(envelope.payload["query_id"]),
                                           request=envelope.digest)
             if stored is not None:
                 self._keep_again(envelope, kept)
@@ -166,7 +217,7 @@ class Compliance(Party):
         Raises WireError (``invalid-query``) when the id was answered for a different request.
         """
         if self.ledger is not None:
-            return self.ledger.recorded(envelope.sender, query_id, request=envelope.digest)
+            return self.ledger.recorded(self._account(envelope), query_id, request=envelope.digest)
         stored = self._free_replies.get((envelope.sender, query_id))
         if stored is None:
             return None
@@ -191,7 +242,7 @@ class Compliance(Party):
             self.ledger = Ledger(":memory:", method=self._composition)
             self._grant(self.ledger, None)
         try:
-            return self.ledger.charge(envelope.sender, query_id, cost, payload, request=envelope.digest)
+            return self.ledger.charge(self._account(envelope), query_id, cost, payload, request=envelope.digest)
         except WireError as exc:
             if exc.reason == BUDGET_EXCEEDED:
                 self.budget_refusals += 1

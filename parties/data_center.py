@@ -76,11 +76,17 @@ class DataCenter(Party):
     def _predict(self, X: np.ndarray) -> np.ndarray:
         return (self._scores(X) >= self.model_spec.threshold).astype(np.int8)
 
-    def audit_query(self, metric: str = "sp") -> Envelope:
-        """An honest query: ``metric`` of the base model's binary predictions on the audit set."""
+    def audit_query(self, metric: str = "sp", purpose: str | None = None) -> Envelope:
+        """An honest query: ``metric`` of the base model's binary predictions on the audit set.
+
+        ``purpose`` is declared in the payload when given (a compliance party's budget policy may charge it to
+        that purpose's account, see :class:`parley.parties.compliance.Compliance`).
+        """
         predictions = self._predict(self.data.X_audit).astype(np.float64)[None, :]
-        return self.seal(self.compliance, "metric-query",
-                         {"metric": metric, "predictions": predictions, "query_id": self._ask()})
+        payload = {"metric": metric, "predictions": predictions, "query_id": self._ask()}
+        if purpose is not None:
+            payload["purpose"] = purpose
+        return self.seal(self.compliance, "metric-query", payload)
 
     def _ask(self) -> str:
         query_id = new_query_id()

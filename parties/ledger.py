@@ -45,6 +45,12 @@ you. The ``budgets`` table is configuration, not evidence: the compliance
 party writes the scenario's budgets into it at every start, and it is not
 chained.
 
+A querier here is an account name: the compliance party charges a querier's
+queries to its name, or, under a per-purpose budget policy, to
+``<querier>/<purpose>`` (:func:`parley.parties.compliance.account_of`); the
+ledger treats every account alike, so each has its own budget row, and its
+debits share the one chain.
+
 Composition follows :func:`parley.protocols.budget.compose` (``sequential`` or
 ``advanced`` with slack delta') or :func:`parley.protocols.accounting.compose_zcdp`
 (``zcdp``: the answers' recorded zCDP parameters composed by dp-accounting, read

@@ -7,7 +7,7 @@ from typing import Any
 
 from parley.protocols import get_protocol
 
-__all__ = ["format_table", "transcript_anchors", "write_report", "HEADLINE"]
+__all__ = ["format_table", "ledger_table", "transcript_anchors", "write_report", "HEADLINE"]
 
 #: Metrics shown first, in this order, when present.
 HEADLINE = ("leakage", "leakage_bound", "exact_recovery", "attacked", "correct", "queries", "messages", "bytes",
@@ -31,6 +31,21 @@ def _fmt(value: Any) -> str:
 SWAP_NOTE = ("The attack recovers a partition of the individuals, not which side is which: leakage is measured "
              "up to a swap of the two labels (the better labelling, as the paper scores it). With the labels as "
              "the attack wrote them it is {as_labelled} %, and `correct` counts those labels.")
+
+
+def ledger_table(ledger: dict[str, Any] | None) -> list[str]:
+    """Markdown lines: per ledger account (a querier, or a querier's purpose), spent against its budget."""
+    if not ledger or not ledger.get("queriers"):
+        return []
+    lines = [f"Privacy budget ({ledger['composition']} composition), per ledger account:", "",
+             "| account | spent epsilon | spent delta | budget epsilon | budget delta | answers charged |",
+             "|---|---|---|---|---|---|"]
+    for name, entry in ledger["queriers"].items():
+        limit = entry.get("limit")
+        lines.append(f"| {name} | {_fmt(entry['spent']['epsilon'])} | {_fmt(entry['spent']['delta'])} | "
+                     f"{'no cap' if limit is None else _fmt(limit['epsilon'])} | "
+                     f"{'no cap' if limit is None else _fmt(limit['delta'])} | {entry['debits']} |")
+    return [*lines, ""]
 
 
 def format_table(metrics: dict[str, Any], keys: tuple[str, ...] | None = None) -> str:
@@ -97,6 +112,7 @@ def write_report(record: dict[str, Any], run_dir: Path) -> Path:
         "|---|---|",
         *(f"| {k} | {_fmt(v)} |" for k, v in m.items()),
         "",
+        *ledger_table(record.get("ledger")),
         "Files: `result.json` (every number above), `transcript.jsonl` (every signed message; check it with "
         "`parley verify transcript.jsonl`)" + (", `ledger.sqlite` (every debit of privacy budget)." if
                                                  m.get("epsilon_spent") is not None else "."),

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from parley.parties.compliance import PURPOSE_SEPARATOR
 from parley.scenarios.datasets import Table
 from parley.scenarios.flows import get_flow
 from parley.scenarios.progress import Display, RunProgress
@@ -155,11 +156,20 @@ _STALE = ("result.json", "report.md", "report.html")
 def _watch(world: World, display: Display) -> None:
     """Show ``world``'s progress on ``display``: the network reports each envelope, the ledger what was spent."""
     def spent() -> float:
-        return float(world.deployment.call(COMPLIANCE, "stats")["epsilon_spent"].get(DATA_CENTER, 0.0))
+        return _querier_spent(world.deployment.call(COMPLIANCE, "stats")["epsilon_spent"]) or 0.0
 
-    limit = world.scenario.budget.epsilon if world.scenario.budget is not None else None
+    limit = world.scenario.budget.to_budget().epsilon if world.scenario.budget is not None else None
     world.progress = RunProgress(display, spent if world.ledger_path is not None else None, limit)
     world.network.observer = world.progress
+
+
+def _querier_spent(by_account: dict[str, float]) -> float | None:
+    """What the data center's name spent: its account, or the sum over its purposes' accounts (None if none).
+
+    Accounts of different purposes compose sequentially (basic composition): the sum bounds the querier's loss.
+    """
+    mine = [v for k, v in by_account.items() if k == DATA_CENTER or k.startswith(DATA_CENTER + PURPOSE_SEPARATOR)]
+    return float(sum(mine)) if mine else None
 
 
 def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | None, table: Table | None,
@@ -195,8 +205,8 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
         "refusals": compliance_stats["refusals_sent"],
         "budget_refusals": compliance_stats["budget_refusals"],
         # What the data center's name spent (honest queries and the attack), None if the protocol spends nothing.
-        "epsilon_spent": compliance_stats["epsilon_spent"].get(DATA_CENTER) if spent else None,
-        "delta_spent": compliance_stats["delta_spent"].get(DATA_CENTER) if spent else None,
+        "epsilon_spent": _querier_spent(compliance_stats["epsilon_spent"]) if spent else None,
+        "delta_spent": _querier_spent(compliance_stats["delta_spent"]) if spent else None,
         "wall_s": round(time.perf_counter() - started, 3),
     }
     if metrics["epsilon_spent"] is not None:

@@ -34,6 +34,16 @@ over the whole run, composed as ``composition`` says::
     epsilon = 2.0
     delta = 0.0
 
+A compliance team can instead give each purpose a query declares its own cap, so
+that exploration never draws on the honest audit's budget (each purpose is a
+ledger account ``data-center/<purpose>``; the honest queries declare ``audit``,
+a query declaring nothing is ``exploratory``)::
+
+    [budget.purposes.audit]
+    epsilon = 1.0
+    [budget.purposes.exploratory]
+    epsilon = 4.0
+
 Without ``[budget]`` nothing is capped (debits are still recorded and reported
 as ``epsilon_spent`` / ``delta_spent``). Protocols that spend nothing (``raw``)
 ignore the budget.
@@ -49,7 +59,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    create_model,
+    model_validator,
+)
 
 from parley import protocols
 from parley.parties.attacks import ATTACKS, PASSIVE, get_attack
@@ -60,8 +79,8 @@ from parley.protocols.errors import ConfigError
 from parley.protocols.metrics import METRICS
 from parley.scenarios.datasets import DATASETS
 
-__all__ = ["BudgetSpec", "Component", "SAFE_NAME", "SafeName", "Scenario", "THREAT_MODELS", "check_name",
-           "parse_assignment", "load_toml"]
+__all__ = ["BudgetSpec", "PurposeBudget", "Component", "SAFE_NAME", "SafeName", "Scenario", "THREAT_MODELS",
+           "check_name", "parse_assignment", "load_toml"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -88,6 +107,12 @@ OBSERVER_ACTIVE = "observer attack {name!r} must be passive (one of the attacks 
 ADVANCED_NEEDS_DELTA = ("composition {method!r} spends a slack delta'={slack:g}: "
                         "budget.delta must be at least {slack:g}, "
                         "got {delta!r}")
+BUDGET_NEEDS_CAP = "budget needs epsilon (one cap for the querier) or a non-empty purposes table (one cap per purpose)"
+BUDGET_TWO_POLICIES = ("budget gives both a cap (epsilon/delta) and purposes: with purposes every cap is a purpose's "
+                       "(budget.purposes.<name>.epsilon)")
+BAD_PURPOSE = "budget.purposes: purpose names are 1 to 40 letters, digits, '_' or '-', got {name!r}"
+#: A purpose's name: part of a ledger account name, ``data-center/audit``.
+PURPOSE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 EPSILON_TWICE = "epsilon is an alias of protocol.epsilon: give one of them, not both"
 EPSILON_ALIAS = " (epsilon is an alias of protocol.epsilon, which protocol {name!r} does not take)"
 #: Slack delta' of advanced composition in a run's ledger.
@@ -222,16 +247,57 @@ def _learner_params(name: str) -> type[BaseModel]:
     return get_learner(name).Params
 
 
-class BudgetSpec(BaseModel):
-    """The querier's privacy budget over a whole run: epsilon and delta (0 for pure DP)."""
+class PurposeBudget(BaseModel):
+    """One purpose's budget over a whole run: epsilon and delta (0 for pure DP)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="total epsilon the querier may spend")
-    delta: float = Field(default=0.0, ge=0.0, lt=1.0, description="total delta the querier may spend")
+    epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="total epsilon this purpose may spend")
+    delta: float = Field(default=0.0, ge=0.0, lt=1.0, description="total delta this purpose may spend")
 
     def to_budget(self) -> Budget:
         return budget(self.epsilon, self.delta)
+
+
+class BudgetSpec(BaseModel):
+    """The querier's privacy budget over a whole run: one cap (epsilon, delta), or one cap per declared purpose."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    epsilon: float | None = Field(default=None, gt=0.0, allow_inf_nan=False,
+                                  description="total epsilon the querier may spend (without purposes)")
+    delta: float = Field(default=0.0, ge=0.0, lt=1.0, description="total delta the querier may spend")
+    purposes: dict[str, PurposeBudget] | None = Field(
+        default=None, description="a cap per purpose a query declares ('audit': the honest queries; 'exploratory': "
+        "queries declaring none), each its own ledger account")
+
+    @model_validator(mode="after")
+    def _one_policy(self) -> BudgetSpec:
+        if self.purposes is None:
+            if self.epsilon is None:
+                raise ValueError(BUDGET_NEEDS_CAP)
+            return self
+        if self.epsilon is not None or self.delta != 0.0:
+            raise ValueError(BUDGET_TWO_POLICIES)
+        if not self.purposes:
+            raise ValueError(BUDGET_NEEDS_CAP)
+        for name in self.purposes:
+            if PURPOSE_NAME.fullmatch(name) is None:
+                raise ValueError(BAD_PURPOSE.format(name=name))
+        return self
+
+    def limits(self) -> dict[str | None, Budget]:
+        """The caps by purpose; ``{None: cap}`` without purposes."""
+        if self.purposes is None:
+            return {None: self.to_budget()}
+        return {name: spec.to_budget() for name, spec in self.purposes.items()}
+
+    def to_budget(self) -> Budget:
+        """The one cap (without purposes); with purposes, the sum of their caps (what the querier may spend)."""
+        if self.purposes is None:
+            assert self.epsilon is not None
+            return budget(self.epsilon, self.delta)
+        return budget(sum(p.epsilon for p in self.purposes.values()), sum(p.delta for p in self.purposes.values()))
 
 
 class Scenario(BaseModel):
@@ -319,9 +385,11 @@ class Scenario(BaseModel):
         for metric in self.audit_metrics:
             if metric not in METRICS:
                 raise ConfigError(BAD_AUDIT_METRIC.format(metric=metric, known=", ".join(METRICS)))
-        if self.composition != "sequential" and self.budget is not None and self.budget.delta < COMPOSITION_SLACK:
-            raise ConfigError(ADVANCED_NEEDS_DELTA.format(method=self.composition, slack=COMPOSITION_SLACK,
-                                                          delta=self.budget.delta))
+        if self.composition != "sequential" and self.budget is not None:
+            for limit in self.budget.limits().values():
+                if limit.delta < COMPOSITION_SLACK:
+                    raise ConfigError(ADVANCED_NEEDS_DELTA.format(method=self.composition, slack=COMPOSITION_SLACK,
+                                                                  delta=limit.delta))
 
     def _check_groups(self) -> None:
         """A dataset with more than two groups needs a protocol whose ``groups`` parameter matches."""
@@ -360,7 +428,7 @@ class Scenario(BaseModel):
             out["learner"] = self.learner.to_dict()
         # Written only when set, so the specs (and study cell ids) of runs without a budget stay as they were.
         if self.budget is not None:
-            out["budget"] = self.budget.model_dump()
+            out["budget"] = self.budget.model_dump(exclude_none=True)
         if self.composition != "sequential" or self.budget is not None:
             out["composition"] = self.composition
         if self.confidential:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from parley import protocols
-from parley.parties.compliance import Compliance, has_costs
+from parley.parties.compliance import Compliance, account_of, has_costs
 from parley.parties.data_center import DataCenter, DataCenterData
 from parley.parties.network import LocalDeployment, Network
 from parley.parties.transcript import TranscriptWriter
@@ -111,9 +111,13 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     ledger_path = None
     if has_costs(protocol):
         ledger_path = run_dir / LEDGER_FILE
-        budgets = {DATA_CENTER: scenario.budget.to_budget()} if scenario.budget is not None else None
+        budgets = None if scenario.budget is None else {
+            DATA_CENTER if purpose is None else account_of(DATA_CENTER, purpose): limit
+            for purpose, limit in scenario.budget.limits().items()}
         accounting = {"ledger_path": str(ledger_path.resolve()), "budgets": budgets,
                       "composition": scenario.composition}
+        if scenario.budget is not None and scenario.budget.purposes is not None:
+            accounting["purposes"] = tuple(scenario.budget.purposes)
     if "train" in protocol.holds:
         accounting["train"] = AuditSet(a=split.a_train, y=split.y_train)
     # Each party gets only what its role holds: A never reaches the data center.

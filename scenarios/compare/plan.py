@@ -142,6 +142,8 @@ SIZES: dict[str, tuple[dict[str, int], dict[str, int]]] = {
 EPSILONS = ((0.5, 1.0, 4.0), (1.0,))
 #: smooth-laplace is (epsilon, delta)-DP for epsilon in (0, 1) only (Thm. 8 of the query-leakage paper).
 SMOOTH_LAPLACE = (((0.25, 0.5, 0.9), (0.5,)), 1e-6)
+#: dp-counts runs at the epsilons of laplace twice: discrete Laplace (pure DP) and discrete Gaussian at this delta.
+COUNT_GAUSSIAN_DELTA = 1e-6
 HYPOTHESES = ((50, 200), (100,))  # m of the cov-threshold exchange
 REPEATS = (3, 1)
 AUDIT_RUNS = (300, 60)
@@ -153,6 +155,11 @@ def _rows(quick: bool) -> list[Row]:
     rows = [Row("raw", {"name": "raw"}, "metric-query")]
     for name in ("laplace", "smooth-cauchy"):
         rows += [Row(f"{name} ε={eps:g}", {"name": name, "epsilon": eps}, "metric-query") for eps in EPSILONS[pick]]
+    rows += [Row(f"dp-counts ε={eps:g}", {"name": "dp-counts", "epsilon": eps}, "metric-query")
+             for eps in EPSILONS[pick]]
+    rows += [Row(f"dp-counts gaussian ε={eps:g}", {"name": "dp-counts", "epsilon": eps, "noise": "gaussian",
+                                                  "delta": COUNT_GAUSSIAN_DELTA}, "metric-query")
+             for eps in EPSILONS[pick]]
     epsilons, delta = SMOOTH_LAPLACE
     rows += [Row(f"smooth-laplace ε={eps:g}", {"name": "smooth-laplace", "epsilon": eps, "delta": delta},
                  "metric-query") for eps in epsilons[pick]]

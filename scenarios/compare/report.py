@@ -26,7 +26,7 @@ import pandas as pd  # noqa: E402
 from parley.scenarios.compare.plan import ATTACK_SETTINGS, UTILITY  # noqa: E402
 from parley.scenarios.spec import THREAT_MODELS  # noqa: E402
 
-__all__ = ["write_report", "recommendations", "render_markdown", "render_html", "TIE_PP"]
+__all__ = ["write_report", "recommendations", "equal_epsilon", "render_markdown", "render_html", "TIE_PP"]
 
 #: Worst-case leakages closer than this (percentage points) count as a tie, broken by utility; leakage below
 #: chance (50 %) ranks as chance: the adversary's guess carries no information it could know to use.
@@ -113,6 +113,37 @@ def recommendations(front: pd.DataFrame, conf: pd.DataFrame | None = None) -> li
                 note = _observer_note(conf)
                 sentence += f" {note}" if note else ""
             lines.append(sentence)
+    return lines
+
+
+def equal_epsilon(front: pd.DataFrame) -> list[str]:
+    """Per exchange and epsilon shared by several protocols: the most useful one against the next protocol's best.
+
+    Protocols are compared by ``family`` (the protocol's name: a protocol's variants, such as dp-counts' two
+    noises, are one protocol). Utility ratios are quoted for error-like utilities (lower is better), where a
+    ratio reads as "k times smaller".
+    """
+    lines: list[str] = []
+    if "epsilon" not in front:
+        return lines
+    family = front["family"] if "family" in front else front["name"]
+    rated = front.assign(family=family)[pd.to_numeric(front["epsilon"], errors="coerce").notna()
+                                        & pd.to_numeric(front["utility"], errors="coerce").notna()]
+    for (flow, eps), group in rated.groupby(["flow", "epsilon"], sort=False):
+        spec = UTILITY[flow]
+        if group["family"].nunique() < 2 or spec.higher_is_better:
+            continue
+        util = pd.to_numeric(group["utility"])
+        best_by_name = util.groupby(group["family"], sort=False).idxmin()
+        ranked = sorted(best_by_name, key=lambda i: util[i])
+        best, runner = group.loc[ranked[0]], group.loc[ranked[1]]
+        ratio = util[ranked[1]] / util[ranked[0]] if util[ranked[0]] > 0 else float("inf")
+        frontier_note = "" if "on_frontier" not in group else (
+            ", on the frontier" if bool(best["on_frontier"]) else ", not on the frontier")
+        lines.append(f"ε = {_fmt(eps)} ({USES.get(flow, flow)}): **{best['protocol']}** has {spec.short} "
+                     f"{_fmt(best['utility'])}{frontier_note}, {_fmt(ratio, 3)} times smaller than the next "
+                     f"protocol's best, {runner['protocol']} ({_fmt(runner['utility'])}); worst measured leakage "
+                     f"{_fmt(best['worst_leakage'], 3)} % against {_fmt(runner['worst_leakage'], 3)} %.")
     return lines
 
 
@@ -226,8 +257,11 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
             for flow, u in UTILITY.items())
               + ". The y axis is the worst leakage over the attacks that apply to the configuration."),
         ("img", ("frontier", figures["frontier"])),
+        ("p", "`on_frontier`: no other configuration of the same exchange leaks less (worst case, below chance "
+              "ranked as chance) and is at least as useful, or leaks as little and is more useful. At equal epsilon:"),
+        ("ul", equal_epsilon(front) or ["no epsilon is shared by two protocols of one exchange"]),
         ("table", front[["protocol", "flow", "utility", "unfairness", "worst_leakage", "worst_attack",
-                         "epsilon_spent_max"]].map(_fmt)),
+                         "epsilon_spent_max", "on_frontier"]].map(_fmt)),
         ("h2", "Whole-scenario privacy audit"),
         ("p", "Each auditable configuration runs as a whole scenario (local parties, signed envelopes, ledger) on a "
               "fixed audit set and on its neighbour that differs in one person's protected attribute, under many "

@@ -12,6 +12,8 @@ utility) and the recommendations; :mod:`parley.scenarios.compare.report` writes 
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -30,11 +32,14 @@ from parley.scenarios.compare.plan import UTILITY, Plan, plan
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study import Study
 
-__all__ = ["Comparison", "CONFIDENTIALITY_SCENARIOS", "compare", "matrix", "frontier", "confidentiality"]
+__all__ = ["Comparison", "CONFIDENTIALITY_SCENARIOS", "INVOCATION_FILE", "compare", "matrix", "frontier", "pareto",
+           "confidentiality", "report_from_files"]
 
 #: The passive-observer scenarios run with and without confidential payloads.
 CONFIDENTIALITY_SCENARIOS = ("adult-observer-honest", "adult-raw-double-query")
 AUDIT_ALPHA = 0.05
+#: The figures of the invocation that wrote a report (wall time, rows run and found done), for rewriting it.
+INVOCATION_FILE = "invocation.json"
 #: How a signed refusal reads in a failure (parley.protocols.errors.RefusedError),
 #: e.g. a metric the protocol does not answer.
 REFUSED = "refused ("
@@ -179,7 +184,8 @@ def frontier(p: Plan, results: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame
         part = results[(results.get("row") == row.label) & (results["status"] == "ok")]
         util, fair = _utility_value(row.flow, part)
         measured = long[(long["protocol"] == row.label) & (long["n"] > 0)]
-        entry: dict[str, Any] = {"protocol": row.label, "name": row.protocol["name"], "flow": row.flow,
+        entry: dict[str, Any] = {"protocol": row.label, "name": re.sub(r" [εm]=.*$", "", row.label), "flow": row.flow,
+                                 "family": row.protocol["name"], "epsilon": row.protocol.get("epsilon"),
                                  "utility": util, "utility_label": UTILITY[row.flow].label,
                                  "higher_is_better": UTILITY[row.flow].higher_is_better, "unfairness": fair,
                                  "worst_leakage": measured["leakage_mean"].max() if len(measured) else None,
@@ -190,7 +196,33 @@ def frontier(p: Plan, results: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame
         epsilon = pd.to_numeric(part.get("epsilon_spent"), errors="coerce") if "epsilon_spent" in part else None
         entry["epsilon_spent_max"] = float(epsilon.max()) if epsilon is not None and epsilon.notna().any() else None
         rows.append(entry)
-    return pd.DataFrame(rows)
+    front = pd.DataFrame(rows)
+    front["on_frontier"] = pareto(front)
+    return front
+
+
+def pareto(front: pd.DataFrame) -> pd.Series:
+    """Whether each configuration is on the leakage-utility frontier of its exchange.
+
+    A configuration is dominated when another of the same exchange leaks no more (worst-case leakage, below
+    chance ranked as chance, as in the recommendations) and is at least as useful, strictly better in one.
+    Configurations without a measured leakage or utility are not on the frontier.
+    """
+    from parley.scenarios.compare.report import CHANCE
+
+    leak = pd.to_numeric(front["worst_leakage"], errors="coerce").clip(lower=CHANCE)
+    util = pd.to_numeric(front["utility"], errors="coerce")
+    sign = front["flow"].map(lambda f: 1.0 if UTILITY[f].higher_is_better else -1.0)
+    gain = util * sign  # higher is better for every exchange
+    out = []
+    for i in front.index:
+        if pd.isna(leak[i]) or pd.isna(gain[i]):
+            out.append(False)
+            continue
+        peers = (front["flow"] == front.at[i, "flow"]) & leak.notna() & gain.notna()
+        dominated = peers & (leak <= leak[i]) & (gain >= gain[i]) & ((leak < leak[i]) | (gain > gain[i]))
+        out.append(not bool(dominated.any()))
+    return pd.Series(out, index=front.index, dtype=bool)
 
 
 def _wire_view(run_dir: Path) -> dict[str, Any]:
@@ -323,6 +355,39 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
     comparison = Comparison(plan=p, results=results, audits=audits, confidentiality=conf, out=out,
                             wall_s=round(time.perf_counter() - started, 1), ran=done.ran, skipped=done.skipped,
                             audit_reused=reused)
+    write_report(comparison, long, front)
+    invocation = {"dataset": dataset, "quick": quick, "rows": rows, "attacks": attacks, "backend": backend,
+                  "wall_s": comparison.wall_s, "ran": comparison.ran, "skipped": comparison.skipped,
+                  "audit_reused": reused}
+    (out / INVOCATION_FILE).write_text(json.dumps(invocation, ensure_ascii=False) + "\n", encoding="utf-8")
+    return comparison
+
+
+def report_from_files(out: str | Path) -> Comparison:
+    """Rewrite the report of an earlier comparison in ``out`` from its files, running nothing.
+
+    Reads the invocation of :data:`INVOCATION_FILE` (the plan's arguments, wall time, rows run and
+    found done), ``study/results.csv`` and ``audit.csv``, and writes every file of :func:`compare`
+    again: for a change of the report's code, without the minutes of the study and the audit.
+    """
+    from parley.scenarios.compare.report import write_report
+
+    out = Path(out)
+    figures = json.loads((out / INVOCATION_FILE).read_text(encoding="utf-8"))
+    p = plan(figures["dataset"], figures["quick"], None if figures["rows"] is None else tuple(figures["rows"]),
+             None if figures["attacks"] is None else tuple(figures["attacks"]), figures["backend"])
+    study, labels = build_study(p)
+    results = _labelled(study, labels, pd.read_csv(out / "study" / "results.csv"))
+    long = matrix(p, results)
+    front = frontier(p, results, long)
+    conf = confidentiality(results, out / "study" / "cells")
+    try:
+        audits = pd.read_csv(out / "audit.csv")
+    except (FileNotFoundError, pd.errors.EmptyDataError):  # a comparison run without its audit
+        audits = pd.DataFrame()
+    comparison = Comparison(plan=p, results=results, audits=audits, confidentiality=conf, out=out,
+                            wall_s=figures["wall_s"], ran=figures["ran"], skipped=figures["skipped"],
+                            audit_reused=figures["audit_reused"])
     write_report(comparison, long, front)
     return comparison
 

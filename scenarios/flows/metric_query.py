@@ -26,8 +26,10 @@ from parley.scenarios.flows import register_flow
 from parley.scenarios.spec import Component
 from parley.scenarios.world import ADVERSARY, COMPLIANCE, DATA_CENTER, OBSERVER, World
 
-__all__ = ["MAX_PROGRESS_NOTES", "metric_query_flow", "score"]
+__all__ = ["AUDIT_PURPOSE", "MAX_PROGRESS_NOTES", "metric_query_flow", "score"]
 
+#: The purpose the data center's honest queries declare under a per-purpose budget policy.
+AUDIT_PURPOSE = "audit"
 #: Progress sentences a run records at most (a 100,000-person attack answers thousands of queries).
 MAX_PROGRESS_NOTES = 200
 
@@ -39,8 +41,11 @@ def _build_attack(component: Component, view: AttackerView, rng: np.random.Gener
 def _honest_use(world: World) -> dict[str, Any]:
     """The data center trains and asks how fair its base model is."""
     metrics = world.deployment.call(DATA_CENTER, "train")
+    budget = world.scenario.budget
+    # Under a per-purpose budget policy the honest queries declare the audit purpose (charged to its account).
+    purpose = AUDIT_PURPOSE if budget is not None and budget.purposes is not None else None
     for metric in world.scenario.audit_metrics:
-        world.network.exchange(world.deployment.call(DATA_CENTER, "audit_query", metric))
+        world.network.exchange(world.deployment.call(DATA_CENTER, "audit_query", metric, purpose))
     for answer in world.deployment.call(DATA_CENTER, "answers_received"):
         metrics[f"base_{answer['metric']}"] = float(answer["values"][0])
     return metrics

@@ -9,7 +9,7 @@ import pytest
 
 from parley.parties import wire
 from parley.parties.actors import RayDeployment
-from parley.parties.compliance import Compliance
+from parley.parties.compliance import Compliance, account_of
 from parley.parties.ledger import Ledger
 from parley.parties.party import REFUSAL, check_reply
 from parley.protocols.base import AuditSet
@@ -90,5 +90,60 @@ def test_killed_compliance_actor_restarts_from_its_ledger(ray_session, identitie
         assert stats["epsilon_spent"] == {DC: 1.0} and stats["budget_refusals"] == 1
         assert stats["answers_replayed"] == 3 and stats["models_answered"] == 2 * 2
         assert deployment.call("compliance", "ledger_summary")["queriers"][DC]["debits"] == 4
+    finally:
+        deployment.shutdown()
+
+
+AUDIT, EXPLORE = account_of(DC, "audit"), account_of(DC, "exploratory")
+
+
+def _add_purposes(deployment, identities, keyring, audit_arrays, path, seed):
+    a, y = audit_arrays
+    deployment.add("compliance", Compliance, identities["compliance"], keyring, AuditSet(a=a, y=y), noisy(0.25),
+                   [DC], np.random.default_rng(seed), ledger_path=str(path),
+                   budgets={AUDIT: PureDP(epsilon=0.5), EXPLORE: PureDP(epsilon=0.5)},
+                   purposes=("audit", "exploratory"))
+
+
+def _purpose_query(dc, H, query_id, purpose=None):
+    payload = {"metric": "sp", "predictions": H, "query_id": query_id}
+    return dc.seal("compliance", "metric-query", "raw", payload if purpose is None else {**payload, "purpose": purpose})
+
+
+def test_killed_actor_keeps_each_purpose_account_and_exploration_never_blocks_the_audit(
+        ray_session, identities, keyring, audit_arrays, tmp_path):
+    ray = ray_session
+    path = tmp_path / "ledger.sqlite"
+    dc = identities[DC]
+    H = np.full((1, 40), 0.5)
+    deployment = RayDeployment()
+    try:
+        _add_purposes(deployment, identities, keyring, audit_arrays, path, seed=0)
+        first = {qid: check_reply(deployment.call("compliance", "receive", _purpose_query(dc, H, qid, p)), keyring,
+                                  DC, "metric-answer")
+                 for qid, p in (("x0", None), ("x1", None), ("a0", "audit"))}
+        assert deployment.call("compliance", "receive", _purpose_query(dc, H, "x2")).payload["reason"] == \
+            wire.BUDGET_EXCEEDED  # exploration is spent
+
+        old_host = deployment.hosts.pop("compliance")
+        ray.kill(old_host, no_restart=True)  # the process dies: nothing closed or flushed
+        assert _dead(ray, old_host)
+        _add_purposes(deployment, identities, keyring, audit_arrays, path, seed=777)
+
+        assert deployment.call("compliance", "stats")["epsilon_spent"] == {AUDIT: 0.25, EXPLORE: 0.5}
+        refusal = deployment.call("compliance", "receive", _purpose_query(dc, H, "x3"))
+        assert refusal.payload["reason"] == wire.BUDGET_EXCEEDED
+        assert refusal.payload["detail"].startswith(f"querier {EXPLORE!r} would exceed its budget: limit (epsilon=0.5")
+        # retries come from the record (same answer, no debit); the audit account still has its last piece
+        for qid, p in (("x1", None), ("a0", "audit")):
+            again = check_reply(deployment.call("compliance", "receive", _purpose_query(dc, H, qid, p)), keyring, DC,
+                                "metric-answer")
+            assert again.payload["values"].tobytes() == first[qid].payload["values"].tobytes()
+        check_reply(deployment.call("compliance", "receive", _purpose_query(dc, H, "a1", "audit")), keyring, DC,
+                    "metric-answer")
+        assert deployment.call("compliance", "stats")["epsilon_spent"] == {AUDIT: 0.5, EXPLORE: 0.5}
+        with Ledger(path) as ledger:  # the chain verifies on open, each debit on its own account
+            assert [(e["query_id"], e["querier"]) for e in ledger.entries()] == [
+                ("x0", EXPLORE), ("x1", EXPLORE), ("a0", AUDIT), ("a1", AUDIT)]
     finally:
         deployment.shutdown()

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from parley.parties.compliance import account_of
 from parley.parties.ledger import (
     CHAIN_REWRITTEN,
     DEBIT_EDITED,
@@ -413,6 +414,23 @@ def test_an_edited_ledger_is_named_on_open(tmp_path, damage, template):
     with pytest.raises(LedgerIntegrityError) as info:
         Ledger(path)
     assert _matches(template, str(info.value)) and str(path) in str(info.value)
+
+
+def test_a_debit_moved_between_purpose_accounts_is_named_on_open(tmp_path):
+    """Charging exploration to the audit account after the fact (or back) breaks the chain: named on open."""
+    path = tmp_path / LEDGER
+    audit, explore = account_of(DC, "audit"), account_of(DC, "exploratory")
+    with Ledger(path) as led:
+        led.set_budget(audit, PureDP(epsilon=1.0))
+        led.set_budget(explore, PureDP(epsilon=1.0))
+        for i in range(4):
+            led.charge(explore if i % 2 else audit, f"q{i}", PureDP(epsilon=0.5), _answer(i))
+    with Ledger(path) as led:  # as charged, it verifies; each account is full
+        assert led.spent(audit) == led.spent(explore) == PureDP(epsilon=1.0)
+    _edit(path, f"UPDATE debits SET querier = '{audit}' WHERE rowid = 2")  # exploration's debit moved to audit
+    with pytest.raises(LedgerIntegrityError) as info:
+        Ledger(path)
+    assert _matches(DEBIT_EDITED, str(info.value)) and "query id 'q1'" in str(info.value)
 
 
 def test_a_recomputed_chain_does_not_meet_the_head_and_a_lagging_head_is_accepted(tmp_path):

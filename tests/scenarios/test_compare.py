@@ -10,6 +10,7 @@ import pytest
 from parley.protocols.errors import ConfigError
 from parley.scenarios.compare import compare
 from parley.scenarios.compare.plan import BAD_DATASET_FOR_COMPARE, UNKNOWN_ROW, plan
+from parley.scenarios.compare.run import report_from_files
 from parley.scenarios.spec import WRONG_FLOW
 from tests.browser import CHROMIUM, NO_CHROMIUM, probe_page
 
@@ -80,6 +81,17 @@ def test_tiny_compare_writes_matrix_frontier_and_reports(tiny):
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "prefer **" in report and "![frontier](frontier.png)" in report
     assert "data:image/png;base64," in (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "on_frontier" in front.columns and bool(front.loc["raw", "on_frontier"])  # the most useful: undominated
+
+
+def test_a_report_is_rewritten_from_the_files_of_its_run(tiny):
+    tmp_path, done = tiny
+    written = {name: (tmp_path / name).read_bytes() for name in ("report.md", "frontier.csv", "matrix.csv")}
+    for name in written:
+        (tmp_path / name).unlink()
+    again = report_from_files(tmp_path)  # nothing runs: the study's rows and the invocation are read back
+    assert again.wall_s == done.wall_s and again.ran == done.ran and again.skipped == done.skipped
+    assert {name: (tmp_path / name).read_bytes() for name in written} == written
 
 
 #: A figure that cannot load (a truncated PNG): the check must see it fail.

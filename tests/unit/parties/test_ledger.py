@@ -19,17 +19,18 @@ import pytest
 
 from parley import protocols
 from parley.parties import wire
-from parley.parties.compliance import Compliance
-from parley.parties.ledger import ADVANCED_NEEDS_DELTA, ID_REUSED, ID_TAKEN, NO_BUDGET, Ledger
+from parley.parties.compliance import DECLARED_NONE, UNDECLARED, UNKNOWN_PURPOSE, Compliance, account_of
+from parley.parties.ledger import ADVANCED_NEEDS_DELTA, ID_REUSED, ID_TAKEN, NO_BUDGET, OVER_BUDGET, Ledger
 from parley.parties.network import LocalDeployment
 from parley.parties.party import REFUSAL, check_reply
+from parley.parties.transcript import read_transcript
 from parley.protocols.base import AuditSet
 from parley.protocols.budget import ApproxDP, PureDP, compose
 from parley.protocols.errors import ConfigError, WireError
 from parley.protocols.metrics import statistical_parity_difference
 from parley.scenarios.run_folder import LedgerInFolderError
 from parley.scenarios.runner import LEDGER_FILE, run
-from parley.scenarios.spec import Scenario
+from parley.scenarios.spec import BAD_PURPOSE, BUDGET_NEEDS_CAP, BUDGET_TWO_POLICIES, Scenario
 from tests.ledger_world import NoisyProtocol, noisy
 from tests.party_world import query
 
@@ -313,17 +314,21 @@ def test_two_processes_never_overspend(tmp_path):
 
 
 # --------------------------------------------------------------------------- the compliance party
-def _compliance(identities, keyring, audit_arrays, path, budgets=None, protocol=None, seed=0, slot="compliance"):
+def _compliance(identities, keyring, audit_arrays, path, budgets=None, protocol=None, seed=0, slot="compliance",
+                purposes=None):
     a, y = audit_arrays
     world = LocalDeployment()
     world.add(slot, Compliance, identities["compliance"], keyring, AuditSet(a=a, y=y), protocol or noisy(0.25),
-              [DC], np.random.default_rng(seed), ledger_path=path, budgets=budgets)
+              [DC], np.random.default_rng(seed), ledger_path=path, budgets=budgets, purposes=purposes)
     return world
 
 
-def _ask(world, identities, keyring, query_id, H=None):
+def _ask(world, identities, keyring, query_id, H=None, purpose=None):
     H = np.full((1, 40), 0.5) if H is None else H
-    return world.call("compliance", "receive", query(identities[DC], H, query_id=query_id))
+    if purpose is None:
+        return world.call("compliance", "receive", query(identities[DC], H, query_id=query_id))
+    payload = {"metric": "sp", "predictions": H, "query_id": query_id, "purpose": purpose}
+    return world.call("compliance", "receive", identities[DC].seal("compliance", "metric-query", "raw", payload))
 
 
 def test_compliance_charges_answers_retries_from_the_ledger_and_refuses_over_budget(identities, keyring, audit_arrays,
@@ -396,6 +401,109 @@ def test_raw_needs_no_ledger_and_a_costed_protocol_without_a_file_is_accounted_i
     assert _ask(memory, identities, keyring, "q1").payload["reason"] == wire.BUDGET_EXCEEDED
 
 
+# --------------------------------------------------------------------------- per-purpose accounts
+AUDIT, EXPLORE = account_of(DC, "audit"), account_of(DC, UNDECLARED)
+PURPOSE_BUDGETS = {AUDIT: PureDP(epsilon=0.5), EXPLORE: PureDP(epsilon=0.75)}  # 2 and 3 answers at 0.25
+
+
+def _purposes(identities, keyring, audit_arrays, path, seed=0):
+    return _compliance(identities, keyring, audit_arrays, path, dict(PURPOSE_BUDGETS), seed=seed,
+                       purposes=("audit", UNDECLARED))
+
+
+def _answered(reply, keyring):
+    return check_reply(reply, keyring, DC, "metric-answer")
+
+
+def test_exploration_exhausting_its_budget_never_blocks_the_audit(identities, keyring, audit_arrays, tmp_path):
+    world = _purposes(identities, keyring, audit_arrays, tmp_path / LEDGER_FILE)
+    _answered(_ask(world, identities, keyring, "a0", purpose="audit"), keyring)
+    for i in range(3):  # a query declaring no purpose is exploratory
+        _answered(_ask(world, identities, keyring, f"x{i}"), keyring)
+    refusal = _ask(world, identities, keyring, "x3", purpose=UNDECLARED)
+    assert refusal.kind == REFUSAL and refusal.payload["reason"] == wire.BUDGET_EXCEEDED
+    # the refusal names the account and its budget, and what it has spent
+    assert refusal.payload["detail"] == OVER_BUDGET.format(
+        querier=EXPLORE, limit=PureDP(epsilon=0.75), spent=PureDP(epsilon=0.75), n=3, cost=PureDP(epsilon=0.25),
+        method="sequential", total=PureDP(epsilon=1.0))
+    # exploration is spent; the audit account still answers, up to its own cap and no further
+    _answered(_ask(world, identities, keyring, "a1", purpose="audit"), keyring)
+    over = _ask(world, identities, keyring, "a2", purpose="audit")
+    assert over.payload["reason"] == wire.BUDGET_EXCEEDED
+    assert over.payload["detail"].startswith(f"querier {AUDIT!r} would exceed its budget: limit (epsilon=0.5, ")
+    stats = world.call("compliance", "stats")
+    assert stats["epsilon_spent"] == {AUDIT: 0.5, EXPLORE: 0.75} and stats["budget_refusals"] == 2
+    summary = world.call("compliance", "ledger_summary")["queriers"]
+    assert summary[AUDIT] == {"limit": {"epsilon": 0.5, "delta": 0.0}, "spent": {"epsilon": 0.5, "delta": 0.0},
+                              "debits": 2}
+    assert summary[EXPLORE]["debits"] == 3 and summary[EXPLORE]["limit"] == {"epsilon": 0.75, "delta": 0.0}
+
+
+def test_a_purpose_outside_the_policy_is_refused_and_an_id_stays_with_its_account(identities, keyring, audit_arrays,
+                                                                                  tmp_path):
+    world = _purposes(identities, keyring, audit_arrays, tmp_path / LEDGER_FILE)
+    for bad in ("marketing", 7):
+        reply = _ask(world, identities, keyring, "m0", purpose=bad)
+        assert reply.kind == REFUSAL and reply.payload["reason"] == wire.BUDGET_EXCEEDED
+        assert reply.payload["detail"] == UNKNOWN_PURPOSE.format(sender=DC, purpose=bad, how="",
+                                                                 known="audit, exploratory", undeclared=UNDECLARED)
+    assert world.call("compliance", "stats")["budget_refusals"] == 2
+    first = _answered(_ask(world, identities, keyring, "x0"), keyring)
+    # the same id under the audit purpose cannot pull exploration's answer, nor be charged twice
+    moved = _ask(world, identities, keyring, "x0", purpose="audit")
+    assert moved.payload["reason"] == wire.INVALID_QUERY and moved.payload["detail"] == ID_TAKEN.format(query_id="x0")
+    again = _answered(_ask(world, identities, keyring, "x0"), keyring)
+    assert again.payload["values"].tobytes() == first.payload["values"].tobytes()
+    assert world.call("compliance", "stats")["epsilon_spent"] == {AUDIT: 0.0, EXPLORE: 0.25}
+
+
+def test_per_purpose_accounts_survive_a_restart_and_never_spend_twice(identities, keyring, audit_arrays, tmp_path):
+    path = tmp_path / LEDGER_FILE
+    old = _purposes(identities, keyring, audit_arrays, path)
+    answers = {qid: _answered(_ask(old, identities, keyring, qid, purpose=p), keyring).payload["values"].tobytes()
+               for qid, p in (("x0", None), ("a0", "audit"), ("x1", None), ("x2", None))}
+    head = Ledger(path).head()
+    # a restarted party on the same file, with a generator that would draw other noise
+    new = _purposes(identities, keyring, audit_arrays, path, seed=99)
+    for qid, p in (("x0", None), ("a0", "audit"), ("x2", None)):  # retries: the stored answers, no debit
+        assert _answered(_ask(new, identities, keyring, qid, purpose=p), keyring).payload["values"].tobytes() == \
+            answers[qid]
+    assert _ask(new, identities, keyring, "x3").payload["reason"] == wire.BUDGET_EXCEEDED  # still spent
+    _answered(_ask(new, identities, keyring, "a1", purpose="audit"), keyring)
+    assert new.call("compliance", "stats")["epsilon_spent"] == {AUDIT: 0.5, EXPLORE: 0.75}
+    with Ledger(path) as led:  # reopening verifies the chain across both accounts' debits
+        assert [e["querier"] for e in led.entries()] == [EXPLORE, AUDIT, EXPLORE, EXPLORE, AUDIT]
+        assert led.head()["debits"] == head["debits"] + 1
+
+
+def test_per_purpose_debits_survive_the_process_being_killed(tmp_path):
+    """SIGKILL after exploration is spent and the audit charged once: every account reopens as it was."""
+    path = tmp_path / "ledger.sqlite"
+    script = textwrap.dedent(f"""
+        import os, signal, numpy as np
+        from parley.parties.ledger import Ledger
+        from parley.protocols.budget import PureDP
+        led = Ledger({str(path)!r})
+        led.set_budget({AUDIT!r}, PureDP(epsilon=0.5))
+        led.set_budget({EXPLORE!r}, PureDP(epsilon=0.5))
+        for i in range(2):
+            led.charge({EXPLORE!r}, f"x{{i}}", PureDP(epsilon=0.25), {{"query_id": f"x{{i}}", "values": np.array([i])}})
+        led.charge({AUDIT!r}, "a0", PureDP(epsilon=0.25), {{"query_id": "a0", "values": np.array([0.5])}})
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    with Ledger(path) as led:
+        assert led.spent(EXPLORE) == PureDP(epsilon=0.5) and led.spent(AUDIT) == PureDP(epsilon=0.25)
+        with pytest.raises(WireError) as exc:  # exploration stays spent
+            led.charge(EXPLORE, "x2", PureDP(epsilon=0.25), _answer([2.0], "x2"))
+        assert exc.value.reason == wire.BUDGET_EXCEEDED and EXPLORE in str(exc.value)
+        replay = led.charge(AUDIT, "a0", PureDP(epsilon=0.25), _answer([9.0], "a0"))  # a retry: no second debit
+        np.testing.assert_array_equal(replay["values"], [0.5])
+        led.charge(AUDIT, "a1", PureDP(epsilon=0.25), _answer([1.0], "a1"))  # the audit's last piece
+        assert led.spent(AUDIT) == PureDP(epsilon=0.5) and len(led.entries()) == 4
+
+
 # --------------------------------------------------------------------------- scenario and runner
 BASE = {"dataset": {"name": "synthetic", "audit_size": 200, "minority": 30, "train_size": 500},
         "attack": {"name": "single-query", "targets": 5}, "backend": "local"}
@@ -409,7 +517,15 @@ def noisy_registered(monkeypatch):
 @pytest.mark.parametrize(("change", "message"), [
     ({"budget": {"epsilon": 0}}, "budget.epsilon: Input should be greater than 0 (got 0)"),
     ({"budget": {"epsilon": 1, "delta": 1}}, "budget.delta: Input should be less than 1 (got 1)"),
-    ({"budget": {"eps": 1}}, "missing key 'budget.epsilon'; unknown key 'budget.eps'; allowed keys: delta, epsilon"),
+    ({"budget": {"eps": 1}}, "unknown key 'budget.eps'; allowed keys: delta, epsilon, purposes"),
+    ({"budget": {}}, BUDGET_NEEDS_CAP),
+    ({"budget": {"purposes": {}}}, BUDGET_NEEDS_CAP),
+    ({"budget": {"epsilon": 1, "purposes": {"audit": {"epsilon": 1}}}}, BUDGET_TWO_POLICIES),
+    ({"budget": {"purposes": {"a/b": {"epsilon": 1}}}}, BAD_PURPOSE.format(name="a/b")),
+    ({"budget": {"purposes": {"audit": {"epsilon": -1}}}},
+     "budget.purposes.audit.epsilon: Input should be greater than 0 (got -1)"),
+    ({"composition": "zcdp", "budget": {"purposes": {"audit": {"epsilon": 1, "delta": 1e-5}, "x": {"epsilon": 1}}}},
+     "composition 'zcdp' spends a slack delta'=1e-06: budget.delta must be at least 1e-06, got 0.0"),
     ({"budget": 3}, "budget must be a table"),
     ({"composition": "parallel"}, "composition: Input should be 'sequential', 'advanced' or 'zcdp' (got 'parallel')"),
     ({"composition": "advanced", "budget": {"epsilon": 1}},
@@ -474,3 +590,34 @@ def test_run_with_budget_stops_the_attack_and_reports_the_refusal(noisy_register
     raw = run(Scenario.from_dict({**BASE, "budget": {"epsilon": 1.0}}), out=tmp_path / "raw").metrics
     assert raw["epsilon_spent"] is None and raw["budget_refusals"] == 0  # raw spends nothing: no ledger
     assert not (tmp_path / "raw" / LEDGER_FILE).exists()
+
+
+POLICY = {"purposes": {"audit": {"epsilon": 0.5}, "exploratory": {"epsilon": 1.0}}}
+
+
+def test_run_with_purposes_keeps_the_audit_apart_and_reports_each_account(noisy_registered, tmp_path):
+    scenario = Scenario.from_dict({**BASE, "protocol": {"name": "test-noisy", "epsilon": 0.5}, "budget": POLICY})
+    assert Scenario.from_dict(scenario.to_dict()) == scenario
+    assert scenario.budget.to_budget() == PureDP(epsilon=1.5)  # what the querier may spend over all purposes
+    result = run(scenario, out=tmp_path)
+    m = result.metrics
+    # the honest query is charged to the audit account; the attack's (declaring none) to exploration, whose
+    # refusal after two answers stops the attack
+    assert m["budget_refusals"] == 1 and m["attack_stopped"] == "budget-exceeded" and m["queries"] == 2
+    assert m["epsilon_spent"] == 1.5 and m["delta_spent"] == 0.0  # the sum over the data center's accounts
+    assert result.record["ledger"]["queriers"] == {
+        AUDIT: {"limit": {"epsilon": 0.5, "delta": 0.0}, "spent": {"epsilon": 0.5, "delta": 0.0}, "debits": 1},
+        EXPLORE: {"limit": {"epsilon": 1.0, "delta": 0.0}, "spent": {"epsilon": 1.0, "delta": 0.0}, "debits": 2}}
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert f"| {AUDIT} | 0.5 | 0 | 0.5 | 0 | 1 |" in report and f"| {EXPLORE} | 1 | 0 | 1 | 0 | 2 |" in report
+    # a policy without exploration refuses the attack's first query; the honest audit is still answered
+    audit_only = scenario.with_values({"budget.purposes": {"audit": {"epsilon": 0.5}}})
+    m = run(audit_only, out=tmp_path / "audit-only").metrics
+    assert m["epsilon_spent"] == 0.5 and m["budget_refusals"] == 1 and m["queries"] == 0 and "base_sp" in m
+    with Ledger(tmp_path / "audit-only" / LEDGER_FILE) as led:
+        assert led.summary()["queriers"] == {AUDIT: {"limit": {"epsilon": 0.5, "delta": 0.0},
+                                                     "spent": {"epsilon": 0.5, "delta": 0.0}, "debits": 1}}
+    refusals = [e.payload["detail"] for e in read_transcript(tmp_path / "audit-only" / "transcript.jsonl")
+                if e.kind == REFUSAL]
+    assert refusals == [UNKNOWN_PURPOSE.format(sender=DC, purpose=UNDECLARED, how=DECLARED_NONE, known="audit",
+                                               undeclared=UNDECLARED)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from parley.scenarios.compare.plan import plan
-from parley.scenarios.compare.report import recommendations
-from parley.scenarios.compare.run import _saved_audits
+from parley.scenarios.compare.report import equal_epsilon, recommendations
+from parley.scenarios.compare.run import _saved_audits, pareto
 
 
 def _front(rows):
@@ -41,3 +41,33 @@ def test_audit_table_is_reused_only_for_the_same_plan(tmp_path):
     assert _saved_audits(p, path) is None  # other run counts: audit again
     pd.DataFrame(rows[1:]).to_csv(path, index=False)
     assert _saved_audits(p, path) is None  # a row missing: audit again
+
+
+def _front_eps(rows):
+    return pd.DataFrame([{"protocol": f"{n} ε={e:g}", "name": n, "family": n.split()[0], "flow": "metric-query",
+                          "epsilon": e, "utility": u, "unfairness": None, "worst_leakage": w} for n, e, u, w in rows])
+
+
+def test_pareto_keeps_the_undominated_configurations_of_each_exchange():
+    front = _front_eps([("laplace", 1.0, 1.0, 50.0), ("dp-counts", 1.0, 0.01, 48.0), ("smooth-cauchy", 1.0, 0.2, 53.0),
+                        ("raw", 1.0, 0.0, 100.0)])
+    # 48 % ranks as chance: dp-counts dominates laplace (same rank, smaller error) and smooth-cauchy (both);
+    # raw is more useful and leaks more: on the frontier too.
+    assert pareto(front).tolist() == [False, True, False, True]
+    front.loc[1, "utility"] = None  # unmeasured utility: not on the frontier, and dominates nobody
+    assert pareto(front).tolist() == [True, False, True, True]
+
+
+def test_equal_epsilon_lines_quote_the_ratio_from_the_numbers():
+    # a variant of the best protocol (same family) is not "the next protocol"
+    front = _front_eps([("laplace", 1.0, 0.354, 50.0), ("dp-counts", 1.0, 0.0138, 50.0),
+                        ("dp-counts gaussian", 1.0, 0.02, 50.0), ("smooth-cauchy", 1.0, 0.0575, 52.0),
+                        ("laplace", 4.0, 0.1, 50.0), ("dp-counts gaussian", 4.0, 0.02, 50.0)])
+    front["on_frontier"] = pareto(front)
+    lines = equal_epsilon(front)
+    assert len(lines) == 2
+    assert lines[1].startswith("ε = 4 (answering fairness-metric queries): **dp-counts gaussian ε=4** has median "
+                               "query error 0.02, not on the frontier, 5 times smaller than the next protocol's best, "
+                               "laplace ε=4 (0.1)")
+    assert "**dp-counts ε=1** has median query error 0.0138, on the frontier" in lines[0]
+    assert "4.17 times smaller than the next protocol's best, smooth-cauchy ε=1 (0.0575)" in lines[0]
