@@ -99,7 +99,10 @@ class NoiseLaw:
 
     def at(self, n1: int) -> float:
         """The scale when group 1 has ``n1`` members."""
-        return float(self.scale if self.scale_of is None else self.scale_of(n1))
+        scale = self.scale if self.scale_of is None else self.scale_of(n1)
+        if scale is None:
+            raise ValueError("a noise model needs a scale or a scale function")
+        return float(scale)
 
 
 @dataclass
@@ -230,7 +233,7 @@ def gibbs_marginals(model: LikelihoodModel, prior: float, rng: np.random.Generat
     cols = _columns(model.H)
     n = cols.shape[0]
     burn = sweeps // 2 if burn is None else burn
-    z = (rng.random(n) < prior).astype(np.int8) if start is None else np.asarray(start, dtype=np.int8).copy()
+    z = np.less(rng.random(n), prior).astype(np.int8) if start is None else np.asarray(start, dtype=np.int8).copy()
     if isinstance(model, SpModel) and not 0 < z.sum() < n:  # both groups must be present
         z[rng.integers(n)] ^= 1
     s = model.H @ z.astype(np.float64)
