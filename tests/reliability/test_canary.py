@@ -107,6 +107,7 @@ SMALL: dict[str, dict[str, object]] = {
     "adult-conceal": {},
     "adult-correction": {"dataset.audit_size": 5000},
     "adult-correction-authors": {"dataset.audit_size": 4000, "dataset.train_size": 2000},
+    "adult-likelihood": {},
     "adult-observer-honest": {},
     "adult-raw-double-query": {},
     "adult-raw-single-query": {},
