@@ -27,13 +27,31 @@ from parley.scenarios.datasets import Table, load_split
 from parley.scenarios.progress import RunProgress
 from parley.scenarios.spec import Scenario
 
-__all__ = ["ADVERSARY", "COMPLIANCE", "DATA_CENTER", "LEDGER_FILE", "OBSERVER", "PARTY_SLOTS", "World", "build_world"]
+__all__ = ["ADVERSARY", "COMPLIANCE", "DATA_CENTER", "LEDGER_FILE", "OBSERVER", "PARTY_SLOTS", "STREAMS", "World",
+           "build_world", "data_center_data", "spawn_streams"]
 
 COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER = "compliance", "data-center", "adversary", "observer"
 #: Every slot a run may fill with a party.
 PARTY_SLOTS = (COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER)
 #: The privacy ledger of a run whose protocol spends budget (SQLite; -wal and -shm are its side files).
 LEDGER_FILE = "ledger.sqlite"
+#: The independent random streams a run spawns from its seed, in spawn order (the order is part of the seed's meaning).
+STREAMS = ("data", "data-center", "compliance", "adversary", "observer", "flow")
+
+
+def spawn_streams(seed: int) -> dict[str, np.random.Generator]:
+    """The run's random streams of :data:`STREAMS`, spawned from ``seed`` (what :func:`build_world` uses).
+
+    Code that rebuilds part of a run outside it (the comparison's utility of
+    :mod:`parley.scenarios.compare.utility`) takes the same streams, so it sees the run's data and base model.
+    """
+    return dict(zip(STREAMS, (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(len(STREAMS))),
+                    strict=True))
+
+
+def data_center_data(split: Any) -> DataCenterData:
+    """What the data center of a run holds of ``split``: X and y of both sets, never A."""
+    return DataCenterData(split.X_train, split.y_train, split.X_audit, split.y_audit)
 
 
 @dataclass
@@ -85,8 +103,8 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     ``split`` replaces the seed's split (the whole-scenario privacy audit runs one fixed audit set and
     its neighbour under many seeds); every other stream still comes from the seed.
     """
-    data_rng, dc_rng, comp_rng, adv_rng, obs_rng, flow_rng = (
-        np.random.default_rng(s) for s in np.random.SeedSequence(scenario.seed).spawn(6))
+    streams = spawn_streams(scenario.seed)
+    data_rng, dc_rng, comp_rng, adv_rng, obs_rng, flow_rng = (streams[name] for name in STREAMS)
     if split is None:
         split = load_split(scenario.dataset, data_rng, table)
     protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
@@ -124,7 +142,7 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
                    AuditSet(a=split.a_audit, y=split.y_audit), protocol, [DATA_CENTER], comp_rng, **accounting)
     deployment.add(DATA_CENTER, DataCenter, identities[DATA_CENTER], keyring,
-                   DataCenterData(split.X_train, split.y_train, split.X_audit, split.y_audit),
+                   data_center_data(split),
                    scenario.model, COMPLIANCE, protocol.name, dc_rng)
     network.route(COMPLIANCE, COMPLIANCE)
     network.route(DATA_CENTER, DATA_CENTER)
