@@ -56,7 +56,9 @@ def _utility_text(entry: pd.Series) -> str:
 
 def _utility_label(front: pd.DataFrame, flow: str) -> str:
     """How ``front`` measured the utility of ``flow``: its rows' label, else the flow's definition."""
-    labels = front.loc[front["flow"] == flow, "utility_label"].dropna() if "utility_label" in front else []
+    if "utility_label" not in front:
+        return UTILITY[flow].label
+    labels = front.loc[front["flow"] == flow, "utility_label"].dropna()
     return str(labels.iloc[0]) if len(labels) else UTILITY[flow].label
 
 

@@ -217,13 +217,13 @@ def with_utility(front: pd.DataFrame, utility: pd.DataFrame) -> pd.DataFrame:
     if "utility_p90" not in front:
         front.insert(int(front.columns.get_loc("utility")) + 1, "utility_p90", None)
     front["utility_p90"] = front["utility_p90"].astype(object)
-    by_row = utility.groupby("protocol")[["median_error", "p90_error"]].mean() if len(utility) else None
+    by_row = utility.groupby("protocol")[["median_error", "p90_error"]].mean()
+    releases = int(utility["releases"].iloc[0]) if len(utility) else RELEASES
     for i in front.index[front["flow"] == "metric-query"]:
         label = front.at[i, "protocol"]
-        measured = by_row is not None and label in by_row.index
+        measured = label in by_row.index
         front.at[i, "utility"] = float(by_row.at[label, "median_error"]) if measured else float("nan")
         front.at[i, "utility_p90"] = float(by_row.at[label, "p90_error"]) if measured else None
-        releases = int(utility["releases"].iloc[0]) if len(utility) else RELEASES
         front.at[i, "utility_label"] = UTILITY_LABEL.format(releases=releases)
     front["on_frontier"] = pareto(front)
     return front
