@@ -18,40 +18,30 @@ import numpy as np
 
 from parley import protocols
 from parley.parties.compliance import Compliance, account_of, has_costs
-from parley.parties.data_center import DataCenter, DataCenterData
+from parley.parties.data_center import DataCenter
 from parley.parties.network import LocalDeployment, Network
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring
 from parley.protocols.base import AuditSet
 from parley.scenarios.datasets import Table, load_split
 from parley.scenarios.progress import RunProgress
+from parley.scenarios.run_parts import (
+    ADVERSARY,
+    COMPLIANCE,
+    DATA_CENTER,
+    OBSERVER,
+    PARTY_SLOTS,
+    STREAMS,
+    data_center_data,
+    spawn_streams,
+)
 from parley.scenarios.spec import Scenario
 
 __all__ = ["ADVERSARY", "COMPLIANCE", "DATA_CENTER", "LEDGER_FILE", "OBSERVER", "PARTY_SLOTS", "STREAMS", "World",
            "build_world", "data_center_data", "spawn_streams"]
 
-COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER = "compliance", "data-center", "adversary", "observer"
-#: Every slot a run may fill with a party.
-PARTY_SLOTS = (COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER)
 #: The privacy ledger of a run whose protocol spends budget (SQLite; -wal and -shm are its side files).
 LEDGER_FILE = "ledger.sqlite"
-#: The independent random streams a run spawns from its seed, in spawn order (the order is part of the seed's meaning).
-STREAMS = ("data", "data-center", "compliance", "adversary", "observer", "flow")
-
-
-def spawn_streams(seed: int) -> dict[str, np.random.Generator]:
-    """The run's random streams of :data:`STREAMS`, spawned from ``seed`` (what :func:`build_world` uses).
-
-    Code that rebuilds part of a run outside it (the comparison's utility of
-    :mod:`parley.scenarios.compare.utility`) takes the same streams, so it sees the run's data and base model.
-    """
-    return dict(zip(STREAMS, (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(len(STREAMS))),
-                    strict=True))
-
-
-def data_center_data(split: Any) -> DataCenterData:
-    """What the data center of a run holds of ``split``: X and y of both sets, never A."""
-    return DataCenterData(split.X_train, split.y_train, split.X_audit, split.y_audit)
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 A comparison run asks one honest audit query per run, so the mean of its runs' query errors rests
 on a few noisy draws. This module measures the error properly: it rebuilds the run's audit set and
-the honest data center's base model (the run's own streams, :func:`parley.scenarios.world.spawn_streams`,
+the honest data center's base model (the run's own streams, :func:`parley.scenarios.run_parts.spawn_streams`,
 and the real :class:`parley.parties.data_center.DataCenter`, which trains the model and writes the
 query), then releases that query ``releases`` times through the protocol object directly, each
 release from its own generator seeded from the study seed, and reports the median and the 90th
@@ -26,8 +26,8 @@ from parley.protocols.base import AuditSet, MetricQuery
 from parley.protocols.errors import ConfigError
 from parley.protocols.metrics import evaluate
 from parley.scenarios.datasets import Table, load_split
+from parley.scenarios.run_parts import COMPLIANCE, DATA_CENTER, data_center_data, spawn_streams
 from parley.scenarios.spec import Scenario
-from parley.scenarios.world import COMPLIANCE, DATA_CENTER, data_center_data, spawn_streams
 
 __all__ = ["HonestAudit", "RELEASES", "UTILITY_FILE", "UTILITY_LABEL", "BAD_RELEASES", "honest_audit",
            "release_errors", "honest_utility", "utilities"]
