@@ -165,7 +165,7 @@ def _frontier_png(front: pd.DataFrame, path: Path) -> Path:
     metric = measured[measured["flow"] == "metric-query"]
     learning = measured[measured["flow"] != "metric-query"]
     fig, axes = plt.subplots(1, 3, figsize=(16, 5), sharey=True)
-    panels = [(axes[0], metric, "utility", f"{_metric_utility_label(front)} (lower is better; symlog)"),
+    panels = [(axes[0], metric, "utility", "median error of the honest audit answer (lower is better; symlog)"),
               (axes[1], learning, "utility", "model accuracy (higher is better)"),
               (axes[2], learning, "unfairness", "model unfairness (lower is fairer)")]
     for ax, part, column, label in panels:
