@@ -18,20 +18,28 @@ import numpy as np
 
 from parley import protocols
 from parley.parties.compliance import Compliance, account_of, has_costs
-from parley.parties.data_center import DataCenter, DataCenterData
+from parley.parties.data_center import DataCenter
 from parley.parties.network import LocalDeployment, Network
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring
 from parley.protocols.base import AuditSet
 from parley.scenarios.datasets import Table, load_split
 from parley.scenarios.progress import RunProgress
+from parley.scenarios.run_parts import (
+    ADVERSARY,
+    COMPLIANCE,
+    DATA_CENTER,
+    OBSERVER,
+    PARTY_SLOTS,
+    STREAMS,
+    data_center_data,
+    spawn_streams,
+)
 from parley.scenarios.spec import Scenario
 
-__all__ = ["ADVERSARY", "COMPLIANCE", "DATA_CENTER", "LEDGER_FILE", "OBSERVER", "PARTY_SLOTS", "World", "build_world"]
+__all__ = ["ADVERSARY", "COMPLIANCE", "DATA_CENTER", "LEDGER_FILE", "OBSERVER", "PARTY_SLOTS", "STREAMS", "World",
+           "build_world", "data_center_data", "spawn_streams"]
 
-COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER = "compliance", "data-center", "adversary", "observer"
-#: Every slot a run may fill with a party.
-PARTY_SLOTS = (COMPLIANCE, DATA_CENTER, ADVERSARY, OBSERVER)
 #: The privacy ledger of a run whose protocol spends budget (SQLite; -wal and -shm are its side files).
 LEDGER_FILE = "ledger.sqlite"
 
@@ -85,8 +93,8 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     ``split`` replaces the seed's split (the whole-scenario privacy audit runs one fixed audit set and
     its neighbour under many seeds); every other stream still comes from the seed.
     """
-    data_rng, dc_rng, comp_rng, adv_rng, obs_rng, flow_rng = (
-        np.random.default_rng(s) for s in np.random.SeedSequence(scenario.seed).spawn(6))
+    streams = spawn_streams(scenario.seed)
+    data_rng, dc_rng, comp_rng, adv_rng, obs_rng, flow_rng = (streams[name] for name in STREAMS)
     if split is None:
         split = load_split(scenario.dataset, data_rng, table)
     protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
@@ -124,7 +132,7 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
                    AuditSet(a=split.a_audit, y=split.y_audit), protocol, [DATA_CENTER], comp_rng, **accounting)
     deployment.add(DATA_CENTER, DataCenter, identities[DATA_CENTER], keyring,
-                   DataCenterData(split.X_train, split.y_train, split.X_audit, split.y_audit),
+                   data_center_data(split),
                    scenario.model, COMPLIANCE, protocol.name, dc_rng)
     network.route(COMPLIANCE, COMPLIANCE)
     network.route(DATA_CENTER, DATA_CENTER)

@@ -54,6 +54,18 @@ def _utility_text(entry: pd.Series) -> str:
     return text
 
 
+def _utility_label(front: pd.DataFrame, flow: str) -> str:
+    """How ``front`` measured the utility of ``flow``: its rows' label, else the flow's definition."""
+    if "utility_label" not in front:
+        return UTILITY[flow].label
+    labels = front.loc[front["flow"] == flow, "utility_label"].dropna()
+    return str(labels.iloc[0]) if len(labels) else UTILITY[flow].label
+
+
+def _metric_utility_label(front: pd.DataFrame) -> str:
+    return _utility_label(front, "metric-query")
+
+
 def _observer_note(conf: pd.DataFrame) -> str | None:
     """What an observer overhearing a curious data center learns in clear and sealed (from the table)."""
     part = conf[conf["scenario"] == "adult-raw-double-query"] if len(conf) else conf
@@ -153,7 +165,7 @@ def _frontier_png(front: pd.DataFrame, path: Path) -> Path:
     metric = measured[measured["flow"] == "metric-query"]
     learning = measured[measured["flow"] != "metric-query"]
     fig, axes = plt.subplots(1, 3, figsize=(16, 5), sharey=True)
-    panels = [(axes[0], metric, "utility", "median query error (lower is better; symlog)"),
+    panels = [(axes[0], metric, "utility", "median error of the honest audit answer (lower is better; symlog)"),
               (axes[1], learning, "utility", "model accuracy (higher is better)"),
               (axes[2], learning, "unfairness", "model unfairness (lower is fairer)")]
     for ax, part, column, label in panels:
@@ -241,7 +253,10 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
               f"{comparison.ran} study rows run, {comparison.skipped} found done in `study/`"
               f"{', audit table reused' if comparison.audit_reused else ''}. Leakage is "
               "the balanced accuracy in % of the adversary's reconstruction of the protected attribute (50 % is a "
-              "coin flip). Every number below is computed from `study/results.csv` of this run."),
+              "coin flip). Leakage below is computed from the study's rows of this run (`study/results.csv`, "
+              "reduced to `matrix_long.csv`); the utility of a metric-query configuration is the "
+              f"{_metric_utility_label(front)} of that configuration (`utility.csv`: median and 90th percentile "
+              "per audit metric), not the few noisy answers of its runs."),
         ("h2", "Which protocol under which threat model"),
         ("ul", recommendations(front, comparison.confidentiality)),
         ("h2", "Leakage matrix"),
@@ -253,14 +268,15 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
         ("ul", matrix_notes),
         ("h2", "Leakage against utility"),
         ("p", "Utility as each protocol defines it: " + "; ".join(
-            f"{flow}: {u.label}" + (f" and {u.fairness_label}" if u.fairness_key else "")
+            f"{flow}: {_utility_label(front, flow)}" + (f" and {u.fairness_label}" if u.fairness_key else "")
             for flow, u in UTILITY.items())
               + ". The y axis is the worst leakage over the attacks that apply to the configuration."),
         ("img", ("frontier", figures["frontier"])),
         ("p", "`on_frontier`: no other configuration of the same exchange leaks less (worst case, below chance "
               "ranked as chance) and is at least as useful, or leaks as little and is more useful. At equal epsilon:"),
         ("ul", equal_epsilon(front) or ["no epsilon is shared by two protocols of one exchange"]),
-        ("table", front[["protocol", "flow", "utility", "unfairness", "worst_leakage", "worst_attack",
+        ("table", front[["protocol", "flow", "utility", *(["utility_p90"] if "utility_p90" in front else []),
+                         "unfairness", "worst_leakage", "worst_attack",
                          "epsilon_spent_max", "on_frontier"]].map(_fmt)),
         ("h2", "Whole-scenario privacy audit"),
         ("p", "Each auditable configuration runs as a whole scenario (local parties, signed envelopes, ledger) on a "

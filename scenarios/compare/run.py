@@ -26,20 +26,25 @@ from tqdm import tqdm
 
 from parley.parties.confidential import is_sealed
 from parley.parties.transcript import read_transcript
+from parley.protocols.errors import ConfigError
 from parley.scenarios.catalog import resolve_scenario
 from parley.scenarios.compare.audit import audit_scenario
 from parley.scenarios.compare.plan import UTILITY, Plan, plan
+from parley.scenarios.compare.utility import RELEASES, UTILITY_FILE, UTILITY_LABEL, utilities
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study import Study
 
 __all__ = ["Comparison", "CONFIDENTIALITY_SCENARIOS", "INVOCATION_FILE", "compare", "matrix", "frontier", "pareto",
-           "confidentiality", "report_from_files"]
+           "confidentiality", "report_from_files", "NO_SAVED_RESULTS"]
 
 #: The passive-observer scenarios run with and without confidential payloads.
 CONFIDENTIALITY_SCENARIOS = ("adult-observer-honest", "adult-raw-double-query")
 AUDIT_ALPHA = 0.05
 #: The figures of the invocation that wrote a report (wall time, rows run and found done), for rewriting it.
 INVOCATION_FILE = "invocation.json"
+#: report_from_files found neither the study's rows nor the tables written from them.
+NO_SAVED_RESULTS = ("cannot rewrite the comparison report in {out}: it needs study/results.csv, or matrix_long.csv, "
+                    "frontier.csv and confidentiality.csv of an earlier run (missing: {missing})")
 #: How a signed refusal reads in a failure (parley.protocols.errors.RefusedError),
 #: e.g. a metric the protocol does not answer.
 REFUSED = "refused ("
@@ -177,8 +182,13 @@ def _utility_value(flow: str, ok: pd.DataFrame) -> tuple[float, float | None]:
     return util, fair
 
 
-def frontier(p: Plan, results: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
-    """Per protocol row: its utility (as its flow defines it), fairness, and worst-case leakage per threat model."""
+def frontier(p: Plan, results: pd.DataFrame, long: pd.DataFrame, utility: pd.DataFrame | None = None
+             ) -> pd.DataFrame:
+    """Per protocol row: its utility (as its flow defines it), fairness, and worst-case leakage per threat model.
+
+    ``utility`` (:func:`parley.scenarios.compare.utility.utilities`) gives the utility of the metric-query rows:
+    the error of the honest audit answer over many releases; without it they take their runs' mean query error.
+    """
     rows = []
     for row in p.rows:
         part = results[(results.get("row") == row.label) & (results["status"] == "ok")]
@@ -186,7 +196,7 @@ def frontier(p: Plan, results: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame
         measured = long[(long["protocol"] == row.label) & (long["n"] > 0)]
         entry: dict[str, Any] = {"protocol": row.label, "name": re.sub(r" [εm]=.*$", "", row.label), "flow": row.flow,
                                  "family": row.protocol["name"], "epsilon": row.protocol.get("epsilon"),
-                                 "utility": util, "utility_label": UTILITY[row.flow].label,
+                                 "utility": util, "utility_p90": None, "utility_label": UTILITY[row.flow].label,
                                  "higher_is_better": UTILITY[row.flow].higher_is_better, "unfairness": fair,
                                  "worst_leakage": measured["leakage_mean"].max() if len(measured) else None,
                                  "worst_attack": measured.loc[measured["leakage_mean"].idxmax(), "attack"]
@@ -197,6 +207,24 @@ def frontier(p: Plan, results: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame
         entry["epsilon_spent_max"] = float(epsilon.max()) if epsilon is not None and epsilon.notna().any() else None
         rows.append(entry)
     front = pd.DataFrame(rows)
+    return with_utility(front, utility) if utility is not None else front.assign(on_frontier=pareto(front))
+
+
+def with_utility(front: pd.DataFrame, utility: pd.DataFrame) -> pd.DataFrame:
+    """``front`` with the metric-query rows' utility from ``utility`` (mean over audit metrics of the median
+    error; its 90th percentile beside it) and ``on_frontier`` recomputed; other exchanges keep theirs."""
+    front = front.copy()
+    if "utility_p90" not in front:
+        front.insert(int(front.columns.get_loc("utility")) + 1, "utility_p90", None)
+    front["utility_p90"] = front["utility_p90"].astype(object)
+    by_row = utility.groupby("protocol")[["median_error", "p90_error"]].mean()
+    releases = int(utility["releases"].iloc[0]) if len(utility) else RELEASES
+    for i in front.index[front["flow"] == "metric-query"]:
+        label = front.at[i, "protocol"]
+        measured = label in by_row.index
+        front.at[i, "utility"] = float(by_row.at[label, "median_error"]) if measured else float("nan")
+        front.at[i, "utility_p90"] = float(by_row.at[label, "p90_error"]) if measured else None
+        front.at[i, "utility_label"] = UTILITY_LABEL.format(releases=releases)
     front["on_frontier"] = pareto(front)
     return front
 
@@ -311,7 +339,7 @@ def _saved_audits(p: Plan, path: Path) -> pd.DataFrame | None:
 def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = False, address: str | None = None,
             workers: int | None = None, progress: bool = True, audit: bool = True,
             rows: tuple[str, ...] | None = None, attacks: tuple[str, ...] | None = None,
-            backend: str = "ray") -> Comparison:
+            backend: str = "ray", releases: int = RELEASES) -> Comparison:
     """Run the comparison on ``dataset`` and write the matrix, frontier, audit and report into ``out``.
 
     Parameters
@@ -334,6 +362,8 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
         Only these protocol rows (labels such as ``"laplace ε=1"``) and attacks (names).
     backend : {"ray", "local"}
         Where each cell's parties live: Ray actors, or inside the study worker.
+    releases : int
+        Releases of the honest audit query per metric-query row, for its utility (``utility.csv``).
     """
     from parley.scenarios.compare.report import write_report
     from parley.scenarios.study.engine import run_study
@@ -346,7 +376,9 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
     done = run_study(study, out / "study", workers=workers, address=address, keep_runs=True, progress=progress)
     results = _labelled(study, labels, done.results)
     long = matrix(p, results)
-    front = frontier(p, results, long)
+    utility = utilities(p, releases)
+    utility.to_csv(out / UTILITY_FILE, index=False)
+    front = frontier(p, results, long, utility)
     conf = confidentiality(results, out / "study" / "cells")
     audits = _saved_audits(p, out / "audit.csv") if audit else pd.DataFrame()
     reused = audits is not None and not audits.empty
@@ -363,12 +395,38 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
     return comparison
 
 
-def report_from_files(out: str | Path) -> Comparison:
-    """Rewrite the report of an earlier comparison in ``out`` from its files, running nothing.
+def _saved_utility(p: Plan, path: Path, releases: int | None) -> pd.DataFrame | None:
+    """The utility table of an earlier run of the same plan rows (and ``releases``, if given): it is seeded."""
+    if not path.is_file():
+        return None
+    saved = pd.read_csv(path)
+    wanted = sorted(r.label for r in p.rows if r.flow == "metric-query")
+    same_rows = sorted(set(saved.get("protocol", pd.Series(dtype=str)))) == wanted
+    same_k = len(saved) > 0 and (releases is None or bool((saved["releases"] == releases).all()))
+    return saved if same_rows and same_k else None
+
+
+def _saved_tables(out: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The matrix (long), frontier and confidentiality tables an earlier run wrote (its study rows not kept)."""
+    names = ("matrix_long.csv", "frontier.csv", "confidentiality.csv")
+    missing = [name for name in names if not (out / name).is_file()]
+    if missing:
+        raise ConfigError(NO_SAVED_RESULTS.format(out=out, missing=", ".join(["study/results.csv", *missing])))
+    long = pd.read_csv(out / names[0])
+    long["reason"] = long["reason"].fillna("").astype(str)
+    return long, pd.read_csv(out / names[1]), pd.read_csv(out / names[2])
+
+
+def report_from_files(out: str | Path, releases: int | None = None) -> Comparison:
+    """Rewrite the report of an earlier comparison in ``out`` from its files, running no scenario.
 
     Reads the invocation of :data:`INVOCATION_FILE` (the plan's arguments, wall time, rows run and
-    found done), ``study/results.csv`` and ``audit.csv``, and writes every file of :func:`compare`
-    again: for a change of the report's code, without the minutes of the study and the audit.
+    found done) and ``audit.csv``; the leakage comes from ``study/results.csv``, or, where the study's rows
+    are not kept (a checked-in report), from the ``matrix_long.csv``, ``frontier.csv`` and
+    ``confidentiality.csv`` written from them. The metric-query utility is ``utility.csv`` when it holds the
+    plan's rows (and ``releases``, if given), else it is measured again (seconds, no Ray). Every file of
+    :func:`compare` is written again: for a change of the report's code, without the minutes of the study
+    and the audit.
     """
     from parley.scenarios.compare.report import write_report
 
@@ -376,11 +434,20 @@ def report_from_files(out: str | Path) -> Comparison:
     figures = json.loads((out / INVOCATION_FILE).read_text(encoding="utf-8"))
     p = plan(figures["dataset"], figures["quick"], None if figures["rows"] is None else tuple(figures["rows"]),
              None if figures["attacks"] is None else tuple(figures["attacks"]), figures["backend"])
-    study, labels = build_study(p)
-    results = _labelled(study, labels, pd.read_csv(out / "study" / "results.csv"))
-    long = matrix(p, results)
-    front = frontier(p, results, long)
-    conf = confidentiality(results, out / "study" / "cells")
+    utility = _saved_utility(p, out / UTILITY_FILE, releases)
+    if utility is None:
+        utility = utilities(p, releases if releases is not None else RELEASES)
+        utility.to_csv(out / UTILITY_FILE, index=False)
+    if (out / "study" / "results.csv").is_file():
+        study, labels = build_study(p)
+        results = _labelled(study, labels, pd.read_csv(out / "study" / "results.csv"))
+        long = matrix(p, results)
+        front = frontier(p, results, long, utility)
+        conf = confidentiality(results, out / "study" / "cells")
+    else:
+        long, saved_front, conf = _saved_tables(out)
+        results = pd.DataFrame()
+        front = with_utility(saved_front, utility)
     try:
         audits = pd.read_csv(out / "audit.csv")
     except (FileNotFoundError, pd.errors.EmptyDataError):  # a comparison run without its audit
@@ -390,4 +457,3 @@ def report_from_files(out: str | Path) -> Comparison:
                             audit_reused=figures["audit_reused"])
     write_report(comparison, long, front)
     return comparison
-

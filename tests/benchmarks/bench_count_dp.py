@@ -28,13 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from parley.parties.learners.base_model import build_estimator
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet, MetricQuery
 from parley.protocols.mechanisms.count_dp import metrics_from_statistics, slices_of, statistics
 from parley.protocols.metrics import evaluate
 from parley.scenarios.catalog import scenario_path
-from parley.scenarios.datasets import load_split
+from parley.scenarios.compare.utility import honest_audit, release_errors
 from parley.scenarios.spec import Scenario
 
 RELEASES = 400
@@ -44,15 +43,12 @@ MANY = 100
 DELTA = 1e-6
 
 
-def honest_world() -> tuple[np.ndarray, AuditSet]:
-    """The base model's scores on the audit set and the audit set, as ``adult-observer-honest`` builds them."""
+def honest_world() -> tuple[np.ndarray, AuditSet, float]:
+    """The base model's scores on the audit set, the audit set and the threshold, as ``adult-observer-honest``
+    builds them (:func:`parley.scenarios.compare.utility.honest_audit`: the run's streams, the real data center)."""
     scenario = Scenario.from_toml(scenario_path("adult-observer-honest"))
-    data_rng, dc_rng, *_ = (np.random.default_rng(s) for s in np.random.SeedSequence(scenario.seed).spawn(6))
-    split = load_split(scenario.dataset, data_rng)
-    model = build_estimator(scenario.model, random_state=int(dc_rng.integers(2**31 - 1)))  # DataCenter.train
-    model.fit(split.X_train, split.y_train)
-    scores = np.asarray(model.predict_proba(split.X_audit)[:, 1], dtype=np.float64)
-    return scores, AuditSet(a=split.a_audit, y=split.y_audit), scenario.model.threshold
+    honest = honest_audit(scenario)
+    return honest.scores, honest.audit, scenario.model.threshold
 
 
 def _protocol(name: str, **params: Any):
@@ -61,10 +57,7 @@ def _protocol(name: str, **params: Any):
 
 
 def median_error(protocol, query: MetricQuery, audit: AuditSet, releases: int, seed: int) -> float:
-    exact = evaluate(query.metric, query.predictions, audit.a, audit.y)
-    errors = [np.abs(protocol.answer(query, audit, np.random.default_rng([seed, r]))["values"] - exact)
-              for r in range(releases)]
-    return float(np.median(np.concatenate(errors)))
+    return float(np.median(release_errors(protocol, query, audit, releases, seed)))
 
 
 def continuous_counts(metric: str, H: np.ndarray, audit: AuditSet, draw, releases: int, seed: int) -> float:

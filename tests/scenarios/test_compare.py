@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 
 import pandas as pd
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from parley.protocols.errors import ConfigError
 from parley.scenarios.compare import compare
 from parley.scenarios.compare.plan import BAD_DATASET_FOR_COMPARE, UNKNOWN_ROW, plan
-from parley.scenarios.compare.run import report_from_files
+from parley.scenarios.compare.run import NO_SAVED_RESULTS, report_from_files
+from parley.scenarios.compare.utility import UTILITY_FILE, UTILITY_LABEL
 from parley.scenarios.spec import WRONG_FLOW
 from tests.browser import CHROMIUM, NO_CHROMIUM, probe_page
 
@@ -49,7 +51,10 @@ def tiny(ray_session, tmp_path_factory):
     """One tiny comparison (parties in-process in the study workers, no audit), shared by the tests below."""
     out = tmp_path_factory.mktemp("compare")
     return out, compare("adult", out, quick=True, rows=ROWS, attacks=ATTACKS, backend="local", audit=False,
-                        progress=False, workers=2)
+                        progress=False, workers=2, releases=RELEASES)
+
+
+RELEASES = 40
 
 
 def test_tiny_compare_writes_matrix_frontier_and_reports(tiny):
@@ -70,6 +75,11 @@ def test_tiny_compare_writes_matrix_frontier_and_reports(tiny):
     assert len(inverted) == 2 and inverted["leakage_mean"].between(0, 100).all()
     front = pd.read_csv(tmp_path / "frontier.csv").set_index("protocol")
     assert front.loc["raw", "utility"] == 0.0 and front.loc["laplace ε=1", "utility"] > 0.0  # honest query error
+    # The metric-query utility is the error over RELEASES releases of the honest answer, written to utility.csv.
+    utility = pd.read_csv(tmp_path / UTILITY_FILE).set_index("protocol")
+    assert list(utility.index) == ["raw", "laplace ε=1"] and (utility["releases"] == RELEASES).all()
+    assert front.loc["laplace ε=1", "utility"] == utility.loc["laplace ε=1", "median_error"]
+    assert front.loc["laplace ε=1", "utility_label"] == UTILITY_LABEL.format(releases=RELEASES)
     # An observer of honest traffic reveals nobody: counted as chance.
     assert wide.loc["raw", "differencing [passive-observer]"].startswith("50.0 ± 0.0 (n=1; revealed nobody")
     assert 0.5 < front.loc["cov-threshold m=100", "utility"] <= 1.0  # accuracy
@@ -92,6 +102,20 @@ def test_a_report_is_rewritten_from_the_files_of_its_run(tiny):
     again = report_from_files(tmp_path)  # nothing runs: the study's rows and the invocation are read back
     assert again.wall_s == done.wall_s and again.ran == done.ran and again.skipped == done.skipped
     assert {name: (tmp_path / name).read_bytes() for name in written} == written
+
+
+def test_a_report_is_rewritten_from_its_saved_tables_without_the_study(tiny, tmp_path):
+    """A checked-in report keeps no study/: the rewrite reads the tables written from it, and measures utility."""
+    out, _ = tiny
+    kept = tmp_path / "kept"
+    shutil.copytree(out, kept, ignore=shutil.ignore_patterns("study"))
+    (kept / UTILITY_FILE).unlink()  # measured again (seeded: the same figures)
+    report_from_files(kept, releases=RELEASES)
+    for name in ("report.md", "frontier.csv", "matrix.csv", "matrix_long.csv", UTILITY_FILE, "confidentiality.csv"):
+        assert (kept / name).read_bytes() == (out / name).read_bytes(), name
+    (kept / "frontier.csv").unlink()
+    with pytest.raises(ConfigError, match=re.escape(NO_SAVED_RESULTS.split("{")[0])):
+        report_from_files(kept)
 
 
 #: A figure that cannot load (a truncated PNG): the check must see it fail.
