@@ -55,7 +55,6 @@ def run_variant(variant: str, calls: int) -> dict:
     from parley.parties.wire import Identity, Keyring
     from parley.protocols import get_protocol
     from parley.protocols.base import AuditSet
-    from parley.protocols.metrics import evaluate
 
     ensure_ray()
     rng = np.random.default_rng(0)
@@ -69,13 +68,7 @@ def run_variant(variant: str, calls: int) -> dict:
     counter = iter(range(10**9))
     with tempfile.TemporaryDirectory() as tmp:
         if variant == "bare":
-            @ray.remote(num_cpus=0)
-            class Bare:
-                def __init__(self, a: np.ndarray, y: np.ndarray) -> None:
-                    self.a, self.y = a, y
-
-                def answer(self, metric: str, H: np.ndarray) -> np.ndarray:
-                    return evaluate(metric, H, self.a, self.y)
+            from bench_wire import Bare  # the same baseline actor as the messaging benchmark
 
             actor = Bare.remote(a, y)
 
