@@ -1,10 +1,10 @@
 """Whose results an output folder holds, so that ``--out`` never mixes two scenarios' or studies' results.
 
 A run folder is known by its ``result.json`` (its ``scenario``), a study folder by
-:data:`STUDY_MARKER` (``study.json``: the study's name and its spec fingerprint, written by
-:func:`parley.scenarios.study.engine.run_study`), or, for a folder an older parley wrote, by its
-``results.csv`` or ``summary.md`` (whose title names the study). ``parley run`` and ``parley
-study`` call :func:`check_out` before anything runs:
+:data:`STUDY_MARKER` (``study.json``: the study's name, its spec fingerprint and its plot files,
+written by :func:`parley.scenarios.study.engine.run_study`), or, for a folder an older parley
+wrote, by a ``results.csv`` with a study's columns beside a ``summary.md`` whose title names the
+study. ``parley run`` and ``parley study`` call :func:`check_out` before anything runs:
 
 * the same scenario (by name) into its own run folder, or the same study into its own study
   folder, goes on as it always did (a run replaces its results, a study resumes);
@@ -12,11 +12,11 @@ study`` call :func:`check_out` before anything runs:
   are, a run where a study's are) is refused with :class:`ForeignFolderError`, one line naming
   the folder, what it holds and ``--replace``; nothing in the folder is touched;
 * with ``--replace`` the earlier results are deleted first (:func:`clear`): every file parley
-  wrote for them, nothing else.
+  wrote for them, nothing else (a study's plots only as its marker lists them).
 
-A folder whose owner cannot be named (a ``result.json`` without a scenario, a study folder of an
-older parley without ``summary.md``) is treated as the same kind's own: it was written by that
-kind of command and cannot be shown to be another's.
+Files that only look like parley's (a ``summary.md`` or ``results.csv`` of the user's own, a
+``result.json`` that names no scenario) are not results: a run goes ahead beside them, a study,
+which would write over such a file, is refused (:data:`NOT_OURS`) even with ``--replace``.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ STUDY_MARKER = "study.json"
 FOREIGN_FOLDER = ("{folder} {path} holds {holds}; {new} would be mixed with them: choose another --out, or add "
                   "--replace to delete them first")
 CANNOT_CLEAR = "cannot delete {path} for --replace: {reason}"
+NOT_OURS = ("study folder {path} holds {files}, which no parley study wrote; a study would write over them: "
+            "choose another --out")
 
 Kind = Literal["run", "study"]
 #: What a run writes into its folder (its ledger's side files included).
@@ -80,32 +82,47 @@ def _read_json(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _study_files(folder: Path) -> tuple[str, ...]:
+#: The first columns of an older parley's study ``results.csv`` (:data:`parley.scenarios.study.plan.ROW_FIELDS`).
+STUDY_COLUMNS = "cell,repeat,seed,status"
+
+
+def _first_line(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.readline().strip()
+    except (OSError, ValueError):
+        return ""
+
+
+def _study_files(folder: Path, plots: list[Any]) -> tuple[str, ...]:
+    """The files a study wrote: its own files, the plots its marker lists, and ``cells/``."""
     found = [name for name in STUDY_FILES if (folder / name).is_file()]
-    found += sorted(path.name for path in folder.glob("*.png") if path.is_file())
+    found += sorted(name for name in plots if isinstance(name, str) and "/" not in name and name.endswith(".png")
+                    and (folder / name).is_file())
     return (*found, "cells/") if (folder / "cells").is_dir() else tuple(found)
 
 
 def holding(folder: Path) -> Holding | None:
-    """Whose results ``folder`` holds; None for a folder without any (missing, empty, or not parley's)."""
+    """Whose results ``folder`` holds; None for a folder without any (missing, empty, or not parley's).
+
+    Only what parley provably wrote counts: a study folder by its marker (or, from an older parley, a
+    ``results.csv`` with a study's columns beside a ``summary.md`` titled ``# Study NAME``), a run
+    folder by a ``result.json`` that names its scenario. A user's own ``summary.md`` or figures are
+    never taken for a study's, so ``--replace`` never deletes them.
+    """
     if not folder.is_dir():
         return None
     if (folder / STUDY_MARKER).is_file():
-        name = _read_json(folder / STUDY_MARKER).get("study")
-        return Holding("study", name if isinstance(name, str) else None, _study_files(folder))
-    if (folder / "results.csv").is_file() or (folder / "summary.md").is_file():  # an older parley's study folder
-        name = None
-        try:
-            with open(folder / "summary.md", encoding="utf-8") as summary:
-                title = summary.readline().strip()
-            name = title.removeprefix(STUDY_TITLE) if title.startswith(STUDY_TITLE) else None
-        except (OSError, ValueError):
-            pass
-        return Holding("study", name, _study_files(folder))
-    if (folder / "result.json").is_file():
-        name = _read_json(folder / "result.json").get("scenario")
-        files = tuple(n for n in RUN_FILES if (folder / n).is_file())
-        return Holding("run", name if isinstance(name, str) else None, files)
+        marker = _read_json(folder / STUDY_MARKER)
+        name, plots = marker.get("study"), marker.get("plots")
+        return Holding("study", name if isinstance(name, str) else None,
+                       _study_files(folder, plots if isinstance(plots, list) else []))
+    title = _first_line(folder / "summary.md")
+    if title.startswith(STUDY_TITLE) and _first_line(folder / "results.csv").startswith(STUDY_COLUMNS):
+        return Holding("study", title.removeprefix(STUDY_TITLE), _study_files(folder, []))
+    name = _read_json(folder / "result.json").get("scenario") if (folder / "result.json").is_file() else None
+    if isinstance(name, str):
+        return Holding("run", name, tuple(n for n in RUN_FILES if (folder / n).is_file()))
     return None
 
 
@@ -124,7 +141,11 @@ def check_out(folder: Path, kind: Kind, name: str, replace: bool = False) -> Hol
         ``folder`` holds another scenario's or study's results and ``replace`` is False.
     """
     held = holding(folder)
-    if held is None or (held.kind == kind and held.name in (name, None)):
+    if held is None and kind == "study":
+        strangers = tuple(n for n in STUDY_FILES if (folder / n).exists())
+        if strangers:  # files a study writes, but not a parley study's: never overwritten, --replace or not
+            raise ForeignFolderError(NOT_OURS.format(path=folder, files=", ".join(strangers)))
+    if held is None or (held.kind == kind and held.name == name):
         return None
     if not replace:
         new = f"the results of scenario {name!r}" if kind == "run" else f"the results of study {name!r}"
@@ -169,8 +190,12 @@ def study_fingerprint(spec: dict[str, Any]) -> str:
 
 
 def write_study_marker(folder: Path, name: str, spec: dict[str, Any]) -> Path:
-    """Write :data:`STUDY_MARKER` into ``folder``: the study's name and its spec fingerprint."""
+    """Write :data:`STUDY_MARKER` into ``folder``: the study's name, its spec fingerprint and its plot files.
+
+    The plots are listed so that ``--replace`` deletes the study's figures and no other image.
+    """
     path = folder / STUDY_MARKER
-    path.write_text(json.dumps({"study": name, "fingerprint": study_fingerprint(spec)}, indent=2) + "\n",
-                    encoding="utf-8")
+    plots = [plot.get("file") for plot in spec.get("outputs", {}).get("plots", []) if isinstance(plot, dict)]
+    path.write_text(json.dumps({"study": name, "fingerprint": study_fingerprint(spec), "plots": plots}, indent=2)
+                    + "\n", encoding="utf-8")
     return path

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from parley.scenarios.cli import EXIT_OK, EXIT_USAGE, main
-from parley.scenarios.out_folder import FOREIGN_FOLDER, STUDY_MARKER, holding, study_fingerprint
+from parley.scenarios.out_folder import FOREIGN_FOLDER, NOT_OURS, STUDY_MARKER, holding, study_fingerprint
 from parley.scenarios.study import Study
 
 SCENARIO = "adult-raw-single-query"
@@ -64,7 +64,8 @@ def _foreign_study(folder: Path, name: str = "conceal-table1", marker: bool = Tr
     (folder / "summary.md").write_text(f"# Study {name}\n\nrows\n")
     (folder / "leakage.png").write_bytes(b"\x89PNG not really")
     if marker:
-        (folder / STUDY_MARKER).write_text(json.dumps({"study": name, "fingerprint": "0" * 64}))
+        (folder / STUDY_MARKER).write_text(json.dumps({"study": name, "fingerprint": "0" * 64,
+                                                       "plots": ["leakage.png"]}))
 
 
 def test_a_run_into_another_scenarios_folder_is_refused_and_touches_nothing(tmp_path, capsys):
@@ -131,7 +132,7 @@ def test_a_study_folder_knows_its_study_resumes_it_and_refuses_another(ray_sessi
     other.write_text(TINY_STUDY.format(name="tiny-b", targets=3))
     assert main(["study", str(first), "--out", str(out), "--workers", "1"]) == EXIT_OK
     marker = json.loads((out / STUDY_MARKER).read_text())
-    assert marker == {"study": "tiny-a",
+    assert marker == {"study": "tiny-a", "plots": [],
                       "fingerprint": study_fingerprint(Study.load(str(first)).model_dump(mode="json"))}
     capsys.readouterr()
     assert main(["study", str(first), "--out", str(out), "--workers", "1"]) == EXIT_OK  # resumes as before
@@ -145,3 +146,20 @@ def test_a_study_folder_knows_its_study_resumes_it_and_refuses_another(ray_sessi
     assert list(results["attack.targets"]) == [3] and not (out / "results-stale.csv").exists()
     assert json.loads((out / STUDY_MARKER).read_text())["study"] == "tiny-b"
     assert sorted(p.name for p in (out / "cells").iterdir()) == [f"{results['cell'][0]}-r0"]
+
+
+def test_files_that_only_look_like_a_studys_are_never_deleted_or_overwritten(tmp_path, capsys):
+    """A user's own summary.md, figures and cells/ are not a study's: --replace leaves them, a study refuses."""
+    out = tmp_path / "notes"
+    (out / "cells").mkdir(parents=True)
+    (out / "cells" / "thesis.tex").write_text("chapter 1")
+    (out / "summary.md").write_text("# My notes\n")
+    (out / "figure.png").write_bytes(b"\x89PNG mine")
+    before = _snapshot(out)
+    assert holding(out) is None
+    line = _refused(capsys, ["study", "smoke", "--out", str(out), "--replace"])
+    assert line == NOT_OURS.format(path=out, files="summary.md")
+    assert _snapshot(out) == before
+    assert main(["run", SCENARIO, "--out", str(out), "--replace", *QUICK]) == EXIT_OK
+    after = _snapshot(out)
+    assert {name: after[name] for name in before} == before  # every file of the user's is still there, unchanged
