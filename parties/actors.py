@@ -51,7 +51,6 @@ import atexit
 import contextlib
 import functools
 import importlib.util
-import json
 import os
 import shutil
 import socket
@@ -70,6 +69,7 @@ from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from parley.parties import ids
+from parley.parties.transcript import read_logged_envelope
 from parley.parties.wire import Envelope
 from parley.protocols.errors import InternalError, ParleyError
 
@@ -85,8 +85,8 @@ HOST_PREFIX = "parley-"
 
 NO_SNAPSHOT = "the {slot!r} party was lost with its actor and this deployment did not load it, so cannot restore it"
 NOT_LOADED = "the party host holds no party (its actor restarted after the party was loaded)"
-NOT_LOGGED_THERE = ("the transcript {path} holds envelope {found!r} at byte {offset}, "
-                    "the journal expected {expected!r}")
+NOT_LOGGED_THERE = ("the transcript {path} no longer holds envelope {expected!r} at byte {offset} as it was "
+                    "written: it was edited or cut, so the party cannot be restored exactly")
 PARTY_LOST = ("the {slot!r} party was lost: its actor died {times} times during one call to {method!r} (last: {error}) "
               "and was restored each time; giving up. The ledger and the transcript hold everything up to here")
 
@@ -308,23 +308,22 @@ def _pinned() -> Any:
 class LoggedEnvelope:
     """Where the transcript holds an envelope a journaled call received: a restore reads it from there.
 
-    ``offset`` and ``length`` are the bytes of its line in ``path``; ``id`` is checked on reading.
+    ``offset`` and ``length`` are the bytes of its line in ``path``, ``line_hash`` its chain hash;
+    reading checks the line is the one written, payload included, and the envelope's ``id``.
     """
 
     path: str
     offset: int
     length: int
+    line_hash: str
     id: str
 
     def read(self) -> Envelope:
         """The envelope as logged (the transcript's encoding is exact: dtype, shape and bytes of every array)."""
-        with open(self.path, "rb") as fh:
-            fh.seek(self.offset)
-            record = json.loads(fh.read(self.length))["record"]
-        if record.get("type") != "envelope" or record.get("id") != self.id:
-            raise InternalError(NOT_LOGGED_THERE.format(path=self.path, found=record.get("id"), offset=self.offset,
-                                                        expected=self.id))
-        return Envelope.from_record({k: v for k, v in record.items() if k != "type"})
+        envelope = read_logged_envelope(self.path, self.offset, self.length, self.line_hash)
+        if envelope is None or envelope.id != self.id:
+            raise InternalError(NOT_LOGGED_THERE.format(path=self.path, offset=self.offset, expected=self.id))
+        return envelope
 
 
 def _resolve(value: Any) -> Any:
@@ -462,8 +461,8 @@ class RayDeployment:
             if locate is not None and isinstance(value, Envelope):
                 where = locate(value)
                 if where is not None:
-                    path, offset, length = where
-                    return LoggedEnvelope(path, offset, length, value.id)
+                    path, offset, length, line_hash = where
+                    return LoggedEnvelope(path, offset, length, line_hash, value.id)
             return value
 
         entry = (method, tuple(compact(a) for a in args), {k: compact(v) for k, v in kwargs.items()}, drawn)

@@ -60,6 +60,7 @@ from parley.parties.wire import (
     array_text,
     end_bytes,
     key_fingerprint,
+    payload_digest,
     verify_envelope,
 )
 from parley.protocols.errors import IncompleteTranscriptError, ParleyError, TranscriptError, WireError
@@ -71,6 +72,7 @@ __all__ = [
     "check_transcript",
     "iter_transcript",
     "keyring_fingerprints",
+    "read_logged_envelope",
     "read_transcript",
     "verify_transcript",
 ]
@@ -141,6 +143,28 @@ def _chain_hash(prev: str, record: dict[str, Any]) -> str:
     """Hash of a line: prev plus the record with its (digest-bound) payload left out."""
     header_only = {k: v for k, v in record.items() if k != "payload"}
     return hashlib.sha256(prev.encode() + _canonical(header_only)).hexdigest()
+
+
+def read_logged_envelope(path: str | Path, offset: int, length: int, line_hash: str) -> Envelope | None:
+    """The envelope logged at ``offset`` (``length`` bytes) of ``path``, exactly as written; None if it is not.
+
+    A restore replays envelopes from the transcript (:mod:`parley.parties.actors`), so the line read
+    back must be the line written: its chain hash (``line_hash``, kept when it was written) covers
+    the header, and the payload must match the signed digest the header carries. Any edit of the
+    line, of its length or of its payload gives None.
+    """
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            line = json.loads(fh.read(length))
+        record = line["record"]
+        if line["hash"] != line_hash or _chain_hash(line["prev"], record) != line_hash \
+                or record.get("type") != "envelope":
+            return None
+        envelope = Envelope.from_record({k: v for k, v in record.items() if k != "type"})
+        return envelope if payload_digest(envelope.payload) == envelope.digest else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None
 
 
 def keyring_fingerprints(keyring: Keyring) -> dict[str, str]:
@@ -229,18 +253,18 @@ class TranscriptWriter:
         offset = self.size
         size = self._write({"type": "envelope", **envelope.to_record(placeholder)}, arrays, token)
         self._messages += 1
-        self._last = (envelope, offset, size)
+        self._last = (envelope, offset, size, self._prev)
         return size
 
-    def locate(self, envelope: Envelope) -> tuple[str, int, int] | None:
-        """(path, byte offset, length) of the line of ``envelope`` if it is the envelope appended last, else None.
+    def locate(self, envelope: Envelope) -> tuple[str, int, int, str] | None:
+        """(path, byte offset, length, line hash) of ``envelope``'s line if it is the envelope appended last, else None.
 
         The network delivers each envelope right after appending it, so a deployment can journal the
         delivery by this place instead of a copy of the payload (:mod:`parley.parties.actors`).
         """
         if self._last is None or self._last[0] is not envelope:
             return None
-        return self._where, self._last[1], self._last[2]
+        return self._where, self._last[1], self._last[2], self._last[3]
 
     def flush(self) -> None:
         """Push what was written to the file (readers of a run in progress)."""

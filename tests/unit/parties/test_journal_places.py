@@ -31,7 +31,7 @@ def test_each_logged_envelope_reads_back_verified_and_bit_for_bit(identities, ke
         writer.append(envelope)
         where = writer.locate(envelope)
         assert where is not None
-        places.append((envelope, LoggedEnvelope(*where[:3], envelope.id)))
+        places.append((envelope, LoggedEnvelope(*where, envelope.id)))
     writer.flush()
     for envelope, place in places:
         back = place.read()
@@ -61,11 +61,40 @@ def test_a_place_that_holds_another_envelope_is_a_bug_not_a_silent_replay(identi
     writer = TranscriptWriter(tmp_path / "t.jsonl", keyring)
     envelope = identities[DC].seal("compliance", "metric-query", "raw", {"query_id": "a"})
     writer.append(envelope)
-    path, offset, length = writer.locate(envelope)
+    path, offset, length, line_hash = writer.locate(envelope)
     writer.flush()
-    wrong = LoggedEnvelope(path, offset, length, "not-" + envelope.id)
+    wrong = LoggedEnvelope(path, offset, length, line_hash, "not-" + envelope.id)
     with pytest.raises(InternalError) as caught:
         wrong.read()
-    assert str(caught.value).endswith(NOT_LOGGED_THERE.format(path=path, found=envelope.id, offset=offset,
-                                                              expected=wrong.id))
+    assert str(caught.value).endswith(NOT_LOGGED_THERE.format(path=path, offset=offset, expected=wrong.id))
+    writer.abort()
+
+
+@pytest.mark.parametrize("edit", ["payload byte", "header byte", "cut", "longer"])
+def test_a_logged_line_edited_on_disk_is_never_replayed(identities, keyring, tmp_path, edit):
+    """A restore replays from the transcript: an edit of the line (same length or not) is caught, never replayed."""
+    writer = TranscriptWriter(tmp_path / "t.jsonl", keyring)
+    rng = np.random.default_rng(1)
+    envelope = identities[DC].seal("compliance", "metric-query", "raw",
+                                   {"metric": "sp", "predictions": rng.random((2, 40)), "query_id": "q"})
+    writer.append(envelope)
+    place = LoggedEnvelope(*writer.locate(envelope), envelope.id)
+    writer.flush()
+    raw = bytearray((tmp_path / "t.jsonl").read_bytes())
+    line = raw[place.offset:place.offset + place.length]
+    if edit == "payload byte":  # one base64 character of the array, the length unchanged
+        at = line.index(b'"data":"') + len(b'"data":"') + 10
+        line[at:at + 1] = b"A" if line[at:at + 1] != b"A" else b"B"
+    elif edit == "header byte":  # the query id, the length unchanged
+        at = line.index(b'"kind":"metric-query"') + len(b'"kind":"')
+        line[at:at + 1] = b"N"
+    elif edit == "cut":
+        line = line[:len(line) // 2]
+    else:  # one base64 character more: the line grows by a byte
+        at = line.index(b'"data":"') + len(b'"data":"') + 10
+        line[at:at] = b"A"
+    raw[place.offset:place.offset + place.length] = line
+    (tmp_path / "t.jsonl").write_bytes(bytes(raw))
+    with pytest.raises(InternalError, match="edited or cut"):
+        place.read()
     writer.abort()
