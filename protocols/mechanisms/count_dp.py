@@ -110,7 +110,7 @@ from parley.protocols.errors import QueryError
 from parley.protocols.metrics import METRICS
 
 __all__ = ["PREDICTION_BITS", "SIZE_WEIGHT", "COUNT_METRICS", "CountParams", "CountProtocol", "NoiseScales",
-           "SLICE_TOO_SMALL", "PREDICTIONS_OUTSIDE", "GAUSSIAN_NEEDS_DELTA", "LAPLACE_IS_PURE", "slices_of",
+           "SLICE_TOO_SMALL", "PREDICTIONS_OUTSIDE", "GAUSSIAN_NEEDS_DELTA", "LAPLACE_IS_PURE", "NO_RHO", "slices_of",
            "statistics", "noise_scales",
            "metrics_from_statistics", "rho_for"]
 
@@ -127,6 +127,8 @@ SLICE_TOO_SMALL = ("protocol 'dp-counts': metric {metric!r} needs at least 2 aud
 PREDICTIONS_OUTSIDE = "protocol 'dp-counts': predictions must lie in [0, 1] (the sensitivity assumes it)"
 GAUSSIAN_NEEDS_DELTA = "protocol 'dp-counts': noise 'gaussian' needs delta > 0 (got delta={delta!r})"
 LAPLACE_IS_PURE = "protocol 'dp-counts': noise 'laplace' is pure epsilon-DP: delta must be 0 (got delta={delta!r})"
+NO_RHO = ("protocol 'dp-counts': no rho >= 1e-30 converts to (epsilon={epsilon!r}, delta={delta!r})-DP under "
+          "dp-accounting's conversion: raise epsilon or delta, or use noise 'laplace'")
 
 #: The weight w of size noise against sum noise in the split (public, fixed): an error in group g's size moves
 #: that group's rate by rate_g/N_g, an error in its sum by 1/N_g, so w is a prior on the acceptance rates.
@@ -150,6 +152,8 @@ class CountParams(ProtocolParams):
             raise ValueError(GAUSSIAN_NEEDS_DELTA.format(delta=self.delta))
         if self.noise == "laplace" and self.delta != 0.0:
             raise ValueError(LAPLACE_IS_PURE.format(delta=self.delta))
+        if self.noise == "gaussian":
+            rho_for(self.epsilon, self.delta)  # refused here, not at the first release, when no rho fits
         return self
 
 
@@ -199,11 +203,15 @@ class NoiseScales(dict):
 
 
 @lru_cache(maxsize=256)
+@lru_cache(maxsize=256)
 def rho_for(epsilon: float, delta: float) -> float:
     """The largest rho (to 1e-9 relative) whose rho-zCDP converts to (epsilon, delta)-DP under dp-accounting.
 
     The conversion is ``RdpAccountant`` on a ``ZCDpEvent(rho)`` (CKS 2020, Prop. 12 over the accountant's
-    orders), monotone in rho, so bisection finds it; the result is shrunk by 1e-9 relative to stay inside.
+    orders), monotone in rho, so bisection finds it between a rho that converts within epsilon and one
+    that does not (both checked); the result is shrunk by 1e-9 relative to stay inside. A ValueError
+    (:data:`NO_RHO`) when not even rho = 1e-30 fits: the accountant's orders cannot certify so small an
+    epsilon at that delta.
     """
     from dp_accounting import ZCDpEvent
     from dp_accounting.rdp import RdpAccountant
@@ -214,6 +222,10 @@ def rho_for(epsilon: float, delta: float) -> float:
         return float(accountant.get_epsilon(delta))
 
     low, high = 1e-12, 1.0
+    while eps_of(low) > epsilon:  # a small epsilon: the bracket starts lower
+        if low < 1e-30:
+            raise ValueError(NO_RHO.format(epsilon=epsilon, delta=delta))
+        low, high = low / 16.0, low
     while eps_of(high) <= epsilon:
         low, high = high, high * 4.0
     for _ in range(100):

@@ -221,7 +221,25 @@ def test_discrete_laplace_sum_noise_has_the_stated_scale():
     assert stats.ttest_1samp(np.abs(draws), 0.9 * expected).pvalue < ALPHA
 
 
-@pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 1e-6), (0.5, 1e-5), (4.0, 1e-9)])
+@pytest.mark.parametrize(("epsilon", "delta"), [(1e-3, 1e-7), (1e-6, 1e-9)])
+def test_a_small_epsilon_gets_a_rho_inside_it_not_the_bisections_starting_point(epsilon, delta):
+    """rho = 1e-12, where the bisection once started unchecked, converts to more than these epsilons."""
+    from dp_accounting import ZCDpEvent
+    from dp_accounting.rdp import RdpAccountant
+
+    def eps_of(rho: float) -> float:
+        accountant = RdpAccountant()
+        accountant.compose(ZCDpEvent(rho))
+        return accountant.get_epsilon(delta)
+
+    assert eps_of(1e-12) > epsilon  # the old starting point breaks the claim
+    rho = rho_for(epsilon, delta)
+    assert eps_of(rho) <= epsilon
+    # independently of the accountant: Bun & Steinke 2016, Prop. 1.3, also keeps it inside
+    assert rho + 2 * math.sqrt(rho * math.log(1 / delta)) <= epsilon
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 1e-6), (0.5, 1e-5), (4.0, 1e-9), (0.05, 1e-6)])
 def test_rho_is_the_largest_the_accountant_converts_within_epsilon_delta(epsilon, delta):
     from dp_accounting import ZCDpEvent
     from dp_accounting.rdp import RdpAccountant
