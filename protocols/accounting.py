@@ -26,7 +26,7 @@ from parley.protocols.errors import ConfigError
 __all__ = ["RHO_KEY", "zcdp_of", "compose_zcdp", "zcdp_epsilon"]
 
 #: The key of an answer payload that carries the answer's zCDP parameter.
-RHO_KEY = "rho"
+RHO_KEY = "zcdp_rho"
 BAD_RHO = "a zCDP parameter rho must be finite and > 0, got {rho!r}"
 
 

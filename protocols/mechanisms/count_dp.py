@@ -104,6 +104,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from parley.protocols.accounting import RHO_KEY
 from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
 from parley.protocols.budget import ApproxDP, Budget, PureDP
 from parley.protocols.errors import QueryError
@@ -346,6 +347,6 @@ class CountProtocol(Protocol):
             payload["scale"] = {"sum": float(scales["sum"]) / unit, "size": float(scales["size"])}
         else:
             payload["delta"] = self.params.delta
-            payload["rho"] = float(scales["rho"])
+            payload[RHO_KEY] = float(scales["rho"])
             payload["sigma"] = {"sum": math.sqrt(scales["sum"]) / unit, "size": math.sqrt(scales["size"])}
         return payload

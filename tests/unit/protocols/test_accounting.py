@@ -9,7 +9,7 @@ import pytest
 
 from parley.parties.ledger import ZCDP_NEEDS_DELTA, Ledger
 from parley.protocols import AuditSet, MetricQuery, get_protocol
-from parley.protocols.accounting import compose_zcdp, zcdp_epsilon, zcdp_of
+from parley.protocols.accounting import RHO_KEY, compose_zcdp, zcdp_epsilon, zcdp_of
 from parley.protocols.budget import ApproxDP, PureDP, compose
 from parley.protocols.errors import ConfigError, WireError
 
@@ -29,9 +29,9 @@ def _gaussian_answers(k: int) -> list[dict]:
 def test_gaussian_answers_compose_in_zcdp_far_below_the_sum_and_within_the_textbook_bound():
     answers = _gaussian_answers(10)
     costs = [ApproxDP(epsilon=1.0, delta=1e-6)] * 10
-    total = compose_zcdp(costs, [a["rho"] for a in answers], slack=1e-6)
-    rho = 10 * answers[0]["rho"]
-    assert total.epsilon == pytest.approx(zcdp_epsilon([answers[0]["rho"]] * 10, 1e-6)) and total.delta == 1e-6
+    total = compose_zcdp(costs, [a[RHO_KEY] for a in answers], slack=1e-6)
+    rho = 10 * answers[0][RHO_KEY]
+    assert total.epsilon == pytest.approx(zcdp_epsilon([answers[0][RHO_KEY]] * 10, 1e-6)) and total.delta == 1e-6
     assert total.epsilon < 0.5 * compose(costs).epsilon  # 10 answers at epsilon 1 cost less than 5
     assert total.epsilon <= rho + 2 * math.sqrt(rho * math.log(1e6))  # Bun & Steinke 2016, Prop. 1.3
 
@@ -65,7 +65,7 @@ def test_a_zcdp_ledger_pays_more_gaussian_answers_and_recomposes_them_after_a_re
                     pass
         spent = ledger.spent(DC)
     assert paid == {"zcdp": 12, "sequential": 4}
-    assert spent.epsilon == pytest.approx(zcdp_epsilon([answers[0]["rho"]] * 12, 1e-6)) and spent.epsilon <= 4.0
+    assert spent.epsilon == pytest.approx(zcdp_epsilon([answers[0][RHO_KEY]] * 12, 1e-6)) and spent.epsilon <= 4.0
     with Ledger(path, method="zcdp") as reopened:  # the events are read back from the stored answers
         assert reopened.spent(DC) == spent
         assert reopened.summary()["slack"] == 1e-6
