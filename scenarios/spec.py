@@ -35,9 +35,11 @@ over the whole run, composed as ``composition`` says::
     delta = 0.0
 
 A compliance team can instead give each purpose a query declares its own cap, so
-that exploration never draws on the honest audit's budget (each purpose is a
+that honest exploration never draws on the honest audit's budget (each purpose is a
 ledger account ``data-center/<purpose>``; the honest queries declare ``audit``,
-a query declaring nothing is ``exploratory``)::
+a query declaring nothing is ``exploratory``). The purpose is what the querier
+declares: a querier that lies (an adversary holding the data center's key) can
+spend every purpose's cap, so what it can spend in all is the sum of the caps::
 
     [budget.purposes.audit]
     epsilon = 1.0
