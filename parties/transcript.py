@@ -211,7 +211,7 @@ class TranscriptWriter:
         self.lines = 0
         self.size = 0
         self._messages = 0
-        self._last: tuple[Envelope, int, int] | None = None  # the latest envelope, its line's offset and length
+        self._last: tuple[Envelope, int, int, str] | None = None  # latest envelope: line offset, length, hash
         self._write({"type": "keyring", "format": FORMAT, "keys": keyring.to_json()})
         self._file.flush()  # an interrupted run leaves at least its keyring
 
