@@ -113,6 +113,8 @@ BUDGET_NEEDS_CAP = "budget needs epsilon (one cap for the querier) or a non-empt
 BUDGET_TWO_POLICIES = ("budget gives both a cap (epsilon/delta) and purposes: with purposes every cap is a purpose's "
                        "(budget.purposes.<name>.epsilon)")
 BAD_PURPOSE = "budget.purposes: purpose names are 1 to 40 letters, digits, '_' or '-', got {name!r}"
+NO_AUDIT_PURPOSE = ("budget.purposes needs an 'audit' purpose: the honest data center's audit queries declare it "
+                    "(got {names})")
 #: A purpose's name: part of a ledger account name, ``data-center/audit``.
 PURPOSE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 EPSILON_TWICE = "epsilon is an alias of protocol.epsilon: give one of them, not both"
@@ -286,6 +288,8 @@ class BudgetSpec(BaseModel):
         for name in self.purposes:
             if PURPOSE_NAME.fullmatch(name) is None:
                 raise ValueError(BAD_PURPOSE.format(name=name))
+        if "audit" not in self.purposes:  # else every honest audit query would be refused as over budget
+            raise ValueError(NO_AUDIT_PURPOSE.format(names=", ".join(sorted(self.purposes))))
         return self
 
     def limits(self) -> dict[str | None, Budget]:

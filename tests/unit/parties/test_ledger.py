@@ -30,7 +30,7 @@ from parley.protocols.errors import ConfigError, WireError
 from parley.protocols.metrics import statistical_parity_difference
 from parley.scenarios.run_folder import LedgerInFolderError
 from parley.scenarios.runner import LEDGER_FILE, run
-from parley.scenarios.spec import BAD_PURPOSE, BUDGET_NEEDS_CAP, BUDGET_TWO_POLICIES, Scenario
+from parley.scenarios.spec import BAD_PURPOSE, BUDGET_NEEDS_CAP, BUDGET_TWO_POLICIES, NO_AUDIT_PURPOSE, Scenario
 from tests.ledger_world import NoisyProtocol, noisy
 from tests.party_world import query
 
@@ -522,6 +522,7 @@ def noisy_registered(monkeypatch):
     ({"budget": {"purposes": {}}}, BUDGET_NEEDS_CAP),
     ({"budget": {"epsilon": 1, "purposes": {"audit": {"epsilon": 1}}}}, BUDGET_TWO_POLICIES),
     ({"budget": {"purposes": {"a/b": {"epsilon": 1}}}}, BAD_PURPOSE.format(name="a/b")),
+    ({"budget": {"purposes": {"exploratory": {"epsilon": 1}}}}, NO_AUDIT_PURPOSE.format(names="exploratory")),
     ({"budget": {"purposes": {"audit": {"epsilon": -1}}}},
      "budget.purposes.audit.epsilon: Input should be greater than 0 (got -1)"),
     ({"composition": "zcdp", "budget": {"purposes": {"audit": {"epsilon": 1, "delta": 1e-5}, "x": {"epsilon": 1}}}},
