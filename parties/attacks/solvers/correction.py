@@ -168,6 +168,17 @@ def _check(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, y: np.ndarr
     return a0, arrays[1], (arrays[2] >= 0.5).astype(np.int64)
 
 
+def _fairness_constraint(slice_rows: list[tuple], size: int, groups: int, eps: float) -> LinearConstraint | None:
+    """Every slice's :func:`_fairness_rows` as one HiGHS constraint (None when there are no rows)."""
+    rows, lower, upper = [], [], []
+    for count_of, n_slice, positives in slice_rows:
+        r, lo, hi = _fairness_rows(count_of, size, n_slice, positives, groups, eps)
+        rows += r
+        lower += lo
+        upper += hi
+    return LinearConstraint(np.vstack(rows), lower, upper) if rows else None
+
+
 def _fairness_rows(count_of: Callable[[int], tuple], size: int, n_slice: int, positives: int, groups: int, eps: float):
     """Constraint rows ``(r - eps) N_g <= P_g <= (r + eps) N_g`` and ``N_g >= 1`` for one slice.
 
@@ -498,14 +509,9 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
         status, values, bound = _efficient_cp_sat(w, cells, move_index, slice_rows, groups, constraint.tolerance,
                                                   time_limit, weight_bits, workers)
     else:
-        rows, lower, upper = [], [], []
-        for counts, n_slice, positives in slice_rows:
-            r, lo, hi = _fairness_rows(counts, size, n_slice, positives, groups, constraint.tolerance)
-            rows += r
-            lower += lo
-            upper += hi
-        if rows:
-            constraints.append(LinearConstraint(np.vstack(rows), lower, upper))
+        fairness = _fairness_constraint(slice_rows, size, groups, constraint.tolerance)
+        if fairness is not None:
+            constraints.append(fairness)
         integrality = np.zeros(size)
         integrality[:n_moves] = 1
         upper_bounds = np.ones(size)
@@ -635,13 +641,9 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
     if backend == "cp-sat":
         return _general_cp_sat(a0, w, yhat, slice_rows, column, groups, constraint, time_limit, weight_bits,
                                workers, dominance, y, start)
-    rows, lower, upper = [], [], []
-    for counts, n_slice, positives in slice_rows:
-        r, lo, hi = _fairness_rows(counts, size, n_slice, positives, groups, constraint.tolerance)
-        rows += r
-        lower += lo
-        upper += hi
-    constraints.append(LinearConstraint(np.vstack(rows), lower, upper))
+    fairness = _fairness_constraint(slice_rows, size, groups, constraint.tolerance)
+    if fairness is not None:
+        constraints.append(fairness)
     result = milp(cost, constraints=constraints, integrality=np.ones(size),
                   bounds=Bounds(np.zeros(size), upper_bounds), options=_options(time_limit))
     status = _milp_status(result)
