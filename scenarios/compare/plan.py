@@ -23,11 +23,17 @@ from parley.protocols.errors import ConfigError, InternalError
 from parley.scenarios.compare.audit import AUDITABLE_FLOWS
 from parley.scenarios.spec import Scenario, _validate
 
-__all__ = ["Column", "Plan", "Row", "UTILITY", "Utility", "plan", "BAD_DATASET_FOR_COMPARE"]
+__all__ = ["Column", "Plan", "Row", "UTILITY", "Utility", "plan", "BAD_DATASET_FOR_COMPARE", "NOISE_LAW_ATTACKS",
+           "NO_NOISE_LAW"]
 
 ROW_FLOW = "compare row {label!r} does not run a {flow!r} exchange (a bug in the comparison plan)"
 UNKNOWN_ROW = "compare has no protocol row {rows}; rows: {known}"
 BAD_DATASET_FOR_COMPARE = "compare runs on a named data set (one of {known}), got {name!r}"
+#: Why a noise-law attack has no cell in a row whose protocol adds no noise (and so publishes no noise law).
+NO_NOISE_LAW = ("attack {attack!r} decodes answers under the noise law a DP protocol publishes with them; protocol "
+                "{protocol!r} adds no noise")
+#: Attacks that need a DP protocol's published noise law (a protocol with an ``epsilon`` parameter).
+NOISE_LAW_ATTACKS = ("likelihood",)
 
 
 def cell_name(row: str, column: str) -> str:
@@ -127,10 +133,12 @@ ATTACK_SETTINGS: dict[str, dict[str, Any]] = {
     "threshold-inversion": {},
     "reconstruction-correction": {},
     "rr-bayes": {"objective": "balanced"},
+    # one query of n random-subset models, decoded under the mechanism's own noise law (MILP or Gibbs, auto)
+    "likelihood": {},
 }
 #: Attacks of the quick run: one per flow and threat model.
 QUICK_ATTACKS = ("double-query", "compressed-sensing", "differencing", "threshold-inversion",
-                 "reconstruction-correction", "rr-bayes")
+                 "reconstruction-correction", "rr-bayes", "likelihood")
 
 #: Data sizes per flow (full run, quick run): every run trains the base model and the flow's learner.
 SIZES: dict[str, tuple[dict[str, int], dict[str, int]]] = {
@@ -223,6 +231,11 @@ def plan(dataset: str = "adult", quick: bool = False, rows: tuple[str, ...] | No
                 Scenario.from_dict(data)
             except ConfigError as exc:
                 reasons[(row.label, column.label)] = str(exc)
+                continue
+            if column.attack["name"] in NOISE_LAW_ATTACKS and \
+                    "epsilon" not in protocols.get_protocol(row.protocol["name"]).Params.model_fields:
+                reasons[(row.label, column.label)] = NO_NOISE_LAW.format(attack=column.attack["name"],
+                                                                         protocol=row.protocol["name"])
                 continue
             cells[(row.label, column.label)] = data
     return Plan(dataset=dataset, quick=quick, rows=tuple(chosen), columns=tuple(columns), cells=cells, reasons=reasons,

@@ -120,10 +120,13 @@ def _mean_std(values: pd.Series) -> tuple[float, float, int]:
 
 
 def _cell_outcome(part: pd.DataFrame) -> dict[str, Any]:
-    """Leakage of one cell over its repeats.
+    """Leakage of one cell over its repeats, and the leakage bound of the epsilon its runs spent.
 
     A run that attacked nobody (an honest exchange overheard) counts as chance, 50 %; an attack that gave up
     (e.g. exact-answer decoders on noisy answers) is reported with its message and not counted.
+    ``leakage_bound`` is the mean over the counted runs of (e^eps + delta)/(1 + e^eps) in % at the
+    (epsilon, delta) each spent (:func:`parley.scenarios.runner.leakage_bound`), ``bound_gap`` the bound
+    minus the mean leakage, in points; both None without a finite epsilon.
     """
     ok = part[part["status"] == "ok"]
     leak = pd.to_numeric(ok["leakage"], errors="coerce") if "leakage" in ok else pd.Series(dtype=float)
@@ -131,6 +134,10 @@ def _cell_outcome(part: pd.DataFrame) -> dict[str, Any]:
     values = leak.where(~(leak.isna() & nobody), 50.0).dropna()
     mean, std, n = _mean_std(values)
     out: dict[str, Any] = {"leakage_mean": mean if n else None, "leakage_std": std if n else None, "n": n}
+    bound, _, counted = _mean_std(ok.loc[values.index, "leakage_bound"]) if "leakage_bound" in ok and n \
+        else (float("nan"), 0.0, 0)
+    out["leakage_bound"] = bound if counted else None
+    out["bound_gap"] = bound - mean if counted else None
     if n and bool(nobody.all()):
         out["reason"] = "revealed nobody: counted as chance (50 %)"
     if not n:
@@ -147,7 +154,8 @@ def matrix(p: Plan, results: pd.DataFrame) -> pd.DataFrame:
         for column in p.columns:
             key = (row.label, column.label)
             entry: dict[str, Any] = {"protocol": row.label, "attack": column.label, "threat_model": column.threat_model,
-                                     "leakage_mean": None, "leakage_std": None, "n": 0, "reason": ""}
+                                     "leakage_mean": None, "leakage_std": None, "n": 0, "reason": "",
+                                     "leakage_bound": None, "bound_gap": None}
             if key in p.reasons:
                 entry["reason"] = "does not apply: " + p.reasons[key]
             else:

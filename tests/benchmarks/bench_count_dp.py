@@ -1,14 +1,32 @@
 """Count-level DP answers (``dp-counts``) against the metric-level DP protocols on Adult.
 
-The honest data center of ``adult-observer-honest`` (Adult, A = race, audit n = 1,000, seed 0, its
-base model trained exactly as the run trains it) asks for the SP, EO and PE of its base model. Each
-protocol answers that query ``RELEASES`` times from seeded generators; the figure is the median
-|answer - exact| over the releases, all protocols in one run on the same input:
+Two worlds, each built exactly as its run builds it (the base model trained by the real data center
+from the run's streams): the honest data center of ``adult-observer-honest`` (Adult, A = race, audit
+n = 1,000, seed 0; the issue's goal figures) and the metric-query rows of ``parley compare --dataset
+adult`` (audit n = 500, the seed of repeat 0; where the comparison measures its utility). The data center
+asks for the SP, EO and PE of its base model. Each protocol answers that query ``RELEASES`` times from
+seeded generators; the figure is the median |answer - exact| over the releases, all protocols in one run
+on the same input:
 
-* one model, epsilon in ``EPSILONS``: ``dp-counts`` (discrete Laplace), ``laplace`` and
-  ``smooth-cauchy`` (SP only), beside the *count-level optimum*: Laplace noise of scale 1/epsilon on
-  the group-1 sum alone, as if the group sizes were free (sensitivity 1, the least any count release
-  of a sum pays), whose median SP error is ln 2 (1/N0 + 1/N1)/epsilon.
+* one model, epsilon in ``EPSILONS``: ``dp-counts`` (discrete Laplace, centred sums), the plain count
+  release it replaced (group-1 sum and size, Laplace scales 1.5/epsilon and 3/epsilon: the split of
+  parley before the centring), ``laplace`` and ``smooth-cauchy`` (SP only), beside three references:
+  - the *count-level optimum* of the earlier benchmark: Laplace noise of scale 1/epsilon on the group-1
+    sum alone, as if the group sizes were free, median SP error ln 2 (1/N0 + 1/N1)/epsilon;
+  - *local Laplace*: Laplace noise of scale LS/epsilon added to the exact metric, LS its local
+    sensitivity at this audit set (the largest move one flip of A makes), median ln 2 LS/epsilon. It is
+    not private (LS depends on A); it is what a count release achieves when it knows the ideal centre
+    c* = (mean_1/N_1 + mean_0/N_0)/(1/N_1 + 1/N_0) (private), spends nothing on the sizes and uses
+    Laplace noise;
+  - the *chain bound* (SP, epsilon < ln 3): x_k (k = -K..K) moves k L accepted people from group 0 to
+    group 1 (k < 0: the other way), SP_k increasing with gaps >= Delta_L. If an epsilon-DP mechanism
+    had median error t < Delta_L/2 at every x_k, the intervals [SP_k - t, SP_k + t] would be disjoint
+    and, by group privacy (x_k is k L flips from x_0), P(M(x_0) in interval k) >= e^(-|k| L epsilon)/2;
+    their sum exceeds 1 once sum_{|k|<=K} e^(-|k| L epsilon) > 2. So every epsilon-DP mechanism has
+    median error >= Delta_L/2 on one of these audit sets, all within K L flips of this one (the best L
+    is printed): smooth-cauchy's error over that bound caps what any mechanism could gain over it there
+    (at epsilon >= ln 3 the argument gives nothing: the geometric mechanism then answers an integer
+    query exactly with probability >= 1/2).
 * 100 models (the base model's scores at 100 thresholds) at (epsilon, delta) = (1, 1e-6): the
   ``dp-counts`` Gaussian variant (discrete Gaussian, zCDP calibrated by dp-accounting) against the
   Gaussian mechanism at the same joint l2 sensitivity sqrt(m + 1): continuous Gaussian noise of the
@@ -16,7 +34,7 @@ protocol answers that query ``RELEASES`` times from seeded generators; the figur
   the same post-processing; and the pure-DP ``dp-counts`` at epsilon = 1.
 
 Protocols are called directly (no actors): this measures the mechanisms.
-Run: ``python tests/benchmarks/bench_count_dp.py [releases]``. The last line is one JSON object.
+Run: ``PYTHONPATH=. python tests/benchmarks/bench_count_dp.py [releases]``. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -24,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,8 +52,10 @@ from parley.protocols.base import AuditSet, MetricQuery
 from parley.protocols.mechanisms.count_dp import metrics_from_statistics, slices_of, statistics
 from parley.protocols.metrics import evaluate
 from parley.scenarios.catalog import scenario_path
+from parley.scenarios.compare.plan import plan
 from parley.scenarios.compare.utility import honest_audit, release_errors
 from parley.scenarios.spec import Scenario
+from parley.scenarios.study.plan import repeat_seed
 
 RELEASES = 400
 EPSILONS = (0.1, 0.5, 1.0, 4.0)
@@ -51,7 +72,50 @@ def honest_world() -> tuple[np.ndarray, AuditSet, float]:
     return honest.scores, honest.audit, scenario.model.threshold
 
 
-def _protocol(name: str, **params: Any):
+def compare_world() -> tuple[np.ndarray, AuditSet, float]:
+    """The same for the metric-query rows of ``parley compare --dataset adult`` (repeat 0 of seed 0)."""
+    p = plan("adult", rows=("dp-counts ε=1",), attacks=("double-query",))
+    scenario = Scenario.from_dict({**next(iter(p.cells.values())), "seed": repeat_seed(0, 0)})
+    honest = honest_audit(scenario, ("sp",))
+    return honest.scores, honest.audit, scenario.model.threshold
+
+
+def _gap(k: float, n1: float, t: float, n: float) -> float:
+    return k / n1 - (t - k) / (n - n1)
+
+
+def local_sensitivity(h: np.ndarray, a: np.ndarray) -> float:
+    """The largest |gap(x') - gap(x)| over the neighbours x' of x (one a_j flipped), on one slice; exact."""
+    k, n1, t, n = float(h[a == 1].sum()), float((a == 1).sum()), float(h.sum()), float(h.size)
+    base = _gap(k, n1, t, n)
+    moves = [(-r, -1.0) for r in np.unique(h[a == 1])] + [(r, 1.0) for r in np.unique(h[a == 0])]
+    return max(abs(_gap(k + dk, n1 + dn, t, n) - base) for dk, dn in moves if 0 < n1 + dn < n)
+
+
+def chain_bound(h: np.ndarray, a: np.ndarray, epsilon: float, most: int = 60) -> dict[str, Any] | None:
+    """The chain argument's bound (module docstring), best over the step L: links of L flips, K links each way.
+
+    With L flips per link, group privacy gives e^(-|k| L epsilon): the argument needs
+    1 + 2 sum_{k=1..K} e^(-k L epsilon) > 2 (so L epsilon < ln 3), and bounds the median error by
+    Delta_L/2, Delta_L the least SP gap between consecutive links. At most ``most`` flips each way, and
+    no more than the accepted people of either group; None when no L works (epsilon >= ln 3).
+    """
+    k1, n1, t, n = float(h[a == 1].sum()), int((a == 1).sum()), float(h.sum()), int(h.size)
+    reach = min(most, int((h[a == 0] == 1).sum()), int((h[a == 1] == 1).sum()), n1 - 1, n - n1 - 1)
+    best: dict[str, Any] | None = None
+    for L in range(1, reach + 1):
+        K = next((K for K in range(1, reach // L + 1)
+                  if 1 + 2 * sum(math.exp(-k * L * epsilon) for k in range(1, K + 1)) > 2), None)
+        if K is None:
+            continue
+        sp = [_gap(k1 + k * L, n1 + k * L, t, n) for k in range(-K, K + 1)]
+        delta = min(b - a_ for a_, b in zip(sp, sp[1:], strict=False))
+        if best is None or delta / 2 > best["bound"]:
+            best = {"L": L, "K": K, "Delta": delta, "bound": delta / 2}
+    return best
+
+
+def _protocol(name: str, **params: Any) -> Any:
     cls = get_protocol(name)
     return cls(cls.Params(**params))
 
@@ -60,7 +124,8 @@ def median_error(protocol, query: MetricQuery, audit: AuditSet, releases: int, s
     return float(np.median(release_errors(protocol, query, audit, releases, seed)))
 
 
-def continuous_counts(metric: str, H: np.ndarray, audit: AuditSet, draw, releases: int, seed: int) -> float:
+def continuous_counts(metric: str, H: np.ndarray, audit: AuditSet, draw: Callable[..., np.ndarray], releases: int,
+                      seed: int) -> float:
     """Median error of continuous noise ``draw(rng, shape)`` on the same counts, post-processed like dp-counts."""
     masks = slices_of(metric, audit.y)
     K, N, T, sizes = statistics(H, audit.a, masks)
@@ -76,7 +141,17 @@ def continuous_counts(metric: str, H: np.ndarray, audit: AuditSet, draw, release
     return float(np.median(np.concatenate(errors)))
 
 
-def one_model(H: np.ndarray, audit: AuditSet, releases: int) -> list[dict[str, Any]]:
+def plain_draw(epsilon: float) -> Callable[..., np.ndarray]:
+    """The plain count release before the centring: Laplace(1.5/eps) on the group-1 sum, DLap(3/eps) on the size."""
+    def draw(rng: np.random.Generator, key: str, shape: tuple[int, ...]) -> np.ndarray:
+        if key == "sum":
+            return rng.laplace(0.0, 1.5 / epsilon, shape)
+        p = 1.0 - math.exp(-epsilon / 3.0)  # discrete Laplace = difference of two geometric variables
+        return (rng.geometric(p, shape) - rng.geometric(p, shape)).astype(np.float64)
+    return draw
+
+
+def one_model(H: np.ndarray, audit: AuditSet, releases: int, world: str) -> list[dict[str, Any]]:
     rows = []
     for epsilon in EPSILONS:
         for metric in METRICS:
@@ -84,14 +159,28 @@ def one_model(H: np.ndarray, audit: AuditSet, releases: int) -> list[dict[str, A
             masks = slices_of(metric, audit.y)
             n1 = int((masks[0] & (audit.a == 1)).sum())
             n0 = int(masks[0].sum()) - n1
-            row: dict[str, Any] = {"epsilon": epsilon, "metric": metric, "N0": n0, "N1": n1}
+            row: dict[str, Any] = {"world": world, "n": audit.n, "epsilon": epsilon, "metric": metric, "N0": n0,
+                                   "N1": n1}
             row["dp_counts"] = median_error(_protocol("dp-counts", epsilon=epsilon), query, audit, releases, 1)
+            row["plain_counts"] = continuous_counts(metric, H, audit, plain_draw(epsilon), releases, 8)
             row["laplace"] = median_error(_protocol("laplace", epsilon=epsilon), query, audit, releases, 2)
             row["smooth_cauchy"] = (median_error(_protocol("smooth-cauchy", epsilon=epsilon), query, audit,
                                                  releases, 3) if metric == "sp" else None)
             row["count_optimum"] = math.log(2) * (1 / n0 + 1 / n1) / epsilon  # Laplace(1/eps) on the sum alone
+            h, a = H[0, masks[0]], audit.a[masks[0]]
+            row["local_laplace"] = math.log(2) * local_sensitivity(h, a) / epsilon
+            chain = chain_bound(h, a, epsilon) if metric == "sp" else None
+            row["chain_bound"] = None if chain is None else chain["bound"]
+            row["chain_L_K"] = None if chain is None else [chain["L"], chain["K"]]
             row["dp_counts_over_optimum"] = row["dp_counts"] / row["count_optimum"]
+            row["dp_counts_over_local_laplace"] = row["dp_counts"] / row["local_laplace"]
+            row["plain_over_dp_counts"] = row["plain_counts"] / row["dp_counts"]
             row["laplace_over_dp_counts"] = row["laplace"] / row["dp_counts"]
+            if row["smooth_cauchy"] is not None:
+                row["smooth_cauchy_over_dp_counts"] = row["smooth_cauchy"] / row["dp_counts"]
+                row["smooth_cauchy_over_local_laplace"] = row["smooth_cauchy"] / row["local_laplace"]
+                row["smooth_cauchy_over_chain_bound"] = (None if chain is None
+                                                         else row["smooth_cauchy"] / chain["bound"])
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows
@@ -124,7 +213,10 @@ def main() -> None:
     releases = int(sys.argv[1]) if len(sys.argv) > 1 else RELEASES
     scores, audit, threshold = honest_world()
     H = (scores >= threshold).astype(np.float64)[None, :]
-    result = {"releases": releases, "one_model": one_model(H, audit, releases),
+    rows = one_model(H, audit, releases, "adult-observer-honest")
+    c_scores, c_audit, c_threshold = compare_world()
+    rows += one_model((c_scores >= c_threshold).astype(np.float64)[None, :], c_audit, releases, "compare adult")
+    result = {"releases": releases, "one_model": rows,
               "many_models": many_models(scores, audit, max(releases // 4, 25))}
     print(json.dumps(result))
 

@@ -10,14 +10,16 @@ import pytest
 
 from parley.protocols.errors import ConfigError
 from parley.scenarios.compare import compare
-from parley.scenarios.compare.plan import BAD_DATASET_FOR_COMPARE, UNKNOWN_ROW, plan
+from parley.scenarios.compare.plan import BAD_DATASET_FOR_COMPARE, NO_NOISE_LAW, UNKNOWN_ROW, plan
 from parley.scenarios.compare.run import NO_SAVED_RESULTS, report_from_files
 from parley.scenarios.compare.utility import UTILITY_FILE, UTILITY_LABEL
+from parley.scenarios.runner import leakage_bound
 from parley.scenarios.spec import WRONG_FLOW
 from tests.browser import CHROMIUM, NO_CHROMIUM, probe_page
 
 ROWS = ("raw", "laplace ε=1", "cov-threshold m=100")
 ATTACKS = ("double-query", "differencing", "threshold-inversion")
+LIKELIHOOD = "likelihood [curious-data-center]"
 
 
 def test_applicability_comes_from_the_scenario_checks():
@@ -39,6 +41,18 @@ def test_applicability_comes_from_the_scenario_checks():
     assert reason.startswith(head)
 
 
+def test_the_likelihood_column_applies_to_every_dp_protocol_and_to_nothing_else():
+    """The noise-law decoder has a cell in every row whose protocol adds noise, and says why raw has none."""
+    p = plan("adult", quick=True, attacks=("likelihood",))
+    assert [c.label for c in p.columns] == [LIKELIHOOD]
+    dp = {r.label for r in p.rows if r.flow == "metric-query" and "epsilon" in r.protocol}
+    assert dp == {"laplace ε=1", "smooth-cauchy ε=1", "dp-counts ε=1", "dp-counts gaussian ε=1",
+                  "smooth-laplace ε=0.5"}
+    assert {row for row, _ in p.cells} == dp
+    assert p.reasons[("raw", LIKELIHOOD)] == NO_NOISE_LAW.format(attack="likelihood", protocol="raw")
+    assert p.reasons[("cov-threshold m=100", LIKELIHOOD)].startswith("attack 'likelihood' reads")
+
+
 def test_bad_names_are_config_errors():
     with pytest.raises(ConfigError, match=re.escape(BAD_DATASET_FOR_COMPARE.split("{")[0])):
         plan("synthetic")
@@ -50,8 +64,8 @@ def test_bad_names_are_config_errors():
 def tiny(ray_session, tmp_path_factory):
     """One tiny comparison (parties in-process in the study workers, no audit), shared by the tests below."""
     out = tmp_path_factory.mktemp("compare")
-    return out, compare("adult", out, quick=True, rows=ROWS, attacks=ATTACKS, backend="local", audit=False,
-                        progress=False, workers=2, releases=RELEASES)
+    return out, compare("adult", out, quick=True, rows=ROWS, attacks=(*ATTACKS, "likelihood"), backend="local",
+                        audit=False, progress=False, workers=2, releases=RELEASES)
 
 
 RELEASES = 40
@@ -63,7 +77,7 @@ def test_tiny_compare_writes_matrix_frontier_and_reports(tiny):
                  "confidentiality.csv"):
         assert (tmp_path / name).stat().st_size > 0, name
     wide = pd.read_csv(tmp_path / "matrix.csv", index_col=0)
-    assert wide.shape == (3, 4) and list(wide.index) == list(ROWS)
+    assert wide.shape == (3, 5) and list(wide.index) == list(ROWS)
     # raw answers exactly: double queries reveal every target.
     assert wide.loc["raw", "double-query [curious-data-center]"].startswith("100.0 ± 0.0")
     # Laplace answers are noisy: the exact-answer decoder gives up, and says so.
@@ -71,6 +85,15 @@ def test_tiny_compare_writes_matrix_frontier_and_reports(tiny):
     assert wide.loc["raw", "threshold-inversion [passive-observer]"].startswith(
         "does not apply: attack 'threshold-inversion' reads")
     long = pd.read_csv(tmp_path / "matrix_long.csv")
+    # the likelihood column: measured against laplace, with the bound of the epsilon spent and the gap to it
+    assert wide.loc["raw", LIKELIHOOD].startswith("does not apply: " + NO_NOISE_LAW.format(attack="likelihood",
+                                                                                        protocol="raw"))
+    cell = long[(long["protocol"] == "laplace ε=1") & (long["attack"] == LIKELIHOOD)].iloc[0]
+    assert cell["n"] == 1 and 0.0 <= cell["leakage_mean"] <= 100.0
+    # the data center spends epsilon 1 on its honest SP audit query and 1 on the attack's query: it sees both
+    assert cell["leakage_bound"] == pytest.approx(leakage_bound(2.0, 0.0), rel=1e-12)
+    assert cell["bound_gap"] == pytest.approx(cell["leakage_bound"] - cell["leakage_mean"], rel=1e-12)
+    assert pd.isna(long[(long["protocol"] == "raw") & (long["attack"] == LIKELIHOOD)]["leakage_bound"]).all()
     inverted = long[(long["protocol"] == "cov-threshold m=100") & (long["n"] > 0)]
     assert len(inverted) == 2 and inverted["leakage_mean"].between(0, 100).all()
     front = pd.read_csv(tmp_path / "frontier.csv").set_index("protocol")
@@ -90,6 +113,9 @@ def test_tiny_compare_writes_matrix_frontier_and_reports(tiny):
         ("adult-raw-double-query", True), "envelopes"]
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "prefer **" in report and "![frontier](frontier.png)" in report
+    bounds = report.split("## The strongest attack against the bound")[1].split("\n## ")[0]
+    line = next(t for t in bounds.splitlines() if t.startswith("| laplace ε=1 |"))
+    assert f"| {cell['leakage_bound']:.3g} | {cell['bound_gap']:.3g} |" in line
     assert "data:image/png;base64," in (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "on_frontier" in front.columns and bool(front.loc["raw", "on_frontier"])  # the most useful: undominated
 

@@ -84,3 +84,42 @@ def test_dp_counts_with_half_the_noise_is_caught(monkeypatch):
     a, a_prime = _pair()
     result = audit_epsilon(_mechanism(protocol), a, a_prime, runs=RUNS, alpha=ALPHA, rng=np.random.default_rng(3))
     assert result.epsilon_lower > 1.0, result
+
+
+def _far_side_query() -> MetricQuery:
+    H = np.ones((1, N))
+    H[0, 0] = 0.0  # everybody accepted but individual 0: the centre is 11/12, and individual 0 its farthest point
+    H.flags.writeable = False
+    return MetricQuery(metric="sp", predictions=H, query_id="audit")
+
+
+@pytest.mark.parametrize("params", [{"epsilon": 1.0}, {"epsilon": 1.0, "noise": "gaussian", "delta": 1e-3}])
+def test_dp_counts_audit_stays_below_the_claim_when_the_flipped_person_sits_below_the_centre(params):
+    """The centred sum K - c N moves by c (not by r = 0) when a rejected person changes group: still inside."""
+    protocol = get_protocol("dp-counts")(get_protocol("dp-counts").Params(**params))
+    query, y = _far_side_query(), np.ones(N, dtype=np.int8)
+    a, a_prime = _pair()
+    result = audit_epsilon(lambda a_, rng: protocol.answer(query, AuditSet(a=a_, y=y), rng)["values"], a, a_prime,
+                           runs=RUNS, alpha=ALPHA, rng=np.random.default_rng(5), delta=params.get("delta", 0.0))
+    assert result.epsilon_lower <= params["epsilon"], result
+
+
+def test_dp_counts_with_an_understated_centred_sensitivity_is_caught(monkeypatch):
+    """A broken centring that takes S_i as the distance to the *nearer* extreme (1/12 here, not 11/12) is caught."""
+    from parley.protocols.mechanisms import count_dp
+
+    honest = count_dp.centres
+
+    def nearer(predictions, masks):
+        C, _ = honest(predictions, masks)
+        r = np.rint(np.asarray(predictions) * float(1 << count_dp.PREDICTION_BITS)).astype(np.int64)
+        return C, [[min(int(r[i, mask].max()) - c, c - int(r[i, mask].min())) for i, c in enumerate(row)]
+                   for mask, row in zip(masks, C, strict=True)]
+
+    monkeypatch.setattr(count_dp, "centres", nearer)
+    protocol = get_protocol("dp-counts")(get_protocol("dp-counts").Params(epsilon=1.0))
+    query, y = _far_side_query(), np.ones(N, dtype=np.int8)
+    a, a_prime = _pair()
+    result = audit_epsilon(lambda a_, rng: protocol.answer(query, AuditSet(a=a_, y=y), rng)["values"], a, a_prime,
+                           runs=RUNS, alpha=ALPHA, rng=np.random.default_rng(6))
+    assert result.epsilon_lower > 1.0, result

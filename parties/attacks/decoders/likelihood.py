@@ -7,8 +7,10 @@ answer), so an adversary who reads the code can write down the likelihood of eve
 * ``smooth-laplace`` / ``smooth-cauchy`` (Thm. 8 / Thm. 7 of Hamman, Chen & Dutta, FAccT 2023): the
   scale 2 S/epsilon or 6 S/epsilon is a function of the group sizes, which A itself fixes, so the
   likelihood of A uses S(N0(A), N1(A)) with its normaliser;
-* ``dp-counts``: the noisy group-1 sums k_i = sum_j h_ij a_j + Y_i and size N1 + Y_0, discrete
-  Laplace or discrete Gaussian with public scales, a linear model in A.
+* ``dp-counts``: the noisy centred group-1 sums d_i = sum_j (h_ij - c_i) a_j + Y_i (c_i the public
+  slice mean) and size N1 + Y_0, discrete Laplace or discrete Gaussian with public scales b_i and
+  b_0, a linear model in A. Row i is divided by b_i / b (b the scale per unit of sensitivity), so
+  every sum has the one law of scale b: d_i / s_i = ((H - c 1^T) a)_i / s_i + Lap(b).
 
 SP answers are c (H a)_i - (H 1)_i / N0 with c = 1/N1 + 1/N0, so every model here is a function of
 s = H a and N1 = sum a: flipping one a_j moves s by one column of H, and the log-likelihood of the
@@ -179,13 +181,17 @@ def model_from_release(metric: str, H: np.ndarray, values: np.ndarray, release: 
         n1_noisy = float(np.asarray(stats["sizes"])[0, 1])
         unit = float(1 << PREDICTION_BITS)
         Hr = np.rint(H * unit) / unit  # the compliance party sums predictions on this grid
-        if "scale" in release:
-            law = NoiseLaw("laplace", float(release["scale"]["sum"]))
-            size_law = NoiseLaw("laplace", float(release["scale"]["size"]))
-        else:
-            law = NoiseLaw("gaussian", float(release["sigma"]["sum"]))
-            size_law = NoiseLaw("gaussian", float(release["sigma"]["size"]))
-        return SumModel(Hr, k1, law, n1_noisy, size_law)
+        family: Family = "laplace" if "scale" in release else "gaussian"
+        notes = release["scale"] if family == "laplace" else release["sigma"]
+        centre = np.asarray(release["centre"], dtype=np.float64)[0]
+        scales = np.asarray(notes["sum"], dtype=np.float64)[0]
+        d = k1 - centre * n1_noisy  # the released centred sums (exact: both terms lie on the 2^-B grid)
+        live = scales > 0  # a model constant on the slice releases d_i = 0 exactly: no information on A
+        base = float(scales[live].min()) if live.any() else 1.0
+        weight = scales[live] / base  # row i divided by its scale's multiple: one law of scale ``base``
+        A = (Hr[live] - centre[live, None]) / weight[:, None]
+        return SumModel(A, d[live] / weight, NoiseLaw(family, base), n1_noisy,
+                        NoiseLaw(family, float(notes["size"])))
     bounds = (-1.0, 1.0) if release.get("out_of_range") == "clamp" and metric == "sp" else None
     if metric != "sp":
         raise AttackError(UNKNOWN_RELEASE.format(keys=f"metric {metric!r}; the attack decodes SP answers"))

@@ -19,7 +19,8 @@ The attack asks one query of m models (Dinur & Nissim, PODS 2003: random subset 
 ``design = "random-binary"``, each h_ij a fair coin) or of Alg. 2 perturbations of the base
 model's scores (``design = "uniform"``, realistic). One query is one DP release: the run spends
 epsilon once, so its leakage stands beside the bound of that epsilon. Against ``dp-counts`` it
-reads the released noisy group-1 sums and size (the answer's ``statistics``), a linear model in A.
+reads the released noisy centred group-1 sums and size (the answer's ``statistics`` and ``centre``), a
+linear model in A.
 """
 
 from __future__ import annotations
@@ -128,6 +129,6 @@ class LikelihoodReveal(Attack):
             a_hat = (marg > prior).astype(np.int8)
             info["posterior_mean_n1"] = float(marg.sum())
         info["decode_s"] = round(float(info["decode_s"]), 3)
-        if not math.isfinite(float(model.loglik(H @ a_hat.astype(np.float64), int(a_hat.sum())))):
+        if not math.isfinite(float(model.loglik(model.H @ a_hat.astype(np.float64), int(a_hat.sum())))):
             info["warning"] = "the decoded A has zero likelihood (a group is empty)"
         return Reconstruction(np.arange(n), a_hat, np.ones(n, dtype=bool), queries=m, info=info)

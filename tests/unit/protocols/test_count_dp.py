@@ -17,7 +17,7 @@ from scipy import stats
 
 from parley.protocols import AuditSet, MetricQuery, get_protocol
 from parley.protocols.budget import ApproxDP, PureDP
-from parley.protocols.dp.lattice import RandomBits, discrete_gaussian, discrete_laplace
+from parley.protocols.dp.lattice import RandomBits, discrete_gaussian
 from parley.protocols.errors import QueryError
 from parley.protocols.mechanisms.count_dp import (
     COUNT_METRICS,
@@ -27,6 +27,7 @@ from parley.protocols.mechanisms.count_dp import (
     PREDICTIONS_OUTSIDE,
     SLICE_TOO_SMALL,
     CountParams,
+    centres,
     metrics_from_statistics,
     noise_scales,
     rho_for,
@@ -52,10 +53,14 @@ def _audit(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
             return a, y
 
 
-def _vector(metric: str, H: np.ndarray, a: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The released coordinates in lattice units: (sums of every slice and model, sizes of every slice)."""
-    K, N, _, _ = statistics(H, a, slices_of(metric, y))
-    return np.array(K, dtype=object).ravel(), np.array(N, dtype=object)
+def _vector(metric: str, H: np.ndarray, a: np.ndarray, y: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+    """The released coordinates in lattice units: (centred sums K_i - c_i N of every slice and model, their public
+    sensitivities S_i, the sizes of every slice)."""
+    masks = slices_of(metric, y)
+    K, N, _, _ = statistics(H, a, masks)
+    C, S = centres(H, masks)
+    D = [k - c * N[s] for s in range(len(masks)) for k, c in zip(K[s], C[s], strict=True)]
+    return D, [v for row in S for v in row], list(N)
 
 
 @pytest.mark.parametrize("metric", COUNT_METRICS)
@@ -64,38 +69,53 @@ def test_flipping_one_attribute_moves_the_statistics_by_at_most_the_claimed_sens
     m, n = 5, 30
     a, y = _audit(n, 4)
     rng = np.random.default_rng(5)
-    H = rng.random((m, n)) if soft else rng.integers(0, 2, (m, n)).astype(float)
+    # acceptance rates below 1/2, so the person accepted by every model is the farthest from every centre
+    H = rng.random((m, n)) * 0.6 if soft else (rng.random((m, n)) < 0.3).astype(float)
     H[:, [int(np.argmax(y == 1)), int(np.argmax(y == 0))]] = 1.0  # accepted by every model: the worst case
     laplace, gauss = (noise_scales(m, CountParams(epsilon=1.0)),
                       noise_scales(m, CountParams(epsilon=1.0, noise="gaussian", delta=1e-6)))
-    k, size = _vector(metric, H, a, y)
-    worst_l1 = Fraction(0)
+    d, sens, size = _vector(metric, H, a, y)
+    assert all(0 < v <= UNIT for v in sens)
+    worst = Fraction(0)
     for j in range(n):
         b = a.copy()
         b[j] = 1 - b[j]
-        k2, size2 = _vector(metric, H, b, y)
-        dk = [abs(int(u) - int(v)) for u, v in zip(k, k2, strict=True)]
-        dn = [abs(int(u) - int(v)) for u, v in zip(size, size2, strict=True)]
-        # in j's slice one size moves by one and each sum by r_ij <= 2^B; outside it (EO, PE) nothing moves
-        assert max(dk) <= UNIT and sum(dn) == 1 or (max(dk), sum(dn)) == (0, 0)
-        l1 = Fraction(sum(dk), UNIT) + sum(dn)  # in real units (prediction sums, people)
-        l2sq = Fraction(sum(d * d for d in dk), UNIT * UNIT) + sum(d * d for d in dn)
-        assert l1 <= m + 1 and l2sq <= m + 1
-        worst_l1 = max(worst_l1, l1)
-        # the privacy loss the proofs charge, in exact arithmetic
-        assert sum(Fraction(d) / laplace["sum"] for d in dk) + sum(Fraction(d) / laplace["size"] for d in dn) <= 1
-        rho = sum(Fraction(d * d) / (2 * gauss["sum"]) for d in dk) + sum(Fraction(d * d) / (2 * gauss["size"])
-                                                                          for d in dn)
+        d2, sens2, size2 = _vector(metric, H, b, y)
+        assert sens2 == sens  # public: the same in both neighbours
+        dd = [abs(u - v) for u, v in zip(d, d2, strict=True)]
+        dn = [abs(u - v) for u, v in zip(size, size2, strict=True)]
+        # in j's slice one size moves by one and each centred sum by |r_ij - c_i| <= S_i; outside it nothing moves
+        assert all(x <= s_ for x, s_ in zip(dd, sens, strict=True)) and sum(dn) == 1 or (max(dd), sum(dn)) == (0, 0)
+        # the privacy loss the proofs charge, in exact arithmetic: scale tau_s S_i per centred sum, tau_n the size
+        loss = sum(Fraction(x, s_) / laplace["sum"] for x, s_ in zip(dd, sens, strict=True)) + \
+            sum(Fraction(x) / laplace["size"] for x in dn)
+        assert loss <= 1
+        worst = max(worst, loss)
+        rho = sum(Fraction(x * x, s_ * s_) / (2 * gauss["sum"]) for x, s_ in zip(dd, sens, strict=True)) + \
+            sum(Fraction(x * x) / (2 * gauss["size"]) for x in dn)
         assert rho <= gauss["rho"]
-    assert worst_l1 == m + 1  # the bound is attained: it is the sensitivity, not a loose bound
+    assert worst == 1  # the bound is attained: it is the sensitivity, not a loose bound
+
+
+def test_the_centred_sum_moves_less_than_the_plain_sum_and_a_constant_model_gets_no_noise():
+    """Rate 1/4: flipping the accepted person moves K by 1 but D = K - N/4 by 3/4; an all-zero model releases 0."""
+    n = 8
+    a = np.array([1, 0, 1, 0, 1, 0, 1, 0], dtype=np.int8)
+    H = np.array([[1, 1, 0, 0, 0, 0, 0, 0], [0] * n], dtype=float)
+    C, S = centres(H, slices_of("sp", np.ones(n)))
+    assert C == [[UNIT // 4, 0]] and S == [[UNIT - UNIT // 4, 0]]
+    answer = _protocol(epsilon=1.0).answer(MetricQuery(metric="sp", predictions=H, query_id="q"),
+                                           AuditSet(a=a, y=np.ones(n, dtype=np.int8)), np.random.default_rng(0))
+    assert answer["values"][1] == 0.0 and answer["statistics"]["sums"][0, 1].tolist() == [0.0, 0.0]
+    assert answer["scale"]["sum"][0].tolist() == [float(noise_scales(2, CountParams(epsilon=1.0))["sum"]) * 0.75, 0.0]
 
 
 @pytest.mark.parametrize("m", [1, 2, 7, 100])
 def test_the_noise_split_spends_exactly_the_budget(m):
     lap = noise_scales(m, CountParams(epsilon=0.7))
-    assert m * UNIT / lap["sum"] + 1 / lap["size"] == Fraction(0.7)
+    assert m / lap["sum"] + 1 / lap["size"] == Fraction(0.7)
     gauss = noise_scales(m, CountParams(epsilon=0.7, noise="gaussian", delta=1e-5))
-    assert m * UNIT * UNIT / (2 * gauss["sum"]) + 1 / (2 * gauss["size"]) == gauss["rho"]
+    assert m / (2 * gauss["sum"]) + 1 / (2 * gauss["size"]) == gauss["rho"]
 
 
 @pytest.mark.parametrize("metric", COUNT_METRICS)
@@ -210,15 +230,34 @@ def test_released_size_noise_has_the_law_the_proof_uses(noise):
     assert _chi_square_pvalue(draws, lambda k: pmf(k, 0.8 if noise == "gaussian" else 0.8)) < ALPHA
 
 
-def test_discrete_laplace_sum_noise_has_the_stated_scale():
-    """The sum noise in real units is discrete Laplace on 2^-B Z of scale tau_s: its mean |Y| is tau_s (1 - o(1))."""
-    p = _protocol(epsilon=2.0)
-    tau = noise_scales(3, p.params)["sum"]
-    bits = RandomBits(np.random.default_rng(14))
-    draws = np.array([discrete_laplace(bits, tau.numerator, tau.denominator) for _ in range(20_000)]) / UNIT
-    expected = float(tau) / UNIT  # E|Y| of a discrete Laplace at this fine resolution equals the continuous scale
-    assert stats.ttest_1samp(np.abs(draws), expected).pvalue > ALPHA
-    assert stats.ttest_1samp(np.abs(draws), 0.9 * expected).pvalue < ALPHA
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_released_centred_sum_noise_has_the_stated_scale(noise):
+    """Released centred sums minus the exact ones, 4,000 releases of 2 models: mean |Y| (Laplace: tau_s S_i) or
+    mean Y^2 (Gaussian: sigma_s^2 S_i^2) of each model is the stated one, 0.85 times it is rejected."""
+    params = {"epsilon": 2.0} if noise == "laplace" else {"epsilon": 2.0, "noise": "gaussian", "delta": 1e-6}
+    p = _protocol(**params)
+    a, y = _audit(40, 15)
+    H = np.zeros((2, 40))
+    H[0, :10], H[1, :30] = 1.0, 0.5  # centres 1/4 and 3/8: sensitivities 3/4 and 3/8
+    query, audit = MetricQuery(metric="sp", predictions=H, query_id="q"), AuditSet(a=a, y=y)
+    K, N, _, _ = statistics(H, a, slices_of("sp", y))
+    C, S = centres(H, slices_of("sp", y))
+    assert S == [[3 * UNIT // 4, 3 * UNIT // 8]]
+    exact = np.array([k - c * N[0] for k, c in zip(K[0], C[0], strict=True)], dtype=float) / UNIT
+    rng = np.random.default_rng(16)
+    draws = []
+    for _ in range(4_000):
+        out = p.answer(query, audit, rng)
+        draws.append(out["statistics"]["sums"][0, :, 1] - out["centre"][0] * out["statistics"]["sizes"][0, 1] - exact)
+    draws = np.array(draws)
+    scale = noise_scales(2, p.params)["sum"]
+    for i, s_ in enumerate(S[0]):
+        if noise == "laplace":  # E|Y| of a discrete Laplace at this fine resolution equals the continuous scale
+            sample, expected = np.abs(draws[:, i]), float(scale) * s_ / UNIT
+        else:
+            sample, expected = draws[:, i] ** 2, float(scale) * (s_ / UNIT) ** 2
+        assert stats.ttest_1samp(sample, expected).pvalue > ALPHA
+        assert stats.ttest_1samp(sample, 0.85 * expected).pvalue < ALPHA
 
 
 @pytest.mark.parametrize(("epsilon", "delta"), [(1e-3, 1e-7), (1e-6, 1e-9)])

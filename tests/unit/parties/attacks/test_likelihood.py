@@ -93,11 +93,19 @@ def test_models_read_the_published_noise_of_each_protocol():
     assert isinstance(model, lik.SpModel) and model.law.at(25) == lap["scale"]
     counts = _protocol("dp-counts", epsilon=1.0).answer(query, audit, rng)
     model = lik.model_from_release("sp", H, counts["values"], answer_from(counts, 5).release)
-    assert isinstance(model, lik.SumModel) and model.law.at(0) == counts["scale"]["sum"]
-    np.testing.assert_allclose(model.y, counts["statistics"]["sums"][0, :, 1])
+    # the centred sums, each row scaled to the smallest scale: y_i = ((H - c) a)_i / w_i + noise of that scale
+    scales = counts["scale"]["sum"][0]
+    assert isinstance(model, lik.SumModel) and model.law.at(0) == scales.min()
+    weight = scales / scales.min()
+    k1, n1 = counts["statistics"]["sums"][0, :, 1], counts["statistics"]["sizes"][0, 1]
+    np.testing.assert_allclose(model.y, (k1 - counts["centre"][0] * n1) / weight, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(model.H, (np.rint(H * 2 ** 20) / 2 ** 20 - counts["centre"][0][:, None])
+                               / weight[:, None], rtol=0, atol=1e-12)
+    # the exact statistics make the residual the noise: d_i - ((H - c) a)_i, at the release's scale
+    assert model.y0 == n1 and model.size_law.at(0) == counts["scale"]["size"]
     gauss = _protocol("dp-counts", epsilon=1.0, noise="gaussian", delta=1e-6).answer(query, audit, rng)
     model = lik.model_from_release("sp", H, gauss["values"], answer_from(gauss, 5).release)
-    assert model.law.family == "gaussian" and model.law.at(0) == gauss["sigma"]["sum"]
+    assert model.law.family == "gaussian" and model.law.at(0) == gauss["sigma"]["sum"][0].min()
     cauchy = _protocol("smooth-cauchy", epsilon=1.0).answer(query, audit, rng)
     model = lik.model_from_release("sp", H, cauchy["values"], answer_from(cauchy, 5).release)
     # the scale at the true group sizes is the one the protocol drew with (never published, derived from N1)
