@@ -5,7 +5,7 @@ Why
 ``laplace`` and the smooth protocols add noise to the metric itself, a ratio of
 counts, and must price that ratio by its worst case (a group of one person):
 on Adult (A = race, audit n = 1,000) the median error of ``laplace``'s SP
-answer is 0.35 at epsilon = 1, 25 times that of this protocol's
+answer is 0.35 at epsilon = 1, 37 times that of this protocol's
 (docs/protocols/dp.md, "Count-level answers"). The metrics are
 simple functions of a few counts whose sensitivity is constant, so this
 protocol releases the counts with noise and computes the metrics from them by

@@ -34,7 +34,7 @@ on the same input:
   the same post-processing; and the pure-DP ``dp-counts`` at epsilon = 1.
 
 Protocols are called directly (no actors): this measures the mechanisms.
-Run: ``PYTHONPATH=. python tests/benchmarks/bench_count_dp.py [releases]``. The last line is one JSON object.
+Run: ``python -m tests.benchmarks.bench_count_dp [releases]`` (repository root). The last line is one JSON object.
 """
 
 from __future__ import annotations
