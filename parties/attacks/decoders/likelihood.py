@@ -208,7 +208,7 @@ def model_from_release(metric: str, H: np.ndarray, values: np.ndarray, release: 
     def scale_of(n1: int, _beta: float = beta, _factor: float = factor, _eps: float = float(eps)) -> float:
         return _factor * smooth_sensitivity("sp", m, n - n1, n1, _beta) / _eps
 
-    return SpModel(H, y, NoiseLaw(family, scale_of=scale_of), bounds)  # type: ignore[arg-type]
+    return SpModel(H, y, NoiseLaw(family, scale_of=scale_of), bounds)
 
 
 def _columns(H: np.ndarray) -> np.ndarray:

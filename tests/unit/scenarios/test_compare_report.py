@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from parley.scenarios.compare.plan import plan
-from parley.scenarios.compare.report import equal_epsilon, recommendations
-from parley.scenarios.compare.run import _saved_audits, pareto
+from parley.scenarios.compare.report import bound_gaps, equal_epsilon, recommendations
+from parley.scenarios.compare.run import _cell_outcome, _saved_audits, pareto
 
 
 def _front(rows):
@@ -71,3 +71,35 @@ def test_equal_epsilon_lines_quote_the_ratio_from_the_numbers():
                                "laplace ε=4 (0.1)")
     assert "**dp-counts ε=1** has median query error 0.0138, on the frontier" in lines[0]
     assert "4.17 times smaller than the next protocol's best, smooth-cauchy ε=1 (0.0575)" in lines[0]
+
+
+def test_a_cell_carries_the_bound_of_the_epsilon_its_counted_runs_spent_and_the_gap():
+    """The bound is averaged over the runs whose leakage counts (a run that gave up is left out), gap = bound - leak."""
+    part = pd.DataFrame([
+        {"status": "ok", "leakage": 52.0, "leakage_bound": 73.0, "attacked": 10, "failure": None},
+        {"status": "ok", "leakage": 58.0, "leakage_bound": 88.0, "attacked": 10, "failure": None},
+        {"status": "error", "leakage": None, "leakage_bound": 99.0, "attacked": None, "failure": "AttackError: x"},
+    ])
+    out = _cell_outcome(part)
+    assert (out["leakage_mean"], out["leakage_bound"], out["bound_gap"]) == (55.0, 80.5, 25.5)
+    assert _cell_outcome(part.drop(columns="leakage_bound"))["leakage_bound"] is None  # no epsilon spent: no bound
+    assert _cell_outcome(part.iloc[2:])["bound_gap"] is None  # nothing counted
+
+
+def test_the_bound_table_puts_the_likelihood_attack_beside_the_strongest_one():
+    long = pd.DataFrame([
+        {"protocol": "raw", "attack": "double-query [curious-data-center]", "n": 3, "leakage_mean": 100.0,
+         "leakage_bound": None, "bound_gap": None},
+        {"protocol": "dp-counts ε=1", "attack": "likelihood [curious-data-center]", "n": 3, "leakage_mean": 52.0,
+         "leakage_bound": 88.1, "bound_gap": 36.1},
+        {"protocol": "dp-counts ε=1", "attack": "compressed-sensing [curious-data-center]", "n": 3,
+         "leakage_mean": 54.0, "leakage_bound": 99.9, "bound_gap": 45.9},
+        {"protocol": "laplace ε=4", "attack": "compressed-sensing [curious-data-center]", "n": 3, "leakage_mean": 51.0,
+         "leakage_bound": 100.0, "bound_gap": 49.0},  # a bound of 100 % says nothing: not listed
+    ])
+    table = bound_gaps(long)
+    assert table.to_dict("records") == [{
+        "protocol": "dp-counts ε=1", "likelihood leakage": "52", "bound": "88.1", "gap (points)": "36.1",
+        "strongest attack": "compressed-sensing [curious-data-center]", "its leakage": "54", "its bound": "99.9",
+        "its gap (points)": "45.9"}]
+    assert bound_gaps(long.drop(columns=["leakage_bound", "bound_gap"])).empty  # a table from before the bounds
