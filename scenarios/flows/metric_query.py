@@ -56,9 +56,9 @@ def _curious_attack(world: World) -> Reconstruction:
     view, identity = world.deployment.call(DATA_CENTER, "defect")
     world.learn(f"the data center turns adversary: it runs the {world.scenario.attack.name} attack, querying "
                 "in its own name with its base model, its scores and the audit labels in hand")
-    world.deployment.add(ADVERSARY, Adversary, identity, world.keyring,
+    world.deployment.add(ADVERSARY, world.adversary, identity, world.keyring,
                          _build_attack(world.scenario.attack, view, world.rngs["adversary"]), COMPLIANCE,
-                         world.protocol.name)
+                         world.protocol.name, **world.adversary_kwargs)
     world.network.route(DATA_CENTER, ADVERSARY)  # answers to the data center's name now reach the adversary
     if world.progress is not None:  # a terminal's status line counts what the attack learns from here on
         world.progress.watch(functools.partial(world.deployment.call, ADVERSARY, "status"))
