@@ -71,14 +71,17 @@ def pair_keys(names: tuple[str, str, str]) -> dict[str, PairKeys]:
 class SecureQuerier:
     """The querier's state of secure queries: its keys, y (public slices), and the query being computed."""
 
-    def __init__(self, protocol: SecureProtocol, keys: PairKeys, y: np.ndarray, helper: str) -> None:
+    def __init__(self, protocol: SecureProtocol, keys: PairKeys, y: np.ndarray, helper: str,
+                 record: bool = False) -> None:
         self.protocol = protocol
+        self.record = record
+        #: (metric, predictions, opened values) of every answer, when ``record`` (the honest queries' error).
+        self.opened: list[tuple[str, np.ndarray, np.ndarray]] = []
         self.keys = keys
         self.y = np.asarray(y)
         self.helper = helper
         self.kept: dict[str, np.ndarray] = {}
         self._pending: dict[str, dict[str, Any]] = {}
-        #: Envelopes and bytes of shares sent, per query (what the benchmark reads).
         self.queries = 0
 
     def share(self, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -95,7 +98,7 @@ class SecureQuerier:
         R, totals, sizes = querier_rows(H, self.y, metric, self.protocol.bits)
         share_c, share_q = share_rows(R, self.keys, query_id)
         self._pending[query_id] = {"metric": metric, "m": int(H.shape[0]), "own": share_q, "totals": totals,
-                                   "sizes": sizes}
+                                   "sizes": sizes, "predictions": H if self.record else None}
         self.queries += 1
         out = {"metric": metric, "m": int(H.shape[0]), "query_id": query_id, "shares": encode_field(share_c)}
         if "purpose" in payload:
@@ -139,8 +142,10 @@ class SecureQuerier:
         m = state["m"]
         K = [opened[s * (m + 1): s * (m + 1) + m] for s in range(len(state["totals"]))]
         N = [opened[s * (m + 1) + m] for s in range(len(state["totals"]))]
-        values = self.protocol.values(state["metric"], K, N, state["totals"], state["sizes"])
-        return {"metric": state["metric"], "query_id": query_id, "values": values, **self.protocol.release_notes(m)}
+        answer = self.protocol.opened(state["metric"], K, N, state["totals"], state["sizes"])
+        if self.record:
+            self.opened.append((state["metric"], state["predictions"], answer["values"]))
+        return {"metric": state["metric"], "query_id": query_id, **answer}
 
 
 def _secure_seal(secure: SecureQuerier, kind: str, payload: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
@@ -168,6 +173,10 @@ class SecureDataCenter(DataCenter):
         if envelope.sender == self.compliance:
             return self.seal(self.secure.helper, "mpc-query", self.secure.from_compliance(envelope))
         return self._on_answer(envelope.model_copy(update={"payload": self.secure.open(envelope)}))
+
+    def opened(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """(metric, predictions, opened values) of this data center's answered queries (the referee's errors)."""
+        return list(self.secure.opened)
 
 
 class SecureAdversary(Adversary):

@@ -152,9 +152,11 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
 
         keys = pair_keys((COMPLIANCE, DATA_CENTER, HELPER))
         answering = protocol.keyed(keys[COMPLIANCE])
-        querier = SecureQuerier(protocol.keyed(keys[DATA_CENTER]), keys[DATA_CENTER], split.y_audit, HELPER)
-        dc_class, dc_extra = SecureDataCenter, {"secure": querier}
-        adversary_kwargs = {"secure": querier}
+        def querier(record: bool) -> SecureQuerier:
+            return SecureQuerier(protocol.keyed(keys[DATA_CENTER]), keys[DATA_CENTER], split.y_audit, HELPER, record)
+
+        dc_class, dc_extra = SecureDataCenter, {"secure": querier(True)}
+        adversary_kwargs = {"secure": querier(False)}
         helper_rng = np.random.default_rng(rngs["flow"].integers(2**63))
         deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER],
                        int(split.a_audit.shape[0]), helper_rng)

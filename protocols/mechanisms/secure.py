@@ -371,13 +371,9 @@ class SecureProtocol(Protocol):
         d_s = output_share(r_s, a_s, self.keys, query_id, self.noise(m, len(SLICES[metric]), rng))
         return {"query_id": query_id, "metric": metric, "m": m, "output": encode_field(d_s)}
 
-    def release_notes(self, m: int) -> dict[str, Any]:
-        """What the querier's opened answer records about the release."""
-        return {"resolution": 2.0 ** -self.bits}
-
-    def values(self, metric: str, K: list, N: list, T: list, sizes: list) -> np.ndarray:
-        """The metric values from the opened statistics."""
-        return exact_metric(metric, K, N, T, sizes, self.bits)
+    def opened(self, metric: str, K: list, N: list, T: list, sizes: list) -> dict[str, Any]:
+        """The querier's answer from the opened statistics: ``values`` and the release's public notes."""
+        return {"values": exact_metric(metric, K, N, T, sizes, self.bits), "resolution": 2.0 ** -self.bits}
 
 
 @register_protocol
@@ -439,21 +435,30 @@ class MpcDpProtocol(SecureProtocol):
             notes[RHO_KEY] = float(noise_scales(m, self.params)["rho"])
         return notes
 
-    def release_notes(self, m: int) -> dict[str, Any]:
+    def opened(self, metric: str, K: list, N: list, T: list, sizes: list) -> dict[str, Any]:
+        """What ``dp-counts`` releases, from the noisy statistics K + Y_C + Y_S and N + Y'_C + Y'_S."""
+        m = len(K[0])
         scales = noise_scales(m, self.params)
         unit = float(1 << PREDICTION_BITS)
-        notes: dict[str, Any] = {"resolution": 1.0 / unit, "out_of_range": "clamp", "epsilon": self.params.epsilon,
-                                 "noise": f"discrete-{self.params.noise}", "noise_shares": 2}
-        if self.params.noise == "laplace":  # each of the two independent shares has this scale
+        k_units = np.array([[float(v) for v in row] for row in K]) / unit  # exact: |v| < 2^53
+        t_units = np.array([[float(v) for v in row] for row in T]) / unit
+        notes: dict[str, Any] = {
+            "values": metrics_from_statistics(metric, k_units, N, t_units, sizes),
+            "epsilon": self.params.epsilon, "noise": f"discrete-{self.params.noise}",
+            # per slice: (group 0, group 1) noisy sums of each model and noisy sizes, as dp-counts records them
+            "statistics": {
+                "slices": ["all" if label is None else f"y={label}" for label in SLICES[metric]],
+                "sums": np.stack([np.stack([t_units[s] - k_units[s], k_units[s]], axis=1) for s in range(len(K))]),
+                "sizes": np.array([[sizes[s] - N[s], N[s]] for s in range(len(K))], dtype=np.int64),
+            },
+            "resolution": 1.0 / unit, "out_of_range": "clamp",
+            # the noise is the sum of two independent draws (compliance party's and helper's), each at this scale
+            "noise_shares": 2,
+        }
+        if self.params.noise == "laplace":
             notes["scale"] = {"sum": float(scales["sum"]) / unit, "size": float(scales["size"])}
         else:
             notes["delta"] = self.params.delta
             notes[RHO_KEY] = float(scales["rho"])
             notes["sigma"] = {"sum": float(scales["sum"]) ** 0.5 / unit, "size": float(scales["size"]) ** 0.5}
         return notes
-
-    def values(self, metric: str, K: list, N: list, T: list, sizes: list) -> np.ndarray:
-        unit = float(1 << PREDICTION_BITS)
-        k_units = np.array([[float(v) for v in row] for row in K]) / unit
-        t_units = np.array([[float(v) for v in row] for row in T]) / unit
-        return metrics_from_statistics(metric, k_units, N, t_units, sizes)

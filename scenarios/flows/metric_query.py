@@ -146,14 +146,17 @@ def score(reconstruction: Reconstruction, a: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _query_errors(path: Path, a: np.ndarray, y: np.ndarray) -> dict[str, float | None]:
+def _query_errors(path: Path, a: np.ndarray, y: np.ndarray, opened: list | None = None) -> dict[str, float | None]:
     """Mean and median |released - exact| over every answered model (the referee recomputes the exact values).
 
-    Both are reported: Cauchy noise has no finite mean, so its mean error is ruled by the tails.
+    Both are reported: Cauchy noise has no finite mean, so its mean error is ruled by the tails. Under a
+    secure protocol no prediction is on the wire: ``opened`` holds the data center's own (metric, predictions,
+    answer) of its honest queries.
     """
     exact = AuditEvaluator(a, y)  # evaluate() bit for bit, the weights of SP, EO and PE computed once
-    errors = [np.abs(e.values - exact(e.metric, e.predictions))
-              for e in exchanges_from(iter_transcript(path, verify=False))]
+    pairs = ((e.metric, e.predictions, e.values) for e in exchanges_from(iter_transcript(path, verify=False))) \
+        if opened is None else iter(opened)
+    errors = [np.abs(values - exact(metric, predictions)) for metric, predictions, values in pairs]
     if not errors:
         return {"avg_query_error": None, "median_query_error": None}
     flat = np.concatenate(errors)
@@ -183,7 +186,9 @@ def metric_query_flow(world: World) -> dict[str, Any]:
                             "observer_revealed": int(overheard.indices.size)}
     return {
         **score(reconstruction, a),
-        **_query_errors(world.transcript.path, a, world.split.y_audit),
+        **_query_errors(world.transcript.path, a, world.split.y_audit,
+                        world.deployment.call(DATA_CENTER, "opened") if getattr(world.protocol, "secure", False)
+                        else None),
         **model_metrics,
         **observer_metrics,
         **{f"attack_{k}": v for k, v in reconstruction.info.items()},
