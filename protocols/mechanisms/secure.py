@@ -122,10 +122,31 @@ MAX_MODELS = 100_000
 
 
 @lru_cache(maxsize=1)
-def _field() -> Any:
-    from mpyc import finfields
+def _mpyc() -> tuple[Any, Any]:
+    """MPyC's ``finfields`` and ``thresha``, imported without its side effects on the process.
 
-    return finfields.GF(PRIME)
+    Importing ``mpyc`` parses ``sys.argv`` as MPyC's own command line (parley's options would be
+    refused as ambiguous) and configures the root logger; both are undone here: the import sees
+    an empty command line with ``--no-log``, and the root logger's handlers and level are restored.
+    """
+    import logging
+    import sys
+
+    root = logging.getLogger()
+    handlers, level, argv = list(root.handlers), root.level, sys.argv
+    sys.argv = [argv[0] if argv else "parley", "--no-log"]
+    try:
+        from mpyc import finfields, thresha
+    finally:
+        sys.argv = argv
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    return finfields, thresha
+
+
+@lru_cache(maxsize=1)
+def _field() -> Any:
+    return _mpyc()[0].GF(PRIME)
 
 
 @dataclass(frozen=True)
@@ -137,15 +158,12 @@ class PairKeys:
 
     def prf(self, other: int) -> Any:
         """MPyC's PRF (SHAKE-128) keyed with the key shared with ``other``, values in GF(p)."""
-        from mpyc import thresha
-
-        return thresha.PRF(self.keys[tuple(sorted((self.me, other)))], PRIME)
+        return _mpyc()[1].PRF(self.keys[tuple(sorted((self.me, other)))], PRIME)
 
     def prss(self) -> dict[tuple[int, ...], Any]:
         """The PRFs of every 2-subset holding ``me`` (MPyC's PRSS with m = 3, t = 1)."""
-        from mpyc import thresha
-
-        return {pair: thresha.PRF(key, PRIME) for pair, key in self.keys.items() if self.me in pair}
+        prf = _mpyc()[1].PRF
+        return {pair: prf(key, PRIME) for pair, key in self.keys.items() if self.me in pair}
 
 
 def _uci(query_id: str, what: str) -> bytes:
@@ -212,9 +230,7 @@ def share_rows(R: np.ndarray, keys: PairKeys, query_id: str) -> tuple[np.ndarray
 
 
 def _zero_share(keys: PairKeys, query_id: str, count: int) -> np.ndarray:
-    from mpyc import thresha
-
-    share = thresha.np_pseudorandom_share_0(_field(), 3, keys.me, keys.prss(), _uci(query_id, "zero"), count)
+    share = _mpyc()[1].np_pseudorandom_share_0(_field(), 3, keys.me, keys.prss(), _uci(query_id, "zero"), count)
     return np.asarray(share.value, dtype=object)
 
 
@@ -248,8 +264,7 @@ def querier_a_share(keys: PairKeys, query_id: str, n: int) -> np.ndarray:
 
 def open_output(d_c: np.ndarray, d_q: np.ndarray, d_s: np.ndarray) -> list[int]:
     """Interpolate the three output shares at 0 (MPyC's recombination) -> signed integers."""
-    from mpyc import thresha
-
+    thresha = _mpyc()[1]
     field = _field()
     points = [(1, np.asarray(d_c, dtype=object)), (2, np.asarray(d_q, dtype=object)), (3, np.asarray(d_s, dtype=object))]
     value = np.asarray(thresha.np_recombine(field, points).value, dtype=object)
