@@ -17,6 +17,7 @@ import numpy as np
 
 from parley.parties.adversary import Adversary, exchanges_from
 from parley.parties.attacks import AttackerView, Reconstruction, get_attack, leakage
+from parley.parties.attacks.curious_compliance import compliance_view_accuracy
 from parley.parties.confidential import is_sealed
 from parley.parties.transcript import iter_transcript, read_transcript
 from parley.protocols.errors import AttackError
@@ -168,9 +169,13 @@ def metric_query_flow(world: World) -> dict[str, Any]:
     """Honest queries, the curious data center's attack or the observers', scored; the transcript is closed."""
     scenario, a = world.scenario, world.split.a_audit
     model_metrics = _honest_use(world)
+    base = world.deployment.call(DATA_CENTER, "view").base_predictions
     if scenario.threat_model == "curious-data-center":
         reconstruction = _curious_attack(world)
     world.transcript.close()
+    # The curious compliance party: how well it reads the base model's predictions from the first honest query.
+    model_metrics["compliance_view_accuracy"] = compliance_view_accuracy(
+        iter_transcript(world.transcript.path, verify=False), COMPLIANCE, DATA_CENTER, base)
     if scenario.threat_model == "curious-data-center":
         _explain_attack(world, reconstruction, a)
     overhearing = scenario.threat_model == "passive-observer" or scenario.observer is not None
