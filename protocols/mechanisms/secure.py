@@ -32,18 +32,17 @@ row is 1_I, so every statistic is an inner product with A:
 The querier knows T_si = sum_{j in I} r_ij and n_I itself; SP, EO, PE, cov follow from (K, N, T, n_I)
 as in :mod:`parley.protocols.mechanisms.count_dp`.
 
-One query (one input round, one output round, all in signed envelopes)
-------------------------------------------------------------------------
+One query: two exchanges, four signed envelopes
+-----------------------------------------------
 1. Q -> C ``mpc-query``: C's shares of the rows, [R]_C = f_R(1), where f_R(x) = R + x c is
    fixed by f_R(3) = PRF_QS(query id): S's share is pseudorandom under the key Q and S
    share, so it is never sent.
-2. C -> Q ``mpc-partial``: C shares A afresh, f_a(2) = PRF_CQ(query id) (Q's share, never sent),
-   and sends Q its output share d_C = [R]_C [a]_C + z_C, and S's share of A *masked*? no:
-   S's share f_a(3) is derived by S from nothing it holds, so C hands it to Q one-time-padded
-   with PRF_CS(query id): Q cannot read it, S removes the pad.
-3. Q -> S ``mpc-query``: the query's header and the padded share of A.
-4. S -> Q ``mpc-partial``: d_S = [R]_S [a]_S + z_S.
-5. Q computes d_Q = [R]_Q [a]_Q + z_Q and interpolates d_C, d_Q, d_S at 0: K and N.
+2. C -> Q ``mpc-partial``: C shares A afresh with f_a(2) = PRF_CQ(query id) (Q's share, never
+   sent) and replies its output share d_C = [R]_C . [a]_C + z_C, and S's share f_a(3)
+   one-time-padded with PRF_CS(query id): Q cannot read it, S removes the pad.
+3. Q -> S ``mpc-query``: the query's header (metric, m, query id) and the padded share of A.
+4. S -> Q ``mpc-partial``: d_S = [R]_S . [a]_S + z_S.
+5. Q computes d_Q = [R]_Q . [a]_Q + z_Q and interpolates (1, d_C), (2, d_Q), (3, d_S) at 0: K and N.
 
 The products [R]_i [a]_i lie on a polynomial of degree 2 = 2t whose value at 0 is K; z is a
 pseudorandom sharing of zero of degree 2t (PRSS, Cramer, Damgard & Ishai, TCC 2005; MPyC's
@@ -99,7 +98,7 @@ from parley.protocols.queries import validate_query_id
 
 __all__ = ["COMPLIANCE_ID", "HELPER_ID", "LAGRANGE_AT_ZERO", "PRIME", "QUERIER_ID", "MpcDpProtocol", "MpcParams",
            "MpcProtocol", "PairKeys", "SecureProtocol", "CLEAR_QUERY", "BAD_SHARES", "NO_KEYS", "decode_field",
-           "encode_field", "encode_rows", "exact_metric", "output_share", "querier_rows", "share_rows"]
+           "encode_field", "exact_metric", "output_share", "querier_rows", "share_rows"]
 
 #: The field of the shares: GF(p) with the Mersenne prime p = 2^127 - 1 (sums of 2^20 predictions at 2^-52 fit).
 PRIME = (1 << 127) - 1
@@ -266,7 +265,7 @@ def open_output(d_c: np.ndarray, d_q: np.ndarray, d_s: np.ndarray) -> list[int]:
     """Interpolate the three output shares at 0 (MPyC's recombination) -> signed integers."""
     thresha = _mpyc()[1]
     field = _field()
-    points = [(1, np.asarray(d_c, dtype=object)), (2, np.asarray(d_q, dtype=object)), (3, np.asarray(d_s, dtype=object))]
+    points = [(x, np.asarray(d, dtype=object)) for x, d in ((1, d_c), (2, d_q), (3, d_s))]
     value = np.asarray(thresha.np_recombine(field, points).value, dtype=object)
     return [int(v) - PRIME if int(v) > PRIME // 2 else int(v) for v in value]
 
