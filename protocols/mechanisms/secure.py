@@ -385,6 +385,35 @@ class SecureProtocol(Protocol):
         d_s = output_share(r_s, a_s, self.keys, query_id, self.noise(m, len(SLICES[metric]), rng))
         return {"query_id": query_id, "metric": metric, "m": m, "output": encode_field(d_s)}
 
+    def simulate(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
+        """The three parties' computation of one answer in this process, with fresh keys drawn from ``rng``.
+
+        The same functions the parties run, without envelopes: what ``parley compare`` uses to measure the
+        utility of many releases. Never a path for a real query (the compliance party refuses predictions).
+        """
+        if query.metric not in self.metrics:
+            from parley.protocols.base import METRIC_NOT_ANSWERED
+
+            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics),
+                                                        metric=query.metric))
+        shared = {pair: rng.bytes(16) for pair in ((0, 1), (0, 2), (1, 2))}
+        c, q, h = (PairKeys(me=i, keys=shared) for i in (COMPLIANCE_ID, QUERIER_ID, HELPER_ID))
+        helper_rng = np.random.default_rng(rng.integers(2**63))
+        slices = len(SLICES[query.metric])
+        R, totals, sizes = querier_rows(query.predictions, audit.y, query.metric, self.bits)
+        share_c, share_q = share_rows(R, q, query.query_id)
+        a_c, padded = compliance_sharing(audit.a, c, query.query_id)
+        d_c = output_share(share_c, a_c, c, query.query_id, self.noise(query.m, slices, rng))
+        r_s = h.prf(QUERIER_ID)(_uci(query.query_id, "rows"), R.shape)
+        d_s = output_share(r_s, helper_a_share(padded, h, query.query_id), h, query.query_id,
+                           self.noise(query.m, slices, helper_rng))
+        d_q = output_share(share_q, querier_a_share(q, query.query_id, audit.n), q, query.query_id)
+        opened = open_output(d_c, d_q, d_s)
+        m = query.m
+        K = [opened[s * (m + 1): s * (m + 1) + m] for s in range(slices)]
+        N = [opened[s * (m + 1) + m] for s in range(slices)]
+        return {"metric": query.metric, "query_id": query.query_id, **self.opened(query.metric, K, N, totals, sizes)}
+
     def opened(self, metric: str, K: list, N: list, T: list, sizes: list) -> dict[str, Any]:
         """The querier's answer from the opened statistics: ``values`` and the release's public notes."""
         return {"values": exact_metric(metric, K, N, T, sizes, self.bits), "resolution": 2.0 ** -self.bits}

@@ -257,3 +257,19 @@ def test_mpc_dp_opens_dp_counts_noise_twice_and_charges_its_epsilon(audit):
 def test_field_encoding_round_trips():
     values = np.array([0, 1, PRIME - 1, 1 << 100], dtype=object)
     np.testing.assert_array_equal(decode_field(encode_field(values), (4,), "mpc", "x"), values)
+
+
+def test_the_in_process_simulation_is_the_parties_computation(audit):
+    """``simulate`` (what compare's utility uses) opens raw's numbers under mpc, dp-counts-sized noise under mpc-dp."""
+    from parley.protocols import MetricQuery
+
+    a, y = audit
+    H = np.vstack([np.zeros(a.size), np.ones(a.size)])
+    H[0, ::3] = 1.0
+    query = MetricQuery.from_payload({"metric": "eo", "predictions": H, "query_id": "sim"}, a.size)
+    mpc = get_protocol("mpc")()
+    np.testing.assert_allclose(mpc.simulate(query, AuditSet(a=a, y=y), np.random.default_rng(0))["values"],
+                               evaluate("eo", H, a, y), rtol=0, atol=1e-15)
+    dp = get_protocol("mpc-dp")(get_protocol("mpc-dp").Params(epsilon=1.0))
+    answer = dp.simulate(query, AuditSet(a=a, y=y), np.random.default_rng(0))
+    assert answer["noise_shares"] == 2 and answer["statistics"]["sizes"].shape == (1, 2)
