@@ -25,6 +25,7 @@ from parley.protocols.mechanisms.secure import (
     BAD_SHARES,
     CLEAR_QUERY,
     PRIME,
+    PairKeys,
     decode_field,
     encode_field,
     output_share,
@@ -46,7 +47,11 @@ class Trio:
         self.keyring = Keyring()
         for identity in self.ids.values():
             self.keyring.add(identity.key_entry())
-        keys = pair_keys(("compliance", "data-center", "mpc-helper"))
+        # seeded pairwise keys (a run draws them from X25519 agreements): every statistical test here is seeded
+        key_rng = np.random.default_rng([seed, 99])
+        shared = {pair: key_rng.bytes(16) for pair in ((0, 1), (0, 2), (1, 2))}
+        keys = {name: PairKeys(me=i, keys={p: k for p, k in shared.items() if i in p})
+                for i, name in enumerate(("compliance", "data-center", "mpc-helper"))}
         self.compliance = Compliance(self.ids["compliance"], self.keyring, AuditSet(a=a, y=y),
                                      self.protocol.keyed(keys["compliance"]), ["data-center"],
                                      np.random.default_rng(seed))
@@ -273,3 +278,10 @@ def test_the_in_process_simulation_is_the_parties_computation(audit):
     dp = get_protocol("mpc-dp")(get_protocol("mpc-dp").Params(epsilon=1.0))
     answer = dp.simulate(query, AuditSet(a=a, y=y), np.random.default_rng(0))
     assert answer["noise_shares"] == 2 and answer["statistics"]["sizes"].shape == (1, 2)
+
+
+def test_pair_keys_give_each_party_only_its_own_pairs():
+    keys = pair_keys(("compliance", "data-center", "mpc-helper"))
+    assert set(keys["compliance"].keys) == {(0, 1), (0, 2)} and set(keys["mpc-helper"].keys) == {(0, 2), (1, 2)}
+    assert keys["compliance"].keys[(0, 2)] == keys["mpc-helper"].keys[(0, 2)]
+    assert len({keys["data-center"].keys[(0, 1)], keys["data-center"].keys[(1, 2)]}) == 2
