@@ -421,7 +421,7 @@ class SecureProtocol(Protocol):
 
 @register_protocol
 class MpcProtocol(SecureProtocol):
-    """Secure computation of the exact metric (the numbers ``raw`` releases); nobody sees the other's inputs."""
+    """Secure computation of the exact metric (the numbers ``raw`` releases); no party sees another's input."""
 
     name = "mpc"
     Params = MpcParams
@@ -438,7 +438,7 @@ class MpcProtocol(SecureProtocol):
 
 @register_protocol
 class MpcDpProtocol(SecureProtocol):
-    """Secure computation of the ``dp-counts`` release: C and S each add that protocol's noise inside it."""
+    """Secure computation of the ``dp-counts`` release: the compliance party and the helper each add its noise."""
 
     name = "mpc-dp"
     Params = CountParams
