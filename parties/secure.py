@@ -172,7 +172,8 @@ class SecureDataCenter(DataCenter):
     def _on_partial(self, envelope: Envelope) -> Envelope | None:
         if envelope.sender == self.compliance:
             return self.seal(self.secure.helper, "mpc-query", self.secure.from_compliance(envelope))
-        return self._on_answer(envelope.model_copy(update={"payload": self.secure.open(envelope)}))
+        self._on_answer(envelope.model_copy(update={"payload": self.secure.open(envelope)}))
+        return None
 
     def opened(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
         """(metric, predictions, opened values) of this data center's answered queries (the referee's errors)."""

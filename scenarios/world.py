@@ -24,6 +24,7 @@ from parley.parties.network import LocalDeployment, Network
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring
 from parley.protocols.base import AuditSet
+from parley.protocols.mechanisms.secure import SecureProtocol
 from parley.scenarios.datasets import Table, load_split
 from parley.scenarios.progress import RunProgress
 from parley.scenarios.run_parts import (
@@ -111,7 +112,7 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
                   DATA_CENTER: Identity.generate(DATA_CENTER, "data-center", kx=kx)}
     if scenario.threat_model == "passive-observer" or scenario.observer is not None:
         identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
-    secure = bool(getattr(protocol, "secure", False))
+    secure = isinstance(protocol, SecureProtocol)
     if secure:
         from parley.parties.secure import HELPER_ROLE
 
@@ -146,17 +147,16 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     dc_extra: dict[str, Any] = {}
     adversary_kwargs: dict[str, Any] = {}
     answering = protocol
-    if secure:
+    if isinstance(protocol, SecureProtocol):
         # Secure computation: three parties hold pairwise keys; the querier sends shares, never predictions.
         from parley.parties.secure import Helper, SecureDataCenter, SecureQuerier, pair_keys
 
         keys = pair_keys((COMPLIANCE, DATA_CENTER, HELPER))
         answering = protocol.keyed(keys[COMPLIANCE])
-        def querier(record: bool) -> SecureQuerier:
-            return SecureQuerier(protocol.keyed(keys[DATA_CENTER]), keys[DATA_CENTER], split.y_audit, HELPER, record)
-
-        dc_class, dc_extra = SecureDataCenter, {"secure": querier(True)}
-        adversary_kwargs = {"secure": querier(False)}
+        querying = protocol.keyed(keys[DATA_CENTER])
+        dc_class = SecureDataCenter
+        dc_extra = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER, record=True)}
+        adversary_kwargs = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER)}
         helper_rng = np.random.default_rng(rngs["flow"].integers(2**63))
         deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER],
                        int(split.a_audit.shape[0]), helper_rng)

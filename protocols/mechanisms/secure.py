@@ -157,7 +157,8 @@ class PairKeys:
 
     def prf(self, other: int) -> Any:
         """MPyC's PRF (SHAKE-128) keyed with the key shared with ``other``, values in GF(p)."""
-        return _mpyc()[1].PRF(self.keys[tuple(sorted((self.me, other)))], PRIME)
+        pair = (min(self.me, other), max(self.me, other))
+        return _mpyc()[1].PRF(self.keys[pair], PRIME)
 
     def prss(self) -> dict[tuple[int, ...], Any]:
         """The PRFs of every 2-subset holding ``me`` (MPyC's PRSS with m = 3, t = 1)."""
