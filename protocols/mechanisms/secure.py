@@ -67,6 +67,11 @@ charges that cost. Against C: C never receives the answer; should Q publish it, 
 Y_C but not Y_S, so C sees the models' group sums only through ``dp-counts``-scale noise. The
 price is a variance twice that of ``dp-counts``. With Q and S colluding, Y_C still protects A;
 C and S colluding hold the predictions (t = 1), as in ``mpc``.
+
+The guarantee is for semi-honest parties. In particular C cannot check that the shares it
+receives encode predictions in [0, 1]; a querier that shares integers far above 2^B would raise
+the answer's sensitivity to one person's A beyond what the noise is calibrated for (a range
+proof inside the computation is the remedy; not built, docs/protocols/secure-computation.md).
 """
 
 from __future__ import annotations
