@@ -42,8 +42,12 @@ REFUSAL = "refusal"
 #: party; replies come back. A protocol serves some of these (``Protocol.requests``); every party
 #: refuses a kind it has no handler for.
 ROLE_SENDS: Mapping[str, frozenset[str]] = {
-    "data-center": frozenset({"metric-query", "release-request", "hypothesis-query", "certificate-request", REFUSAL}),
-    "compliance": frozenset({"metric-answer", "attribute-release", "accept-set", "fairness-certificate", REFUSAL}),
+    "data-center": frozenset({"metric-query", "release-request", "hypothesis-query", "certificate-request",
+                              "mpc-query", REFUSAL}),
+    "compliance": frozenset({"metric-answer", "attribute-release", "accept-set", "fairness-certificate",
+                             "mpc-partial", REFUSAL}),
+    # The third computing party of the secure protocols (parley.parties.secure): its output shares only.
+    "mpc-helper": frozenset({"mpc-partial", REFUSAL}),
     "observer": frozenset(),
 }
 

@@ -20,6 +20,7 @@ from parley.protocols.mechanisms import (  # noqa: F401  (register the protocols
     laplace,
     randomized_response,  # noqa: F401  (registers rr-release)
     raw,
+    secure,  # noqa: F401  (mpc, mpc-dp)
     smooth_sensitivity,
 )
 

@@ -145,6 +145,21 @@ def _requested_models(p: Mapping[str, Any], what: str, word: str = "model") -> s
     return f"{what}: predictions of {_models(shape[0], word)} over {_people(shape[1])}"
 
 
+def _secure(kind: str, p: Mapping[str, Any]) -> str:
+    """A message of the secure protocols: what its shares are of (the values are uniform field elements)."""
+    metric, m = _metric(p.get("metric", "?")), p.get("m", "?")
+    models = _models(m) if type(m) is int else "? models"
+    shares, a_share = p.get("shares"), p.get("a_share")
+    if kind == "mpc-query" and isinstance(shares, np.ndarray) and shares.ndim == 3:
+        return (f"a secure {metric} query of {models}: the compliance party's Shamir shares of "
+                f"{shares.shape[0]:,} rows of predictions over {_people(shares.shape[1])} (uniform in GF(2^127 - 1))")
+    if kind == "mpc-query":
+        return f"a secure {metric} query of {models} for the helper: the header and a padded share of A"
+    owner = "the compliance party's" if isinstance(a_share, np.ndarray) else "the helper's"
+    extra = " and the helper's share of A, padded" if isinstance(a_share, np.ndarray) else ""
+    return f"{owner} output share of the {metric} statistics of {models}{extra} (alone, uniform: no value in it)"
+
+
 def describe(kind: str, payload: Mapping[str, Any]) -> str:
     """A human summary of one message's payload (what it asks or tells), from the wire alone.
 
@@ -179,6 +194,8 @@ def describe(kind: str, payload: Mapping[str, Any]) -> str:
         return _certificate(p)
     if kind == "refusal":
         return f"a refusal ({p.get('reason', '?')}): {p.get('detail', '')}"
+    if kind in ("mpc-query", "mpc-partial"):
+        return _secure(kind, p)
     fields = ", ".join(sorted(str(k) for k in p)) or "nothing"
     return f"a {kind} message (fields: {fields})"
 

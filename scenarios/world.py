@@ -17,12 +17,14 @@ from typing import Any
 import numpy as np
 
 from parley import protocols
+from parley.parties.adversary import Adversary
 from parley.parties.compliance import Compliance, account_of, has_costs
 from parley.parties.data_center import DataCenter
 from parley.parties.network import LocalDeployment, Network
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring
 from parley.protocols.base import AuditSet
+from parley.protocols.mechanisms.secure import SecureProtocol
 from parley.scenarios.datasets import Table, load_split
 from parley.scenarios.progress import RunProgress
 from parley.scenarios.run_parts import (
@@ -42,6 +44,8 @@ __all__ = ["ADVERSARY", "COMPLIANCE", "DATA_CENTER", "LEDGER_FILE", "OBSERVER", 
 
 #: The privacy ledger of a run whose protocol spends budget (SQLite; -wal and -shm are its side files).
 LEDGER_FILE = "ledger.sqlite"
+#: The slot (and name) of the third computing party of a secure protocol (``mpc``, ``mpc-dp``).
+HELPER = "mpc-helper"
 
 
 @dataclass
@@ -68,6 +72,10 @@ class World:
     learned: list[tuple[int, str]] = field(default_factory=list)
     #: (message number, people pinned down, of them rightly) after each answer the attack reported on.
     knowledge: list[tuple[int, int, int]] = field(default_factory=list)
+    #: The class of the curious data center's adversary and its extra arguments (a secure protocol's querier
+    #: sends shares: :class:`parley.parties.secure.SecureAdversary`).
+    adversary: type = Adversary
+    adversary_kwargs: dict[str, Any] = field(default_factory=dict)
     #: The run's status source on a terminal (:class:`parley.scenarios.progress.RunProgress`); None elsewhere.
     #: A flow hands it its active attack (``progress.watch``) so that the line can count what it learns.
     progress: RunProgress | None = None
@@ -104,6 +112,11 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
                   DATA_CENTER: Identity.generate(DATA_CENTER, "data-center", kx=kx)}
     if scenario.threat_model == "passive-observer" or scenario.observer is not None:
         identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
+    secure = isinstance(protocol, SecureProtocol)
+    if secure:
+        from parley.parties.secure import HELPER_ROLE
+
+        identities[HELPER] = Identity.generate(HELPER, HELPER_ROLE)
     keyring = Keyring()
     for identity in identities.values():
         keyring.add(identity.key_entry())
@@ -129,12 +142,35 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     if "train" in protocol.holds:
         accounting["train"] = AuditSet(a=split.a_train, y=split.y_train)
     # Each party gets only what its role holds: A never reaches the data center.
+    rngs = {"adversary": adv_rng, "observer": obs_rng, "flow": flow_rng}
+    dc_class: type = DataCenter
+    dc_extra: dict[str, Any] = {}
+    adversary_kwargs: dict[str, Any] = {}
+    answering = protocol
+    if isinstance(protocol, SecureProtocol):
+        # Secure computation: three parties hold pairwise keys; the querier sends shares, never predictions.
+        from parley.parties.secure import Helper, SecureDataCenter, SecureQuerier, pair_keys
+
+        keys = pair_keys((COMPLIANCE, DATA_CENTER, HELPER))
+        answering = protocol.keyed(keys[COMPLIANCE])
+        querying = protocol.keyed(keys[DATA_CENTER])
+        dc_class = SecureDataCenter
+        dc_extra = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER, record=True)}
+        adversary_kwargs = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER)}
+        helper_rng = np.random.default_rng(rngs["flow"].integers(2**63))
+        deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER],
+                       int(split.a_audit.shape[0]), helper_rng)
+        network.route(HELPER, HELPER)
     deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
-                   AuditSet(a=split.a_audit, y=split.y_audit), protocol, [DATA_CENTER], comp_rng, **accounting)
-    deployment.add(DATA_CENTER, DataCenter, identities[DATA_CENTER], keyring,
+                   AuditSet(a=split.a_audit, y=split.y_audit), answering, [DATA_CENTER], comp_rng, **accounting)
+    deployment.add(DATA_CENTER, dc_class, identities[DATA_CENTER], keyring,
                    data_center_data(split),
-                   scenario.model, COMPLIANCE, protocol.name, dc_rng)
+                   scenario.model, COMPLIANCE, protocol.name, dc_rng, **dc_extra)
     network.route(COMPLIANCE, COMPLIANCE)
     network.route(DATA_CENTER, DATA_CENTER)
-    rngs = {"adversary": adv_rng, "observer": obs_rng, "flow": flow_rng}
-    return World(scenario, split, protocol, identities, keyring, deployment, network, transcript, rngs, ledger_path)
+    world = World(scenario, split, protocol, identities, keyring, deployment, network, transcript, rngs, ledger_path)
+    if secure:
+        from parley.parties.secure import SecureAdversary
+
+        world.adversary, world.adversary_kwargs = SecureAdversary, adversary_kwargs
+    return world

@@ -168,6 +168,9 @@ def _rows(quick: bool) -> list[Row]:
     rows += [Row(f"dp-counts gaussian ε={eps:g}", {"name": "dp-counts", "epsilon": eps, "noise": "gaussian",
                                                   "delta": COUNT_GAUSSIAN_DELTA}, "metric-query")
              for eps in EPSILONS[pick]]
+    # Secure computation: mpc opens raw's numbers, mpc-dp the dp-counts release (noise drawn inside the computation)
+    rows.append(Row("mpc", {"name": "mpc"}, "metric-query"))
+    rows += [Row(f"mpc-dp ε={eps:g}", {"name": "mpc-dp", "epsilon": eps}, "metric-query") for eps in EPSILONS[pick]]
     epsilons, delta = SMOOTH_LAPLACE
     rows += [Row(f"smooth-laplace ε={eps:g}", {"name": "smooth-laplace", "epsilon": eps, "delta": delta},
                  "metric-query") for eps in epsilons[pick]]
@@ -241,4 +244,11 @@ def plan(dataset: str = "adult", quick: bool = False, rows: tuple[str, ...] | No
     return Plan(dataset=dataset, quick=quick, rows=tuple(chosen), columns=tuple(columns), cells=cells, reasons=reasons,
                 repeats=REPEATS[pick], audit_runs=AUDIT_RUNS[pick],
                 audit_dataset={"name": dataset, **AUDIT_DATASET},
-                audit_rows=tuple(r.label for r in chosen if r.flow in AUDITABLE_FLOWS), backend=backend)
+                audit_rows=tuple(r.label for r in chosen if r.flow in AUDITABLE_FLOWS and not _secure(r)),
+                backend=backend)
+
+
+def _secure(row: Row) -> bool:
+    """A secure protocol's answers are opened by the querier, never on the wire: the wire audit cannot read them
+    (``mpc-dp`` is audited through ``dp-counts``, whose release it computes)."""
+    return bool(getattr(protocols.get_protocol(row.protocol["name"]), "secure", False))

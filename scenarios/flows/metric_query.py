@@ -17,6 +17,7 @@ import numpy as np
 
 from parley.parties.adversary import Adversary, exchanges_from
 from parley.parties.attacks import AttackerView, Reconstruction, get_attack, leakage
+from parley.parties.attacks.curious_compliance import compliance_view_accuracy
 from parley.parties.confidential import is_sealed
 from parley.parties.transcript import iter_transcript, read_transcript
 from parley.protocols.errors import AttackError
@@ -56,9 +57,9 @@ def _curious_attack(world: World) -> Reconstruction:
     view, identity = world.deployment.call(DATA_CENTER, "defect")
     world.learn(f"the data center turns adversary: it runs the {world.scenario.attack.name} attack, querying "
                 "in its own name with its base model, its scores and the audit labels in hand")
-    world.deployment.add(ADVERSARY, Adversary, identity, world.keyring,
+    world.deployment.add(ADVERSARY, world.adversary, identity, world.keyring,
                          _build_attack(world.scenario.attack, view, world.rngs["adversary"]), COMPLIANCE,
-                         world.protocol.name)
+                         world.protocol.name, **world.adversary_kwargs)
     world.network.route(DATA_CENTER, ADVERSARY)  # answers to the data center's name now reach the adversary
     if world.progress is not None:  # a terminal's status line counts what the attack learns from here on
         world.progress.watch(functools.partial(world.deployment.call, ADVERSARY, "status"))
@@ -146,14 +147,17 @@ def score(reconstruction: Reconstruction, a: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _query_errors(path: Path, a: np.ndarray, y: np.ndarray) -> dict[str, float | None]:
+def _query_errors(path: Path, a: np.ndarray, y: np.ndarray, opened: list | None = None) -> dict[str, float | None]:
     """Mean and median |released - exact| over every answered model (the referee recomputes the exact values).
 
-    Both are reported: Cauchy noise has no finite mean, so its mean error is ruled by the tails.
+    Both are reported: Cauchy noise has no finite mean, so its mean error is ruled by the tails. Under a
+    secure protocol no prediction is on the wire: ``opened`` holds the data center's own (metric, predictions,
+    answer) of its honest queries.
     """
     exact = AuditEvaluator(a, y)  # evaluate() bit for bit, the weights of SP, EO and PE computed once
-    errors = [np.abs(e.values - exact(e.metric, e.predictions))
-              for e in exchanges_from(iter_transcript(path, verify=False))]
+    pairs = ((e.metric, e.predictions, e.values) for e in exchanges_from(iter_transcript(path, verify=False))) \
+        if opened is None else iter(opened)
+    errors = [np.abs(values - exact(metric, predictions)) for metric, predictions, values in pairs]
     if not errors:
         return {"avg_query_error": None, "median_query_error": None}
     flat = np.concatenate(errors)
@@ -165,9 +169,13 @@ def metric_query_flow(world: World) -> dict[str, Any]:
     """Honest queries, the curious data center's attack or the observers', scored; the transcript is closed."""
     scenario, a = world.scenario, world.split.a_audit
     model_metrics = _honest_use(world)
+    base = world.deployment.call(DATA_CENTER, "view").base_predictions
     if scenario.threat_model == "curious-data-center":
         reconstruction = _curious_attack(world)
     world.transcript.close()
+    # The curious compliance party: how well it reads the base model's predictions from the first honest query.
+    model_metrics["compliance_view_accuracy"] = compliance_view_accuracy(
+        iter_transcript(world.transcript.path, verify=False), COMPLIANCE, DATA_CENTER, base)
     if scenario.threat_model == "curious-data-center":
         _explain_attack(world, reconstruction, a)
     overhearing = scenario.threat_model == "passive-observer" or scenario.observer is not None
@@ -183,7 +191,9 @@ def metric_query_flow(world: World) -> dict[str, Any]:
                             "observer_revealed": int(overheard.indices.size)}
     return {
         **score(reconstruction, a),
-        **_query_errors(world.transcript.path, a, world.split.y_audit),
+        **_query_errors(world.transcript.path, a, world.split.y_audit,
+                        world.deployment.call(DATA_CENTER, "opened") if getattr(world.protocol, "secure", False)
+                        else None),
         **model_metrics,
         **observer_metrics,
         **{f"attack_{k}": v for k, v in reconstruction.info.items()},

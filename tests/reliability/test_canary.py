@@ -108,6 +108,8 @@ SMALL: dict[str, dict[str, object]] = {
     "adult-correction": {"dataset.audit_size": 5000},
     "adult-correction-authors": {"dataset.audit_size": 4000, "dataset.train_size": 2000},
     "adult-likelihood": {},
+    "adult-mpc-dp": {},
+    "adult-mpc-reveal": {"dataset.audit_size": 300},
     "adult-observer-honest": {},
     "adult-raw-double-query": {},
     "adult-raw-single-query": {},

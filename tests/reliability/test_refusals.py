@@ -49,7 +49,11 @@ PARAMS: dict[str, list[dict[str, Any]]] = {
                              {"release": "tolerance", "tolerance": 0.05, "min_group": 5}],
     "cov-threshold": [{}, {"policy": "soft", "noise": 0.01}],
     "rr-release": [{}, {"releases": 2}],
+    "mpc": [{}],
+    "mpc-dp": [{"epsilon": 1.0}, {"epsilon": 1.0, "noise": "gaussian", "delta": 1e-6}],
 }
+#: Seeded pairwise keys of the secure protocols' parties (compliance 0, querier 1, helper 2).
+_SHARED_KEYS = {pair: np.random.default_rng([7, *pair]).bytes(16) for pair in ((0, 1), (0, 2), (1, 2))}
 MISSING_PARAMS = "protocol {name!r} needs parameters: add it to PARAMS in tests/reliability/test_refusals.py ({error})"
 
 N_AUDIT, N_TRAIN = 48, 64
@@ -136,6 +140,9 @@ def _battery(protocol: Protocol) -> Iterator[tuple[str, str, dict[str, Any]]]:
     for label, payload in invalid.items():
         yield f"invalid metric query: {label}", "metric-query", {**payload, "query_id": qid()}
     yield "invalid metric query: empty query id", "metric-query", {"metric": "sp", "predictions": bad, "query_id": ""}
+    if getattr(protocol, "secure", False):  # the secure protocols' own request: shares of the same models
+        yield from _secure_battery(protocol, qid)
+        return
     for kind in protocol.requests:
         for n, where in ((N_TRAIN, "training set"), (N_AUDIT, "audit set")):
             for label, H in _models(n, 4).items():
@@ -147,6 +154,29 @@ def _battery(protocol: Protocol) -> Iterator[tuple[str, str, dict[str, Any]]]:
         yield f"{kind}: no query id", kind, {"predictions": np.zeros((1, N_TRAIN))}
 
 
+def _secure_battery(protocol: Any, qid: Any) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """``mpc-query`` payloads: the compliance party's shares of every model of the battery, for every metric."""
+    from parley.protocols.mechanisms.secure import PairKeys, encode_field, querier_rows, share_rows
+
+    querier = PairKeys(me=1, keys=_SHARED_KEYS)
+    for metric in [*METRICS, "bogus"]:
+        for label, H in _models(N_AUDIT, 3).items():
+            query_id = qid()
+            rows, _, _ = querier_rows(H, Y_AUDIT, metric if metric in protocol.metrics else "sp", protocol.bits)
+            shares = encode_field(share_rows(rows, querier, query_id)[0])
+            yield f"{metric}: {label}", "mpc-query", {"metric": metric, "m": int(H.shape[0]), "query_id": query_id,
+                                                     "shares": shares}
+    good = encode_field(share_rows(querier_rows(np.zeros((1, N_AUDIT)), Y_AUDIT, "sp", protocol.bits)[0],
+                                   querier, "x")[0])
+    invalid: dict[str, dict[str, Any]] = {
+        "no shares": {"metric": "sp", "m": 1}, "shares of the wrong shape": {"metric": "sp", "m": 2, "shares": good},
+        "float shares": {"metric": "sp", "m": 1, "shares": good.astype(np.float64)},
+        "m zero": {"metric": "sp", "m": 0, "shares": good}, "no m": {"metric": "sp", "shares": good},
+    }
+    for label, payload in invalid.items():
+        yield f"invalid mpc query: {label}", "mpc-query", {**payload, "query_id": qid()}
+
+
 def _outcomes(protocol: Protocol, a_audit: np.ndarray, a_train: np.ndarray, budget: float | None
               ) -> tuple[list[tuple[str, str, tuple[Any, ...]]], set[str]]:
     """Send the battery to a fresh compliance party on (a_audit, a_train): per query (label, query id, refusal
@@ -156,6 +186,10 @@ def _outcomes(protocol: Protocol, a_audit: np.ndarray, a_train: np.ndarray, budg
     keyring.add(dc.key_entry())
     keyring.add(me.key_entry())
     budgets = None if budget is None else {DC: ApproxDP(epsilon=budget, delta=1e-3)}  # pays pure and approx costs
+    if getattr(protocol, "secure", False):
+        from parley.protocols.mechanisms.secure import PairKeys
+
+        protocol = protocol.keyed(PairKeys(me=0, keys=_SHARED_KEYS))
     party = Compliance(me, keyring, AuditSet(a=a_audit, y=Y_AUDIT), protocol, [DC], np.random.default_rng(0),
                        budgets=budgets, train=AuditSet(a=a_train, y=Y_TRAIN))
     out: list[tuple[str, str, tuple[Any, ...]]] = []

@@ -1,0 +1,241 @@
+"""The parties' side of secure computation (``mpc``, ``mpc-dp``): the helper, and queriers that send shares.
+
+Under a secure protocol (:mod:`parley.protocols.mechanisms.secure`) a querier never sends
+predictions: :class:`SecureQuerier` turns each ``metric-query`` it would send into an
+``mpc-query`` carrying the compliance party's shares, forwards the compliance party's
+padded share of A to the :class:`Helper`, and opens the answer from the three output shares.
+Every share travels in a signed envelope, so the whole secure computation is in the
+transcript: its bytes are the run's ``bytes`` and each query costs four envelopes (two rounds).
+
+Keys. Each pair of the three parties shares a 16-byte key (the PRF and PRSS keys of MPyC's
+:mod:`mpyc.thresha`), derived by HKDF-SHA256 from an X25519 agreement between per-run keys
+that the world hands out with the signing keys (:func:`pair_keys`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from parley.parties.adversary import Adversary
+from parley.parties.data_center import DataCenter
+from parley.parties.party import REFUSAL, Party
+from parley.parties.wire import INVALID_PAYLOAD, INVALID_QUERY, Envelope, Identity, Keyring
+from parley.protocols.errors import QueryError, WireError
+from parley.protocols.mechanisms.secure import (
+    PairKeys,
+    SecureProtocol,
+    decode_field,
+    encode_field,
+    open_output,
+    output_share,
+    querier_a_share,
+    querier_rows,
+    share_rows,
+)
+from parley.protocols.queries import apply_edits, validate_query_id
+
+__all__ = ["Helper", "SecureAdversary", "SecureDataCenter", "SecureQuerier", "pair_keys", "HELPER_ROLE",
+           "NOT_PENDING", "ID_REUSED_HELPER"]
+
+#: The role of the helper in keyrings (what it may send: ``parley.parties.party.ROLE_SENDS``).
+HELPER_ROLE = "mpc-helper"
+NOT_PENDING = "an {kind} for query {got!r}, which is not the query this querier is computing ({pending!r})"
+ID_REUSED_HELPER = "query id {query_id!r} was already computed for a different request"
+_INFO = b"parley-mpc-pair-key-v1"
+
+
+def pair_keys(names: tuple[str, str, str]) -> dict[str, PairKeys]:
+    """Fresh pairwise keys of the three parties ``(compliance, querier, helper)``, by party name.
+
+    Each party draws an X25519 key; the key of pair (i, j) is HKDF-SHA256 of their agreement,
+    bound to both names. Computed here once for the run (the world distributes them as it does
+    signing keys); each party receives only the keys of the pairs it belongs to.
+    """
+    private = [X25519PrivateKey.generate() for _ in names]
+    keys: dict[int, dict[tuple[int, int], bytes]] = {i: {} for i in range(3)}
+    for i in range(3):
+        for j in range(i + 1, 3):
+            shared = private[i].exchange(private[j].public_key())
+            info = _INFO + f"/{names[i]}/{names[j]}".encode()
+            key = HKDF(algorithm=hashes.SHA256(), length=16, salt=None, info=info).derive(shared)
+            keys[i][(i, j)] = keys[j][(i, j)] = key
+    return {name: PairKeys(me=i, keys=keys[i]) for i, name in enumerate(names)}
+
+
+class SecureQuerier:
+    """The querier's state of secure queries: its keys, y (public slices), and the query being computed."""
+
+    def __init__(self, protocol: SecureProtocol, keys: PairKeys, y: np.ndarray, helper: str,
+                 record: bool = False) -> None:
+        self.protocol = protocol
+        self.record = record
+        #: (metric, predictions, opened values) of every answer, when ``record`` (the honest queries' error).
+        self.opened: list[tuple[str, np.ndarray, np.ndarray]] = []
+        self.keys = keys
+        self.y = np.asarray(y)
+        self.helper = helper
+        self.kept: dict[str, np.ndarray] = {}
+        self._pending: dict[str, dict[str, Any]] = {}
+        self.queries = 0
+
+    def share(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """A ``metric-query`` payload -> the ``mpc-query`` payload for the compliance party (C's shares only)."""
+        query_id = validate_query_id(payload["query_id"])
+        if "edit_of" in payload:
+            H = apply_edits(self.kept[payload["edit_of"]], np.atleast_2d(payload["indices"]),
+                            np.atleast_2d(payload["values"]))
+        else:
+            H = np.atleast_2d(np.asarray(payload["predictions"], dtype=np.float64))
+        if payload.get("keep"):
+            self.kept[query_id] = H[0]
+        metric = payload["metric"]
+        R, totals, sizes = querier_rows(H, self.y, metric, self.protocol.bits)
+        share_c, share_q = share_rows(R, self.keys, query_id)
+        self._pending[query_id] = {"metric": metric, "m": int(H.shape[0]), "own": share_q, "totals": totals,
+                                   "sizes": sizes, "predictions": H if self.record else None}
+        self.queries += 1
+        out = {"metric": metric, "m": int(H.shape[0]), "query_id": query_id, "shares": encode_field(share_c)}
+        if "purpose" in payload:
+            out["purpose"] = payload["purpose"]
+        return out
+
+    def _state(self, envelope: Envelope) -> tuple[str, dict[str, Any]]:
+        got = envelope.payload.get("query_id")
+        if type(got) is not str or got not in self._pending:
+            raise WireError(INVALID_PAYLOAD, NOT_PENDING.format(kind=envelope.kind, got=got,
+                                                                pending=", ".join(self._pending) or "none"))
+        return got, self._pending[got]
+
+    def from_compliance(self, envelope: Envelope) -> dict[str, Any]:
+        """Keep C's output share; the ``mpc-query`` payload for the helper (header and padded share of A)."""
+        query_id, state = self._state(envelope)
+        rows = len(state["totals"]) * (state["m"] + 1)
+        n = self.y.shape[0]
+        try:
+            state["d_c"] = decode_field(envelope.payload.get("output"), (rows,), self.protocol.name, "output")
+            decode_field(envelope.payload.get("a_share"), (n,), self.protocol.name, "a_share")
+        except QueryError as exc:
+            raise WireError(INVALID_PAYLOAD, str(exc)) from None
+        return {"metric": state["metric"], "m": state["m"], "query_id": query_id,
+                "a_share": envelope.payload["a_share"]}
+
+    def open(self, envelope: Envelope) -> dict[str, Any]:
+        """Open the answer from d_C, d_S and the querier's own share: the ``metric-answer`` payload."""
+        query_id, state = self._state(envelope)
+        if "d_c" not in state:
+            raise WireError(INVALID_PAYLOAD, NOT_PENDING.format(kind=envelope.kind, got=query_id, pending="none"))
+        rows = len(state["totals"]) * (state["m"] + 1)
+        try:
+            d_s = decode_field(envelope.payload.get("output"), (rows,), self.protocol.name, "output")
+        except QueryError as exc:
+            raise WireError(INVALID_PAYLOAD, str(exc)) from None
+        a_q = querier_a_share(self.keys, query_id, self.y.shape[0])
+        d_q = output_share(state["own"], a_q, self.keys, query_id)
+        opened = open_output(state["d_c"], d_q, d_s)
+        del self._pending[query_id]
+        m = state["m"]
+        K = [opened[s * (m + 1): s * (m + 1) + m] for s in range(len(state["totals"]))]
+        N = [opened[s * (m + 1) + m] for s in range(len(state["totals"]))]
+        answer = self.protocol.opened(state["metric"], K, N, state["totals"], state["sizes"])
+        if self.record:
+            self.opened.append((state["metric"], state["predictions"], answer["values"]))
+        return {"metric": state["metric"], "query_id": query_id, **answer}
+
+
+def _secure_seal(secure: SecureQuerier, kind: str, payload: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """A ``metric-query`` leaves a secure querier as an ``mpc-query`` holding the compliance party's shares."""
+    if kind == "metric-query":
+        return "mpc-query", secure.share(payload)
+    return kind, payload
+
+
+class SecureDataCenter(DataCenter):
+    """The data center as a querier of a secure protocol: its queries travel as shares."""
+
+    handlers = {**DataCenter.handlers, "mpc-partial": "_on_partial"}
+
+    def __init__(self, identity: Identity, keyring: Keyring, data: Any, model: Any, compliance: str, protocol: str,
+                 rng: np.random.Generator, secure: SecureQuerier) -> None:
+        super().__init__(identity, keyring, data, model, compliance, protocol, rng)
+        self.secure = secure
+
+    def seal(self, recipient: str, kind: str, payload: Mapping[str, Any]) -> Envelope:
+        kind, payload = _secure_seal(self.secure, kind, payload)
+        return super().seal(recipient, kind, payload)
+
+    def _on_partial(self, envelope: Envelope) -> Envelope | None:
+        if envelope.sender == self.compliance:
+            return self.seal(self.secure.helper, "mpc-query", self.secure.from_compliance(envelope))
+        self._on_answer(envelope.model_copy(update={"payload": self.secure.open(envelope)}))
+        return None
+
+    def opened(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """(metric, predictions, opened values) of this data center's answered queries (the referee's errors)."""
+        return list(self.secure.opened)
+
+
+class SecureAdversary(Adversary):
+    """The curious data center's attack, querying a secure protocol: same probes, sent as shares."""
+
+    handlers = {**Adversary.handlers, "mpc-partial": "_on_partial"}
+
+    def __init__(self, identity: Identity, keyring: Keyring, attack: Any, compliance: str, protocol: str,
+                 secure: SecureQuerier) -> None:
+        super().__init__(identity, keyring, attack, compliance, protocol)
+        self.secure = secure
+
+    def seal(self, recipient: str, kind: str, payload: Mapping[str, Any]) -> Envelope:
+        kind, payload = _secure_seal(self.secure, kind, payload)
+        return super().seal(recipient, kind, payload)
+
+    def _on_partial(self, envelope: Envelope) -> Envelope | None:
+        if envelope.sender == self.compliance:
+            return self.seal(self.secure.helper, "mpc-query", self.secure.from_compliance(envelope))
+        return self._on_answer(envelope.model_copy(update={"payload": self.secure.open(envelope)}))
+
+
+class Helper(Party):
+    """The third computing party: holds no data, answers each ``mpc-query`` with its output share.
+
+    It answers a query id once per querier; a retry of the same request gets the same reply
+    (its noise is never redrawn), a different request under a used id is refused.
+    """
+
+    handlers = {"mpc-query": "_on_query", REFUSAL: "_on_refusal"}
+
+    def __init__(self, identity: Identity, keyring: Keyring, protocol: SecureProtocol, queriers: list[str], n: int,
+                 rng: np.random.Generator) -> None:
+        super().__init__(identity, keyring, protocol.name)
+        self.secure = protocol
+        self.queriers = frozenset(queriers)
+        self.n = n
+        self.rng = rng
+        self.answered = 0
+        self._replies: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+
+    def _on_query(self, envelope: Envelope) -> Envelope:
+        if envelope.sender not in self.queriers:
+            raise WireError(INVALID_QUERY, f"{envelope.sender!r} is not a querier of this helper")
+        query_id = validate_query_id(envelope.payload.get("query_id"))
+        stored = self._replies.get((envelope.sender, query_id))
+        if stored is not None:
+            if stored[0] != envelope.digest:
+                raise WireError(INVALID_QUERY, ID_REUSED_HELPER.format(query_id=query_id))
+            return self.seal(envelope.sender, "mpc-partial", stored[1])
+        reply = self.secure.helper_respond(envelope.payload, self.n, self.rng)
+        self._replies[(envelope.sender, query_id)] = (envelope.digest, reply)
+        self.answered += 1
+        return self.seal(envelope.sender, "mpc-partial", reply)
+
+    def _on_refusal(self, envelope: Envelope) -> None:
+        return None
+
+    def stats(self) -> dict[str, int]:
+        return {"answered": self.answered, "refusals_sent": self.refusals_sent}
+

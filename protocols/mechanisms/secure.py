@@ -1,0 +1,513 @@
+"""``mpc`` and ``mpc-dp``: the metric answers computed on secret shares; only the answer is opened.
+
+Why
+---
+Organisations that separate model developers from the holder of protected
+attributes compute fairness metrics under secure computation instead of
+handing predictions over. With ``raw`` the compliance party sees every model's
+predictions in the clear; here it sees secret shares only, and the querier
+sees A only through the answer. What secure computation does *not* change is
+the answer: ``mpc`` opens exactly the numbers ``raw`` releases, so every reveal
+attack that decodes A from exact answers works as well (docs/protocols/secure-computation.md).
+
+Parties and sharing
+-------------------
+Three parties: the compliance party C (holds A), the querier Q (the data center, or the
+adversary in its name; holds the predictions) and a helper S (a computing party that holds
+nothing). Shamir sharing of degree t = 1 over GF(p), p = 2^127 - 1, evaluation points
+C = 1, Q = 2, S = 3 (MPyC's :mod:`mpyc.thresha` and :mod:`mpyc.finfields`). Secure
+computation among two parties cannot hide both inputs without computational assumptions
+(MPyC with m = 2 runs with t = 0: every share *is* the secret), hence the third party;
+the guarantee holds while no two parties collude (honest majority, semi-honest).
+
+Encoding. A prediction h in [0, 1] is the integer r = round(h 2^B) (fixed point, B =
+``bits``: 52 for ``mpc``, :data:`~parley.protocols.mechanisms.count_dp.PREDICTION_BITS` = 20
+for ``mpc-dp``); it moves each group mean by at most 2^-(B+1), and binary predictions are exact.
+A label slice I of the metric (every individual for SP and cov, y = 1 for EO, y = 0 for PE; y
+is public to C and Q) is folded into the rows: row i of slice s is r_i 1_I, and one more
+row is 1_I, so every statistic is an inner product with A:
+
+    K_si = sum_j a_j r_ij 1_I(j),    N_s = sum_j a_j 1_I(j).
+
+The querier knows T_si = sum_{j in I} r_ij and n_I itself; SP, EO, PE, cov follow from (K, N, T, n_I)
+as in :mod:`parley.protocols.mechanisms.count_dp`.
+
+One query: two exchanges, four signed envelopes
+-----------------------------------------------
+1. Q -> C ``mpc-query``: C's shares of the rows, [R]_C = f_R(1), where f_R(x) = R + x c is
+   fixed by f_R(3) = PRF_QS(query id): S's share is pseudorandom under the key Q and S
+   share, so it is never sent.
+2. C -> Q ``mpc-partial``: C shares A afresh with f_a(2) = PRF_CQ(query id) (Q's share, never
+   sent) and replies its output share d_C = [R]_C . [a]_C + z_C, and S's share f_a(3)
+   one-time-padded with PRF_CS(query id): Q cannot read it, S removes the pad.
+3. Q -> S ``mpc-query``: the query's header (metric, m, query id) and the padded share of A.
+4. S -> Q ``mpc-partial``: d_S = [R]_S . [a]_S + z_S.
+5. Q computes d_Q = [R]_Q . [a]_Q + z_Q and interpolates (1, d_C), (2, d_Q), (3, d_S) at 0: K and N.
+
+The products [R]_i [a]_i lie on a polynomial of degree 2 = 2t whose value at 0 is K; z is a
+pseudorandom sharing of zero of degree 2t (PRSS, Cramer, Damgard & Ishai, TCC 2005; MPyC's
+``np_pseudorandom_share_0``) built from the three pairwise keys. What each party sees:
+
+* C: [R]_C = (2R + PRF_QS)/3, uniform without Q and S's key: nothing about the predictions.
+  C never receives d_S nor the answer.
+* S: PRF outputs and the padded share of A, uniform without C's keys: nothing.
+* Q: d_C, d_S and its own values fix the product polynomial; its coefficients other than
+  K are masked by the component of z drawn from the C-S key, the only one Q lacks (it
+  vanishes at Q's point 2 and at 0), so Q learns K and N and one uniform field element.
+
+``mpc-dp``: noise inside the computation
+----------------------------------------
+C and S each draw, independently, the noise of ``dp-counts`` for the same release (discrete
+Laplace, or discrete Gaussian, on every group sum and size: :func:`count_dp.noise_scales`) and
+add Y / lambda_i to their output share (lambda = (3, -3, 1): the Lagrange coefficients at 0 of
+points 1, 2, 3), so Q opens K + Y_C + Y_S. Privacy for A against Q (or any party that does not
+hold Y_C): K + Y_C is exactly the ``dp-counts`` release, and adding the independent Y_S is
+post-processing, so the answer is epsilon-DP (or rho-zCDP) as ``dp-counts`` is; C's ledger
+charges that cost. Against C: C never receives the answer; should Q publish it, C can remove
+Y_C but not Y_S, so C sees the models' group sums only through ``dp-counts``-scale noise. The
+price is a variance twice that of ``dp-counts``. With Q and S colluding, Y_C still protects A;
+C and S colluding hold the predictions (t = 1), as in ``mpc``.
+
+The guarantee is for semi-honest parties. In particular C cannot check that the shares it
+receives encode predictions in [0, 1]; a querier that shares integers far above 2^B would raise
+the answer's sensitivity to one person's A beyond what the noise is calibrated for (a range
+proof inside the computation is the remedy; not built, docs/protocols/secure-computation.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from parley.protocols.accounting import RHO_KEY
+from parley.protocols.base import AuditSet, Holdings, MetricQuery, Protocol, ProtocolParams, register_protocol
+from parley.protocols.budget import ApproxDP, Budget, PureDP
+from parley.protocols.errors import InternalError, QueryError
+from parley.protocols.mechanisms.count_dp import (
+    COUNT_METRICS,
+    PREDICTION_BITS,
+    SLICES,
+    CountParams,
+    metrics_from_statistics,
+    noise_scales,
+)
+from parley.protocols.metrics import METRICS
+from parley.protocols.queries import validate_query_id
+
+__all__ = ["COMPLIANCE_ID", "HELPER_ID", "LAGRANGE_AT_ZERO", "PRIME", "QUERIER_ID", "MpcDpProtocol", "MpcParams",
+           "MpcProtocol", "PairKeys", "SecureProtocol", "CLEAR_QUERY", "BAD_SHARES", "NO_KEYS", "decode_field",
+           "encode_field", "exact_metric", "output_share", "querier_rows", "share_rows"]
+
+#: The field of the shares: GF(p) with the Mersenne prime p = 2^127 - 1 (sums of 2^20 predictions at 2^-52 fit).
+PRIME = (1 << 127) - 1
+#: Party indices (Shamir evaluation points are index + 1).
+COMPLIANCE_ID, QUERIER_ID, HELPER_ID = 0, 1, 2
+#: Lagrange coefficients at 0 of the points 1, 2, 3: K = 3 d_C - 3 d_Q + d_S.
+LAGRANGE_AT_ZERO = (3, -3, 1)
+#: Field elements travel as 4 little-endian 32-bit limbs (uint32, last axis).
+LIMBS = 4
+
+CLEAR_QUERY = ("protocol {name!r} takes no predictions in the clear: the querier sends secret shares "
+               "('mpc-query'), never a 'metric-query'")
+BAD_SHARES = ("protocol {name!r}: {what} must be a uint32 array of shape {shape} holding field elements below "
+              "2^127 - 1 (got {got})")
+BAD_HEADER = "protocol {name!r}: an mpc-query needs {fields} (got keys: {keys})"
+BAD_M = "protocol {name!r}: m must be an int between 1 and {limit} (got {got!r})"
+NO_KEYS = "protocol {name!r} holds no pairwise keys for party {party} (a bug in the world that built it)"
+#: Models one query may carry (the same cap a plain metric query has on its predictions matrix).
+MAX_MODELS = 100_000
+
+
+@lru_cache(maxsize=1)
+def _mpyc() -> tuple[Any, Any]:
+    """MPyC's ``finfields`` and ``thresha``, imported without its side effects on the process.
+
+    Importing ``mpyc`` parses ``sys.argv`` as MPyC's own command line (parley's options would be
+    refused as ambiguous) and configures the root logger; both are undone here: the import sees
+    an empty command line with ``--no-log``, and the root logger's handlers and level are restored.
+    """
+    import logging
+    import sys
+
+    root = logging.getLogger()
+    handlers, level, argv = list(root.handlers), root.level, sys.argv
+    sys.argv = [argv[0] if argv else "parley", "--no-log"]
+    try:
+        from mpyc import finfields, thresha
+    finally:
+        sys.argv = argv
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    return finfields, thresha
+
+
+@lru_cache(maxsize=1)
+def _field() -> Any:
+    return _mpyc()[0].GF(PRIME)
+
+
+@dataclass(frozen=True)
+class PairKeys:
+    """The 16-byte keys party ``me`` shares with each other party, by the pair (i, j), i < j."""
+
+    me: int
+    keys: Mapping[tuple[int, int], bytes]
+
+    def prf(self, other: int) -> Any:
+        """MPyC's PRF (SHAKE-128) keyed with the key shared with ``other``, values in GF(p)."""
+        pair = (min(self.me, other), max(self.me, other))
+        return _mpyc()[1].PRF(self.keys[pair], PRIME)
+
+    def prss(self) -> dict[tuple[int, ...], Any]:
+        """The PRFs of every 2-subset holding ``me`` (MPyC's PRSS with m = 3, t = 1)."""
+        prf = _mpyc()[1].PRF
+        return {pair: prf(key, PRIME) for pair, key in self.keys.items() if self.me in pair}
+
+
+def _uci(query_id: str, what: str) -> bytes:
+    """A unique common input: the query id (unique per querier, refused if reused) and the value's name."""
+    return hashlib.sha256(f"parley-mpc/{query_id}/{what}".encode()).digest()
+
+
+def encode_field(values: np.ndarray) -> np.ndarray:
+    """Field elements (object array of ints in [0, p)) -> uint32 limbs, last axis of length 4."""
+    v = np.asarray(values, dtype=object)
+    mask = 0xFFFFFFFF
+    return np.stack([((v >> (32 * k)) & mask).astype(np.uint32) for k in range(LIMBS)], axis=-1)
+
+
+def decode_field(limbs: Any, shape: tuple[int, ...], name: str, what: str) -> np.ndarray:
+    """uint32 limbs -> field elements (object ints); QueryError if the array is not shares of that shape."""
+    want = (*shape, LIMBS)
+    ok = isinstance(limbs, np.ndarray) and limbs.dtype == np.uint32 and limbs.shape == want
+    got = f"array of dtype {limbs.dtype} and shape {limbs.shape}" if isinstance(limbs, np.ndarray) \
+        else type(limbs).__name__
+    if not ok:
+        raise QueryError(BAD_SHARES.format(name=name, what=what, shape=want, got=got))
+    value = np.zeros(shape, dtype=object)
+    for k in range(LIMBS):
+        value = value + (limbs[..., k].astype(object) << (32 * k))
+    if value.size and not bool((value < PRIME).all()):
+        raise QueryError(BAD_SHARES.format(name=name, what=what, shape=want, got="a value >= p"))
+    return value
+
+
+def _inv(x: int) -> int:
+    return pow(x % PRIME, PRIME - 2, PRIME)
+
+
+def _share_at(secret: np.ndarray, known: np.ndarray, known_at: int, at: int) -> np.ndarray:
+    """The degree-1 Shamir share at point ``at`` of f with f(0) = secret and f(known_at) = known."""
+    slope = ((known - secret) * _inv(known_at)) % PRIME
+    return (secret + at * slope) % PRIME
+
+
+def querier_rows(predictions: np.ndarray, y: np.ndarray, metric: str, bits: int) -> tuple[np.ndarray, list, list]:
+    """The querier's rows R (object ints), the group totals T (per slice, per model) and the slice sizes n_I.
+
+    Row s (m + 1) + i is r_i 1_I for model i of slice s; row s (m + 1) + m is 1_I (:mod:`module docstring <.>`).
+    """
+    h = np.asarray(predictions, dtype=np.float64)
+    if not (np.all(h >= 0.0) and np.all(h <= 1.0)):
+        raise QueryError("secure computation: predictions must lie in [0, 1]")
+    r = np.rint(np.ldexp(h, bits)).astype(np.int64).astype(object)
+    rows, totals, sizes = [], [], []
+    for label in SLICES[metric]:
+        mask = np.ones(y.shape, dtype=bool) if label is None else (np.asarray(y) == label)
+        rows.append(np.where(mask[None, :], r, 0))
+        rows.append(mask.astype(np.int64).astype(object)[None, :])
+        totals.append([int(v) for v in np.where(mask[None, :], r, 0).sum(axis=1)])
+        sizes.append(int(mask.sum()))
+    return np.concatenate(rows, axis=0), totals, sizes
+
+
+def share_rows(R: np.ndarray, keys: PairKeys, query_id: str) -> tuple[np.ndarray, np.ndarray]:
+    """The querier's sharing of R: (C's share, Q's own share); S's share is PRF_QS(query id), never sent."""
+    helper = keys.prf(HELPER_ID)(_uci(query_id, "rows"), R.shape)
+    return _share_at(R, helper, 3, 1), _share_at(R, helper, 3, 2)
+
+
+def _zero_share(keys: PairKeys, query_id: str, count: int) -> np.ndarray:
+    share = _mpyc()[1].np_pseudorandom_share_0(_field(), 3, keys.me, keys.prss(), _uci(query_id, "zero"), count)
+    return np.asarray(share.value, dtype=object)
+
+
+def output_share(rows_share: np.ndarray, a_share: np.ndarray, keys: PairKeys, query_id: str,
+                 noise: Sequence[int] | None = None) -> np.ndarray:
+    """d_i = [R]_i [a]_i + z_i (+ Y / lambda_i): party i's share of K (and N) on the degree-2 polynomial."""
+    d = (rows_share.dot(a_share) + _zero_share(keys, query_id, rows_share.shape[0])) % PRIME
+    if noise is not None:
+        inv = _inv(LAGRANGE_AT_ZERO[keys.me])
+        d = (d + np.array([(int(v) % PRIME) * inv for v in noise], dtype=object)) % PRIME
+    return d
+
+
+def compliance_sharing(a: np.ndarray, keys: PairKeys, query_id: str) -> tuple[np.ndarray, np.ndarray]:
+    """C's fresh sharing of A: (C's share, S's share padded with PRF_CS); Q's share is PRF_CQ(query id)."""
+    a_obj = np.asarray(a, dtype=np.int64).astype(object)
+    querier = keys.prf(QUERIER_ID)(_uci(query_id, "a"), a_obj.shape)
+    pad = keys.prf(HELPER_ID)(_uci(query_id, "pad"), a_obj.shape)
+    return _share_at(a_obj, querier, 2, 1), (_share_at(a_obj, querier, 2, 3) + pad) % PRIME
+
+
+def helper_a_share(padded: np.ndarray, keys: PairKeys, query_id: str) -> np.ndarray:
+    """S removes C's pad from its share of A."""
+    return (padded - keys.prf(COMPLIANCE_ID)(_uci(query_id, "pad"), padded.shape)) % PRIME
+
+
+def querier_a_share(keys: PairKeys, query_id: str, n: int) -> np.ndarray:
+    """Q's share of A: PRF_CQ(query id), never sent."""
+    return keys.prf(COMPLIANCE_ID)(_uci(query_id, "a"), (n,))
+
+
+def open_output(d_c: np.ndarray, d_q: np.ndarray, d_s: np.ndarray) -> list[int]:
+    """Interpolate the three output shares at 0 (MPyC's recombination) -> signed integers."""
+    thresha = _mpyc()[1]
+    field = _field()
+    points = [(x, np.asarray(d, dtype=object)) for x, d in ((1, d_c), (2, d_q), (3, d_s))]
+    value = np.asarray(thresha.np_recombine(field, points).value, dtype=object)
+    return [int(v) - PRIME if int(v) > PRIME // 2 else int(v) for v in value]
+
+
+def exact_metric(metric: str, K: Sequence[Sequence[int]], N: Sequence[int], T: Sequence[Sequence[int]],
+                 sizes: Sequence[int], bits: int) -> np.ndarray:
+    """The metric of every model from the exact integer statistics, each value the float nearest the rational.
+
+    Group means K / (N 2^B) and (T - K) / ((n_I - N) 2^B) are exact fractions; an empty group (which ``raw``
+    refuses) counts as mean 0.
+    """
+    unit = 1 << bits
+    gaps = []
+    for s, n_slice in enumerate(sizes):
+        n1 = N[s]
+        row = []
+        for k, t in zip(K[s], T[s], strict=True):
+            if metric == "cov":
+                row.append(Fraction(k, n_slice * unit) - Fraction(t * n1, n_slice * n_slice * unit))
+                continue
+            mean1 = Fraction(k, n1 * unit) if n1 > 0 else Fraction(0)
+            mean0 = Fraction(t - k, (n_slice - n1) * unit) if n_slice > n1 else Fraction(0)
+            row.append(mean1 - mean0)
+        gaps.append(row)
+    if metric == "eodds":
+        values = [max(abs(u), abs(v)) for u, v in zip(gaps[0], gaps[1], strict=True)]
+    elif metric in ("abs_sp", "abs_eo"):
+        values = [abs(u) for u in gaps[0]]
+    else:
+        values = gaps[0]
+    low, high = METRICS[metric].range
+    return np.clip(np.array([float(v) for v in values], dtype=np.float64), low, high)
+
+
+class MpcParams(ProtocolParams):
+    """Parameters of ``mpc``: the fixed-point precision of the predictions."""
+
+    bits: int = Field(default=52, ge=1, le=60, description="predictions are encoded as round(h 2^bits)")
+
+
+class SecureProtocol(Protocol):
+    """What ``mpc`` and ``mpc-dp`` share: the compliance party's part of one query.
+
+    The instance the compliance party holds carries its pairwise keys (:meth:`keyed`); the
+    scenario's instance carries none and cannot answer.
+    """
+
+    metrics = COUNT_METRICS
+    requests: ClassVar[Mapping[str, str]] = {"mpc-query": "mpc-partial"}
+    #: The ``mpc-partial`` reply holds one padded share of A per individual: uniform in GF(p), a share, not A.
+    per_individual_kinds = ("mpc-partial",)
+    #: Marks the protocols whose queriers send shares (the world builds the helper and secure queriers).
+    secure: ClassVar[bool] = True
+    keys: PairKeys | None = None
+
+    @property
+    def bits(self) -> int:
+        raise NotImplementedError
+
+    def keyed(self, keys: PairKeys) -> SecureProtocol:
+        """A copy of this protocol holding one party's pairwise keys."""
+        copy = type(self)(self.params)
+        copy.keys = keys
+        return copy
+
+    def answer(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
+        """Refused: a plain metric query would hand the predictions to the compliance party in the clear."""
+        raise QueryError(CLEAR_QUERY.format(name=self.name))
+
+    def header(self, payload: Mapping[str, Any]) -> tuple[str, int, str]:
+        """(metric, m, query id) of an ``mpc-query`` payload, validated."""
+        missing = [f for f in ("metric", "m", "query_id") if f not in payload]
+        if missing:
+            raise QueryError(BAD_HEADER.format(name=self.name, fields="metric, m and query_id",
+                                               keys=", ".join(sorted(payload))))
+        metric = payload["metric"]
+        if metric not in self.metrics:
+            from parley.protocols.base import METRIC_NOT_ANSWERED
+
+            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics),
+                                                        metric=metric))
+        m = payload["m"]
+        if type(m) is not int or not 1 <= m <= MAX_MODELS:
+            raise QueryError(BAD_M.format(name=self.name, limit=MAX_MODELS, got=m))
+        return metric, m, validate_query_id(payload["query_id"])
+
+    def noise(self, m: int, slices: int, rng: np.random.Generator) -> list[int] | None:
+        """This party's noise on each output row (None: no noise)."""
+        return None
+
+    def notes(self, m: int) -> dict[str, Any]:
+        """What C's reply records about the release (the ledger's accountant reads ``zcdp_rho``)."""
+        return {}
+
+    def respond(self, kind: str, payload: Mapping[str, Any], holdings: Holdings,
+                rng: np.random.Generator) -> dict[str, Any]:
+        """C's part: its output share d_C and the padded share of A for S (steps 1-2 of the module docstring)."""
+        if self.keys is None:
+            raise InternalError(NO_KEYS.format(name=self.name, party="compliance"))
+        metric, m, query_id = self.header(payload)
+        audit = holdings["audit"]
+        rows = len(SLICES[metric]) * (m + 1)
+        shares = decode_field(payload.get("shares"), (rows, audit.n), self.name, "shares")
+        a_c, a_s = compliance_sharing(audit.a, self.keys, query_id)
+        d_c = output_share(shares, a_c, self.keys, query_id, self.noise(m, len(SLICES[metric]), rng))
+        return {"metric": metric, "m": m, "output": encode_field(d_c), "a_share": encode_field(a_s),
+                **self.notes(m)}
+
+    def helper_respond(self, payload: Mapping[str, Any], n: int, rng: np.random.Generator) -> dict[str, Any]:
+        """S's part: its output share d_S (steps 3-4)."""
+        if self.keys is None:
+            raise InternalError(NO_KEYS.format(name=self.name, party="helper"))
+        metric, m, query_id = self.header(payload)
+        rows = len(SLICES[metric]) * (m + 1)
+        a_s = helper_a_share(decode_field(payload.get("a_share"), (n,), self.name, "a_share"), self.keys, query_id)
+        r_s = self.keys.prf(QUERIER_ID)(_uci(query_id, "rows"), (rows, n))
+        d_s = output_share(r_s, a_s, self.keys, query_id, self.noise(m, len(SLICES[metric]), rng))
+        return {"query_id": query_id, "metric": metric, "m": m, "output": encode_field(d_s)}
+
+    def simulate(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
+        """The three parties' computation of one answer in this process, with fresh keys drawn from ``rng``.
+
+        The same functions the parties run, without envelopes: what ``parley compare`` uses to measure the
+        utility of many releases. Never a path for a real query (the compliance party refuses predictions).
+        """
+        if query.metric not in self.metrics:
+            from parley.protocols.base import METRIC_NOT_ANSWERED
+
+            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics),
+                                                        metric=query.metric))
+        shared = {pair: rng.bytes(16) for pair in ((0, 1), (0, 2), (1, 2))}
+        c, q, h = (PairKeys(me=i, keys=shared) for i in (COMPLIANCE_ID, QUERIER_ID, HELPER_ID))
+        helper_rng = np.random.default_rng(rng.integers(2**63))
+        slices = len(SLICES[query.metric])
+        R, totals, sizes = querier_rows(query.predictions, audit.y, query.metric, self.bits)
+        share_c, share_q = share_rows(R, q, query.query_id)
+        a_c, padded = compliance_sharing(audit.a, c, query.query_id)
+        d_c = output_share(share_c, a_c, c, query.query_id, self.noise(query.m, slices, rng))
+        r_s = h.prf(QUERIER_ID)(_uci(query.query_id, "rows"), R.shape)
+        d_s = output_share(r_s, helper_a_share(padded, h, query.query_id), h, query.query_id,
+                           self.noise(query.m, slices, helper_rng))
+        d_q = output_share(share_q, querier_a_share(q, query.query_id, audit.n), q, query.query_id)
+        opened = open_output(d_c, d_q, d_s)
+        m = query.m
+        K = [opened[s * (m + 1): s * (m + 1) + m] for s in range(slices)]
+        N = [opened[s * (m + 1) + m] for s in range(slices)]
+        return {"metric": query.metric, "query_id": query.query_id, **self.opened(query.metric, K, N, totals, sizes)}
+
+    def opened(self, metric: str, K: list, N: list, T: list, sizes: list) -> dict[str, Any]:
+        """The querier's answer from the opened statistics: ``values`` and the release's public notes."""
+        return {"values": exact_metric(metric, K, N, T, sizes, self.bits), "resolution": 2.0 ** -self.bits}
+
+
+@register_protocol
+class MpcProtocol(SecureProtocol):
+    """Secure computation of the exact metric (the numbers ``raw`` releases); no party sees another's input."""
+
+    name = "mpc"
+    Params = MpcParams
+    params: MpcParams
+
+    @property
+    def bits(self) -> int:
+        return self.params.bits
+
+    def charges(self) -> bool:
+        """No privacy cost: the answer is exact."""
+        return False
+
+
+@register_protocol
+class MpcDpProtocol(SecureProtocol):
+    """Secure computation of the ``dp-counts`` release: the compliance party and the helper each add its noise."""
+
+    name = "mpc-dp"
+    Params = CountParams
+    params: CountParams
+
+    @property
+    def bits(self) -> int:
+        return PREDICTION_BITS
+
+    def charges(self) -> bool:
+        return True
+
+    def request_cost(self, kind: str, payload: Mapping[str, Any], holdings: Holdings) -> Budget:
+        """The cost of one ``dp-counts`` release, whatever m."""
+        self.header(payload)
+        if self.params.noise == "laplace":
+            return PureDP(epsilon=self.params.epsilon)
+        return ApproxDP(epsilon=self.params.epsilon, delta=self.params.delta)
+
+    def noise(self, m: int, slices: int, rng: np.random.Generator) -> list[int]:
+        from parley.protocols.dp.lattice import RandomBits, discrete_gaussian, discrete_laplace
+
+        scales = noise_scales(m, self.params)
+        draw = discrete_laplace if self.params.noise == "laplace" else discrete_gaussian
+        bits = RandomBits(rng)
+        values: list[int] = []
+        for _ in range(slices):
+            for key in ["sum"] * m + ["size"]:
+                scale: Fraction = scales[key]
+                values.append(int(draw(bits, scale.numerator, scale.denominator)))
+        return values
+
+    def notes(self, m: int) -> dict[str, Any]:
+        notes: dict[str, Any] = {"epsilon": self.params.epsilon}
+        if self.params.noise == "gaussian":
+            notes["delta"] = self.params.delta
+            notes[RHO_KEY] = float(noise_scales(m, self.params)["rho"])
+        return notes
+
+    def opened(self, metric: str, K: list, N: list, T: list, sizes: list) -> dict[str, Any]:
+        """What ``dp-counts`` releases, from the noisy statistics K + Y_C + Y_S and N + Y'_C + Y'_S."""
+        m = len(K[0])
+        scales = noise_scales(m, self.params)
+        unit = float(1 << PREDICTION_BITS)
+        k_units = np.array([[float(v) for v in row] for row in K]) / unit  # exact: |v| < 2^53
+        t_units = np.array([[float(v) for v in row] for row in T]) / unit
+        notes: dict[str, Any] = {
+            "values": metrics_from_statistics(metric, k_units, N, t_units, sizes),
+            "epsilon": self.params.epsilon, "noise": f"discrete-{self.params.noise}",
+            # per slice: (group 0, group 1) noisy sums of each model and noisy sizes, as dp-counts records them
+            "statistics": {
+                "slices": ["all" if label is None else f"y={label}" for label in SLICES[metric]],
+                "sums": np.stack([np.stack([t_units[s] - k_units[s], k_units[s]], axis=1) for s in range(len(K))]),
+                "sizes": np.array([[sizes[s] - N[s], N[s]] for s in range(len(K))], dtype=np.int64),
+            },
+            "resolution": 1.0 / unit, "out_of_range": "clamp",
+            # the noise is the sum of two independent draws (compliance party's and helper's), each at this scale
+            "noise_shares": 2,
+        }
+        if self.params.noise == "laplace":
+            notes["scale"] = {"sum": float(scales["sum"]) / unit, "size": float(scales["size"])}
+        else:
+            notes["delta"] = self.params.delta
+            notes[RHO_KEY] = float(scales["rho"])
+            notes["sigma"] = {"sum": float(scales["sum"]) ** 0.5 / unit, "size": float(scales["size"]) ** 0.5}
+        return notes

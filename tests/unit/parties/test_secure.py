@@ -1,0 +1,287 @@
+"""``mpc`` and ``mpc-dp`` among the three parties in-process: the answers, what each party sees, the refusals.
+
+The adversary reads the code: the compliance party's view of the predictions is tested against two
+opposite prediction matrices (a two-sample test on its shares, alpha = 0.01, and the balanced accuracy
+of its best reading against a binomial band); the querier's opened answer is compared with ``raw``'s
+for every metric; a plain metric query, malformed shares and a reused query id are refused.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from parley.parties.attacks.curious_compliance import read_predictions, view_accuracy
+from parley.parties.compliance import Compliance
+from parley.parties.party import REFUSAL
+from parley.parties.secure import HELPER_ROLE, ID_REUSED_HELPER, Helper, SecureQuerier, pair_keys
+from parley.parties.wire import Identity, Keyring
+from parley.protocols import AuditSet, get_protocol
+from parley.protocols.mechanisms.count_dp import COUNT_METRICS, noise_scales
+from parley.protocols.mechanisms.secure import (
+    BAD_SHARES,
+    CLEAR_QUERY,
+    PRIME,
+    PairKeys,
+    decode_field,
+    encode_field,
+    output_share,
+    querier_a_share,
+)
+from parley.protocols.metrics import evaluate
+
+ALPHA = 0.01
+
+
+class Trio:
+    """The compliance party, the helper and a querier (its SecureQuerier driven by the test) in-process."""
+
+    def __init__(self, protocol: str, a: np.ndarray, y: np.ndarray, seed: int = 0, **params) -> None:
+        cls = get_protocol(protocol)
+        self.protocol = cls(cls.Params(**params))
+        self.ids = {name: Identity.generate(name, role) for name, role in
+                    [("compliance", "compliance"), ("data-center", "data-center"), ("mpc-helper", HELPER_ROLE)]}
+        self.keyring = Keyring()
+        for identity in self.ids.values():
+            self.keyring.add(identity.key_entry())
+        # seeded pairwise keys (a run draws them from X25519 agreements): every statistical test here is seeded
+        key_rng = np.random.default_rng([seed, 99])
+        shared = {pair: key_rng.bytes(16) for pair in ((0, 1), (0, 2), (1, 2))}
+        keys = {name: PairKeys(me=i, keys={p: k for p, k in shared.items() if i in p})
+                for i, name in enumerate(("compliance", "data-center", "mpc-helper"))}
+        self.compliance = Compliance(self.ids["compliance"], self.keyring, AuditSet(a=a, y=y),
+                                     self.protocol.keyed(keys["compliance"]), ["data-center"],
+                                     np.random.default_rng(seed))
+        self.helper = Helper(self.ids["mpc-helper"], self.keyring, self.protocol.keyed(keys["mpc-helper"]),
+                             ["data-center"], a.shape[0], np.random.default_rng(seed + 1))
+        self.querier = SecureQuerier(self.protocol.keyed(keys["data-center"]), keys["data-center"], y, "mpc-helper")
+        self.sent: list = []
+
+    def seal(self, recipient: str, kind: str, payload: dict):
+        return self.ids["data-center"].seal(recipient, kind, self.protocol.name, payload)
+
+    def ask(self, H: np.ndarray, metric: str = "sp", query_id: str | None = None) -> dict:
+        """The four envelopes of one query; the opened answer payload (or the refusal's payload)."""
+        query_id = query_id or f"q{len(self.sent)}"
+        first = self.seal("compliance", "mpc-query",
+                          self.querier.share({"metric": metric, "predictions": H, "query_id": query_id}))
+        self.sent.append(first)
+        partial = self.compliance.receive(first)
+        if partial.kind == REFUSAL:
+            return partial.payload
+        second = self.seal("mpc-helper", "mpc-query", self.querier.from_compliance(partial))
+        self.sent.append(second)
+        reply = self.helper.receive(second)
+        if reply.kind == REFUSAL:
+            return reply.payload
+        return self.querier.open(reply)
+
+
+@pytest.fixture(scope="module")
+def audit():
+    rng = np.random.default_rng(7)
+    n = 120
+    a = (rng.random(n) < 0.3).astype(np.int8)
+    y = (rng.random(n) < 0.4).astype(np.int8)
+    return a, y
+
+
+@pytest.mark.parametrize("metric", COUNT_METRICS)
+def test_mpc_opens_the_numbers_raw_releases(audit, metric):
+    a, y = audit
+    trio = Trio("mpc", a, y)
+    rng = np.random.default_rng(1)
+    H = np.vstack([(rng.random(a.size) < 0.5).astype(np.float64), rng.random(a.size), np.zeros(a.size)])
+    answer = trio.ask(H, metric)
+    exact = evaluate(metric, H, a, y)
+    # binary predictions are encoded exactly; soft ones on the grid 2^-52 (each mean moves by <= 2^-53)
+    np.testing.assert_allclose(answer["values"], exact, rtol=0, atol=1e-13)
+    assert answer["values"][0] == pytest.approx(exact[0], abs=2e-16)
+
+
+def test_edit_queries_are_expanded_by_the_querier_before_sharing(audit):
+    a, y = audit
+    trio = Trio("mpc", a, y)
+    base = np.zeros(a.size)
+    trio.querier.share({"metric": "sp", "predictions": base[None, :], "query_id": "kept", "keep": True})
+    payload = trio.querier.share({"metric": "sp", "query_id": "edit", "edit_of": "kept",
+                                  "indices": np.array([[3]]), "values": np.array([[1.0]])})
+    assert payload["m"] == 1 and payload["shares"].shape == (2, a.size, 4)
+
+
+def test_a_plain_metric_query_is_refused_and_the_party_keeps_serving(audit):
+    a, y = audit
+    trio = Trio("mpc", a, y)
+    clear = trio.seal("compliance", "metric-query", {"metric": "sp", "predictions": np.zeros((1, a.size)),
+                                                     "query_id": "clear"})
+    refusal = trio.compliance.receive(clear)
+    assert refusal.kind == REFUSAL and refusal.payload["detail"] == CLEAR_QUERY.format(name="mpc")
+    H = np.zeros((1, a.size))
+    H[0, :10] = 1.0
+    assert trio.ask(H)["values"][0] == pytest.approx(evaluate("sp", H, a, y)[0], abs=1e-15)
+
+
+@pytest.mark.parametrize("bad", ["dtype", "shape", "value"])
+def test_malformed_shares_are_refused(audit, bad):
+    a, y = audit
+    trio = Trio("mpc", a, y)
+    payload = trio.querier.share({"metric": "sp", "predictions": np.zeros((1, a.size)), "query_id": "bad"})
+    shares = payload["shares"]
+    if bad == "dtype":
+        shares = shares.astype(np.int64)
+    elif bad == "shape":
+        shares = shares[:, :-1]
+    else:
+        shares = shares.copy()
+        shares[0, 0] = np.uint32(0xFFFFFFFF)  # 2^128 - 1 > p
+    refusal = trio.compliance.receive(trio.seal("compliance", "mpc-query", {**payload, "shares": shares}))
+    assert refusal.kind == REFUSAL and refusal.payload["reason"] == "invalid-query"
+    assert refusal.payload["detail"].startswith(BAD_SHARES.split("{what}")[0].format(name="mpc"))
+
+
+def test_the_helper_answers_a_query_id_once(audit):
+    a, y = audit
+    trio = Trio("mpc-dp", a, y, epsilon=1.0)
+    payload = trio.querier.share({"metric": "sp", "predictions": np.zeros((1, a.size)), "query_id": "once"})
+    partial = trio.compliance.receive(trio.seal("compliance", "mpc-query", payload))
+    header = trio.querier.from_compliance(partial)
+    first = trio.helper.receive(trio.seal("mpc-helper", "mpc-query", header))
+    again = trio.helper.receive(trio.seal("mpc-helper", "mpc-query", header))
+    np.testing.assert_array_equal(first.payload["output"], again.payload["output"])  # no fresh noise
+    other = trio.helper.receive(trio.seal("mpc-helper", "mpc-query", {**header, "m": 2}))
+    assert other.kind == REFUSAL and other.payload["detail"] == ID_REUSED_HELPER.format(query_id="once")
+
+
+def test_the_compliance_party_sees_shares_independent_of_the_predictions(audit):
+    """Two opposite models: the compliance party's shares are alike (KS, alpha = 0.01); its reading is a coin."""
+    a, y = audit
+    trio = Trio("mpc", a, y)
+    views = {}
+    for value in (0.0, 1.0):
+        payload = trio.querier.share({"metric": "sp", "predictions": np.full((1, a.size), value),
+                                      "query_id": f"all-{value:g}"})
+        views[value] = np.array([float(v) / PRIME for v in decode_field(payload["shares"][:1], (1, a.size), "mpc",
+                                                                         "shares")[0]])
+    assert stats.ks_2samp(views[0.0], views[1.0]).pvalue > ALPHA
+    # the best reading of one model's predictions, over many honest-looking models: balanced accuracy ~ 1/2
+    rng = np.random.default_rng(3)
+    correct = total = 0
+    for q in range(20):
+        truth = (rng.random(a.size) < 0.5).astype(np.int8)
+        sent = trio.querier.share({"metric": "sp", "predictions": truth[None, :].astype(float), "query_id": f"r{q}"})
+        guess = read_predictions("mpc-query", sent, a.size)
+        correct += int((guess == truth).sum())
+        total += a.size
+    assert stats.binomtest(correct, total, 0.5).pvalue > ALPHA
+    # under raw the same reading is exact
+    assert view_accuracy(read_predictions("metric-query", {"predictions": truth[None, :].astype(float)}, a.size),
+                         truth) == 1.0
+
+
+def _output_polynomial(trio: Trio, H: np.ndarray, query_id: str) -> tuple[int, int, int]:
+    """The querier's whole view of one query's outputs: the polynomial through (1, d_C), (2, d_Q), (3, d_S)."""
+    payload = trio.querier.share({"metric": "sp", "predictions": H, "query_id": query_id})
+    partial = trio.compliance.receive(trio.seal("compliance", "mpc-query", payload))
+    reply = trio.helper.receive(trio.seal("mpc-helper", "mpc-query", trio.querier.from_compliance(partial)))
+    own = trio.querier._pending[query_id]["own"]
+    d_c = decode_field(partial.payload["output"], own.shape[:1], "mpc", "output")
+    d_s = decode_field(reply.payload["output"], own.shape[:1], "mpc", "output")
+    d_q = output_share(own, querier_a_share(trio.querier.keys, query_id, H.shape[1]), trio.querier.keys, query_id)
+    p1, p2, p3 = int(d_c[0]), int(d_q[0]), int(d_s[0])
+    # P(x) = c0 + c1 x + c2 x^2 through the three points (Lagrange), mod p
+    inv2 = pow(2, PRIME - 2, PRIME)
+    c2 = (p1 - 2 * p2 + p3) * inv2 % PRIME
+    c0 = (3 * p1 - 3 * p2 + p3) % PRIME
+    c1 = (p2 - p1 - 3 * c2) % PRIME
+    return c0, c1, c2
+
+
+def test_the_querier_opens_K_and_nothing_more_of_the_output_polynomial(audit):
+    """Same answer, different A: the coefficients besides K are alike (KS, alpha = 0.01).
+
+    Two audit sets with the same K (every model accepts everybody) but A differing in two people: the
+    product polynomial's other coefficients would tell them apart if the zero sharing did not mask them.
+    """
+    a, y = audit
+    b = a.copy()
+    ones, zeros = np.flatnonzero(a == 1), np.flatnonzero(a == 0)
+    b[ones[0]], b[zeros[0]] = 0, 1
+    H = np.ones((1, a.size))
+    seen: dict[str, list[float]] = {"a": [], "b": []}
+    for name, attr in (("a", a), ("b", b)):
+        trio = Trio("mpc", attr, y, seed=5)
+        for q in range(200):
+            c0, c1, c2 = _output_polynomial(trio, H, f"{name}-{q}")
+            assert c0 == int(attr.sum()) << 52  # K of the all-ones model, in units of 2^-52
+            seen[name].append(c2 / PRIME)
+    assert stats.ks_2samp(seen["a"], seen["b"]).pvalue > ALPHA
+    assert stats.kstest(seen["a"], "uniform").pvalue > ALPHA
+
+
+def _two_laplace_pmf(tau: float, support: np.ndarray) -> np.ndarray:
+    q = math.exp(-1.0 / tau)
+    wide = np.arange(-400, 401)
+    single = (1 - q) / (1 + q) * q ** np.abs(wide)
+    double = np.convolve(single, single)  # on -800..800
+    return double[support + 800]
+
+
+def test_mpc_dp_opens_dp_counts_noise_twice_and_charges_its_epsilon(audit):
+    """The opened noise on a size is the sum of two discrete Laplace draws at dp-counts' scale (variance test)."""
+    a, y = audit
+    trio = Trio("mpc-dp", a, y, epsilon=1.0)
+    H = np.zeros((1, a.size))
+    noise = []
+    for q in range(300):
+        answer = trio.ask(H, query_id=f"dp{q}")
+        noise.append(int(answer["statistics"]["sizes"][0, 1]) - int(a.sum()))
+    tau = float(noise_scales(1, trio.protocol.params)["size"])
+    edges = np.arange(-12, 13)  # bins: (-inf, -12], -11, ..., 11, [12, inf)
+    observed = np.bincount(np.clip(noise, -12, 12) + 12, minlength=25)
+
+    def expected(pmf_of) -> np.ndarray:
+        inner = pmf_of(tau, edges)
+        support = np.arange(-800, 801)
+        full = pmf_of(tau, support)
+        inner[0], inner[-1] = full[support <= -12].sum(), full[support >= 12].sum()
+        return inner / inner.sum() * len(noise)
+
+    def one_laplace(t: float, support: np.ndarray) -> np.ndarray:
+        q = math.exp(-1.0 / t)
+        return (1 - q) / (1 + q) * q ** np.abs(support)
+
+    assert stats.chisquare(observed, expected(_two_laplace_pmf)).pvalue > ALPHA
+    assert stats.chisquare(observed, expected(one_laplace)).pvalue < ALPHA  # not a single party's noise
+    spent = trio.compliance.stats()["epsilon_spent"]["data-center"]
+    assert spent == pytest.approx(300.0)
+
+
+def test_field_encoding_round_trips():
+    values = np.array([0, 1, PRIME - 1, 1 << 100], dtype=object)
+    np.testing.assert_array_equal(decode_field(encode_field(values), (4,), "mpc", "x"), values)
+
+
+def test_the_in_process_simulation_is_the_parties_computation(audit):
+    """``simulate`` (what compare's utility uses) opens raw's numbers under mpc, dp-counts-sized noise under mpc-dp."""
+    from parley.protocols import MetricQuery
+
+    a, y = audit
+    H = np.vstack([np.zeros(a.size), np.ones(a.size)])
+    H[0, ::3] = 1.0
+    query = MetricQuery.from_payload({"metric": "eo", "predictions": H, "query_id": "sim"}, a.size)
+    mpc = get_protocol("mpc")()
+    np.testing.assert_allclose(mpc.simulate(query, AuditSet(a=a, y=y), np.random.default_rng(0))["values"],
+                               evaluate("eo", H, a, y), rtol=0, atol=1e-15)
+    dp = get_protocol("mpc-dp")(get_protocol("mpc-dp").Params(epsilon=1.0))
+    answer = dp.simulate(query, AuditSet(a=a, y=y), np.random.default_rng(0))
+    assert answer["noise_shares"] == 2 and answer["statistics"]["sizes"].shape == (1, 2)
+
+
+def test_pair_keys_give_each_party_only_its_own_pairs():
+    keys = pair_keys(("compliance", "data-center", "mpc-helper"))
+    assert set(keys["compliance"].keys) == {(0, 1), (0, 2)} and set(keys["mpc-helper"].keys) == {(0, 2), (1, 2)}
+    assert keys["compliance"].keys[(0, 2)] == keys["mpc-helper"].keys[(0, 2)]
+    assert len({keys["data-center"].keys[(0, 1)], keys["data-center"].keys[(1, 2)]}) == 2
