@@ -59,8 +59,9 @@ import tempfile
 import threading
 import uuid
 import weakref
+from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -74,7 +75,7 @@ from parley.parties.wire import Envelope
 from parley.protocols.errors import InternalError, ParleyError
 
 __all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "HOST_RESTARTS", "LoggedEnvelope", "PartyHost", "PartyLostError",
-           "RECOVERIES_PER_CALL", "RayDeployment", "cluster_runtime_env", "ensure_ray", "start_hosts"]
+           "Pending", "RECOVERIES_PER_CALL", "RayDeployment", "cluster_runtime_env", "ensure_ray", "start_hosts"]
 
 #: Restarts Ray grants one party host actor over its life.
 HOST_RESTARTS = 4
@@ -87,6 +88,7 @@ NO_SNAPSHOT = "the {slot!r} party was lost with its actor and this deployment di
 NOT_LOADED = "the party host holds no party (its actor restarted after the party was loaded)"
 NOT_LOGGED_THERE = ("the transcript {path} no longer holds envelope {expected!r} at byte {offset} as it was "
                     "written: it was edited or cut, so the party cannot be restored exactly")
+ABANDONED = "the call to {method!r} of the {slot!r} party was never waited for before the deployment shut down"
 PARTY_LOST = ("the {slot!r} party was lost: its actor died {times} times during one call to {method!r} (last: {error}) "
               "and was restored each time; giving up. The ledger and the transcript hold everything up to here")
 
@@ -403,8 +405,55 @@ def start_hosts(slots: list[str]) -> dict[str, Any]:
     return {slot: _new_host(slot) for slot in slots}
 
 
+@dataclass(eq=False)
+class _Call:
+    """One call submitted to a party host and not yet settled (journaled, its result or error kept)."""
+
+    slot: str
+    method: str
+    args: tuple | None
+    kwargs: dict | None
+    journal: tuple | None  # (args, kwargs) as journaled: logged envelopes by their place in the transcript
+    ref: Any = None
+    failures: int = 0
+    settled: bool = False
+    value: Any = None
+    error: BaseException | None = None
+
+
+@dataclass(eq=False)
+class Pending:
+    """The handle :meth:`RayDeployment.submit` returns: the call runs; :meth:`result` waits for it.
+
+    Calls to one party run in the order they were submitted and settle in that order: waiting
+    for one first settles every earlier call to the same party (journaled, recovered after a
+    crash and retried as a blocking call would be).
+    """
+
+    _deployment: RayDeployment | None
+    _call: _Call | None = None
+    _done: list[Any] = field(default_factory=list)  # [value] or [value, error] of an already settled call
+
+    def done(self) -> bool:
+        """Has the call settled (its result or error known)?"""
+        return self._call is None or self._call.settled
+
+    def result(self) -> Any:
+        """The party method's result (raising what it raised), once every earlier call to its party settled."""
+        if self._call is not None:
+            call = self._call
+            if not call.settled:
+                assert self._deployment is not None
+                self._deployment._settle(call)
+            self._done = [call.value] if call.error is None else [call.value, call.error]
+            self._call = None
+        if len(self._done) == 2:
+            raise self._done[1]
+        return self._done[0] if self._done else None
+
+
 class RayDeployment:
-    """Parties in :class:`PartyHost` actors; ``call`` blocks on the party method's result.
+    """Parties in :class:`PartyHost` actors; ``call`` blocks on the party method's result, ``submit`` does not.
 
     Parameters
     ----------
@@ -431,6 +480,7 @@ class RayDeployment:
         self._folder = tempfile.mkdtemp(prefix="parley-journal-")
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
         self._down: set[str] = set()
+        self._pending: dict[str, deque[_Call]] = {}  # slot -> its submitted calls not yet settled, in order
         self.recoveries: dict[str, int] = {}
 
     def log_to(self, transcript: Any) -> None:
@@ -453,19 +503,27 @@ class RayDeployment:
             with contextlib.suppress(OSError):
                 os.remove(old.name)
 
-    def _record(self, slot: str, method: str, args: tuple, kwargs: dict, drawn: list[str]) -> None:
-        """Append one completed call to the journal file of ``slot`` (logged envelopes by their place)."""
+    def _compact(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The arguments as journaled: an envelope the transcript just logged becomes its place there.
+
+        Taken when the call is submitted, right after the network logged the envelope (the writer
+        locates only the envelope it appended last).
+        """
         locate = getattr(self._transcript, "locate", None)
+        if locate is None:
+            return args, kwargs
 
         def compact(value: Any) -> Any:
-            if locate is not None and isinstance(value, Envelope):
+            if isinstance(value, Envelope):
                 where = locate(value)
                 if where is not None:
                     path, offset, length, line_hash = where
                     return LoggedEnvelope(path, offset, length, line_hash, value.id)
             return value
 
-        entry = (method, tuple(compact(a) for a in args), {k: compact(v) for k, v in kwargs.items()}, drawn)
+        return tuple(compact(a) for a in args), {k: compact(v) for k, v in kwargs.items()}
+
+    def _write_journal(self, slot: str, entry: tuple) -> None:
         if slot not in self._journal:
             self._open_journal(slot)
         try:
@@ -477,6 +535,7 @@ class RayDeployment:
         self._journal[slot].write(blob)
 
     def add(self, slot: str, cls: type, *args: Any, **kwargs: Any) -> None:
+        self._drain(slot)
         if slot not in self.hosts:
             self.hosts[slot] = _new_host(slot)
         # A snapshot in the object store: a restore loads the party exactly as it was first loaded,
@@ -490,16 +549,87 @@ class RayDeployment:
             self._loaded.append(slot)
 
     def call(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Run ``method`` of the party in ``slot`` and return its result (after every call submitted before it)."""
+        return self.submit(slot, method, *args, **kwargs).result()
+
+    def submit(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Pending:
+        """Start ``method`` of the party in ``slot`` and return at once; :meth:`Pending.result` waits for it.
+
+        Calls to one party run in submission order (Ray runs one caller's calls to an actor in order),
+        so a sender may pipeline: seal, log and submit the next envelope before the reply to the last.
+        The journal, the recovery after a crash and the errors are those of :meth:`call`.
+        """
+        call = _Call(slot, method, args, kwargs, self._compact(args, kwargs))
+        queue = self._pending.setdefault(slot, deque())
+        queue.append(call)
+        if slot in self._down or any(c.ref is None for c in queue if c is not call):
+            return Pending(self, call)  # an earlier call waits for its party's restore: this one goes after it
         try:
-            result, drawn = self._with_recovery(
-                slot, method, lambda host: host.call_recorded.remote(method, args, kwargs))
-        except PartyLostError:
-            raise
-        except Exception:  # the party ran the call and raised: a replay runs it too (its ids drawn afresh)
-            self._record(slot, method, args, kwargs, [])
-            raise
-        self._record(slot, method, args, kwargs, drawn)
-        return result
+            call.ref = self.hosts[slot].call_recorded.remote(method, args, kwargs)
+        except ray.exceptions.RayActorError:  # a host gone for good: the call is retried when it settles
+            call.ref = None
+        return Pending(self, call)
+
+    def _drain(self, slot: str) -> None:
+        """Settle every call submitted to ``slot`` (before loading another party there)."""
+        queue = self._pending.get(slot)
+        if queue:
+            self._settle(queue[-1])  # errors go to each call's handle
+
+    def _settle(self, target: _Call) -> None:
+        """Settle the calls to ``target``'s party in order, up to and including ``target``."""
+        queue = self._pending[target.slot]
+        while not target.settled:
+            call = queue[0]
+            try:
+                if call.ref is None:  # never reached a live host, or its host died: restore, then submit
+                    if call.slot in self._down:
+                        self._restore(call.slot)
+                    call.ref = self.hosts[call.slot].call_recorded.remote(call.method, call.args, call.kwargs)
+                value, drawn = self._get(call.ref)
+            except (ray.exceptions.RayActorError, HostRestarted) as exc:
+                self._lost(call, exc)
+                continue
+            except PartyLostError as exc:  # nothing to restore the party from: the call never ran
+                queue.popleft()
+                self._settled(call, None, exc)
+                continue
+            except Exception as exc:  # the party ran the call and raised: a replay runs it too (its ids drawn afresh)
+                self._finish(queue, call, [], None, exc)
+                continue
+            self._finish(queue, call, drawn, value, None)
+
+    def _finish(self, queue: deque[_Call], call: _Call, drawn: list[str], value: Any,
+                error: BaseException | None) -> None:
+        queue.popleft()
+        assert call.journal is not None
+        self._write_journal(call.slot, (call.method, *call.journal, drawn))
+        self._settled(call, value, error)
+
+    @staticmethod
+    def _settled(call: _Call, value: Any, error: BaseException | None) -> None:
+        call.value, call.error, call.settled = value, error, True
+        call.args = call.kwargs = call.journal = call.ref = None  # the driver keeps no payload once settled
+
+    def _lost(self, call: _Call, exc: BaseException) -> None:
+        """The host of ``call`` died or lost its party: every later call to it is resubmitted after a restore."""
+        slot = self._pending[call.slot]
+        # Calls submitted after this one ran on no party (Ray runs them in order, after this one failed);
+        # wait for each to fail before the restore, so that none of them reaches the restored party.
+        later = [c.ref for c in slot if c.ref is not None and c is not call]
+        if later:
+            ray.wait(later, num_returns=len(later))
+        for c in slot:
+            c.ref = None
+        call.failures += 1
+        if call.slot in self._down:  # the restore itself failed: the actor may be gone for good
+            self._replace(call.slot)
+        self._down.add(call.slot)
+        if call.failures > RECOVERIES_PER_CALL:
+            error = PartyLostError(PARTY_LOST.format(slot=call.slot, times=call.failures, method=call.method,
+                                                     error=type(exc).__name__))
+            self._pending[call.slot].popleft()
+            self._settled(call, None, error)
 
     def _with_recovery(self, slot: str, method: str, submit: Any) -> Any:
         """``submit(host)``'s result; while the host is down, restore the party and submit again."""
@@ -534,7 +664,7 @@ class RayDeployment:
                                                   restarts))
         self.recoveries[slot] = restarts
         # Replays of later restarts pass through this one as it happened (its resume included).
-        self._record(slot, "resume", (restarts,), {}, [])
+        self._write_journal(slot, ("resume", (restarts,), {}, []))
         self._down.discard(slot)
 
     def _replace(self, slot: str) -> None:
@@ -553,7 +683,14 @@ class RayDeployment:
             raise  # a bug: keep Ray's remote traceback
 
     def shutdown(self) -> None:
-        """Unload the parties (reused hosts stay up for the next run) or kill the hosts."""
+        """Unload the parties (reused hosts stay up for the next run) or kill the hosts.
+
+        A call submitted and never waited for is abandoned: its handle raises :class:`InternalError`.
+        """
+        for queue in self._pending.values():
+            for call in queue:
+                self._settled(call, None, InternalError(ABANDONED.format(method=call.method, slot=call.slot)))
+        self._pending.clear()
         if self._reuse:
             for slot in self._loaded:
                 with contextlib.suppress(ray.exceptions.RayActorError):  # a dead host is replaced when loaded next

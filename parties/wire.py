@@ -26,6 +26,7 @@ import secrets
 import struct
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -122,6 +123,49 @@ def _chunk_digests(raw: memoryview | bytes) -> bytes:
     return b"".join(_pool.map(lambda piece: hashlib.sha256(piece).digest(), pieces))
 
 
+def _immutable(arr: np.ndarray) -> bool:
+    """Can no code in this process change ``arr``'s bytes? (Its memory is a read-only buffer.)
+
+    True for arrays Ray delivered from its object store and arrays read back from bytes (a
+    transcript); never for an array that owns its memory, whose ``writeable`` flag can be set again.
+    """
+    if arr.flags.writeable:
+        return False
+    root: Any = arr
+    while type(root) is np.ndarray and root.base is not None:
+        root = root.base
+    if isinstance(root, np.ndarray):
+        return False
+    try:
+        with memoryview(root) as view:
+            return view.readonly
+    except TypeError:
+        return False
+
+
+class _HashLists:
+    """The hash lists this process computed for large read-only arrays, by array object.
+
+    A party that verified an envelope and answers with the same array (an echo, a forwarded
+    release) signs its digest without hashing the bytes again: they have not left the process
+    and cannot have changed (:func:`_immutable`). Entries die with their array (weak references).
+    """
+
+    def __init__(self) -> None:
+        self._lists: dict[int, tuple[weakref.ref, bytes]] = {}
+
+    def get(self, arr: np.ndarray) -> bytes | None:
+        entry = self._lists.get(id(arr))
+        return entry[1] if entry is not None and entry[0]() is arr else None
+
+    def put(self, arr: np.ndarray, hashes: bytes) -> None:
+        key = id(arr)
+        self._lists[key] = (weakref.ref(arr, lambda _ref: self._lists.pop(key, None)), hashes)
+
+
+_hash_lists = _HashLists()
+
+
 def _raw_bytes(arr: np.ndarray) -> memoryview | bytes:
     """The bytes of a C-contiguous array without copying (empty arrays have none)."""
     return arr.data.cast("B") if arr.size else b""
@@ -143,8 +187,13 @@ def _feed(h: hashlib._Hash, value: Any, path: str) -> None:
         h.update(b"a" + struct.pack("<Q", len(meta)) + meta + struct.pack("<Q", arr.nbytes))
         if arr.nbytes <= CHUNK_BYTES:
             h.update(_raw_bytes(arr))
-        else:  # a hash list: the digests of 1 MiB chunks, computed on every core
-            h.update(b"c" + _chunk_digests(_raw_bytes(arr)))
+        else:  # a hash list: the digests of 1 MiB chunks, computed on every core, once per process
+            hashes = _hash_lists.get(value)
+            if hashes is None:
+                hashes = _chunk_digests(_raw_bytes(arr))
+                if arr is value and _immutable(value):
+                    _hash_lists.put(value, hashes)
+            h.update(b"c" + hashes)
     elif kind is str:
         raw = value.encode()
         h.update(b"s" + struct.pack("<Q", len(raw)) + raw)
