@@ -52,17 +52,21 @@ import contextlib
 import functools
 import importlib.util
 import os
+import pickle
 import shutil
 import socket
+import struct
 import sys
 import tempfile
 import threading
+import traceback
 import uuid
 import weakref
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Queue
 from typing import IO, Any
 
 import ray
@@ -71,7 +75,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from parley.parties import ids
 from parley.parties.transcript import read_logged_envelope
-from parley.parties.wire import Envelope
+from parley.parties.wire import Envelope, _payload_nbytes
 from parley.protocols.errors import InternalError, ParleyError
 
 __all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "HOST_RESTARTS", "LoggedEnvelope", "PartyHost", "PartyLostError",
@@ -81,6 +85,12 @@ __all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "HOST_RESTARTS", "LoggedEnvelope
 HOST_RESTARTS = 4
 #: Times one call may lose its party (and have it restored) before the run stops.
 RECOVERIES_PER_CALL = 3
+#: Journal entries that may wait for the disk before a sender waits too.
+JOURNAL_BACKLOG = 64
+#: Submitted calls travel to a busy host together, in one Ray task, up to this many ...
+BATCH_CALLS = 64
+#: ... or this many payload bytes (the first call over it closes the batch).
+BATCH_BYTES = 8 << 20
 #: Host actors are named ``parley-<slot>-<hex>`` in the job's namespace (``ray.util.list_named_actors``).
 HOST_PREFIX = "parley-"
 
@@ -88,6 +98,8 @@ NO_SNAPSHOT = "the {slot!r} party was lost with its actor and this deployment di
 NOT_LOADED = "the party host holds no party (its actor restarted after the party was loaded)"
 NOT_LOGGED_THERE = ("the transcript {path} no longer holds envelope {expected!r} at byte {offset} as it was "
                     "written: it was edited or cut, so the party cannot be restored exactly")
+JOURNAL_FAILED = "the restore journal could not be written ({error}); a crash now could not be recovered from"
+PARTY_BUG = "bug: the party's {method!r} raised\n{detail}"
 ABANDONED = "the call to {method!r} of the {slot!r} party was never waited for before the deployment shut down"
 PARTY_LOST = ("the {slot!r} party was lost: its actor died {times} times during one call to {method!r} (last: {error}) "
               "and was restored each time; giving up. The ledger and the transcript hold everything up to here")
@@ -339,11 +351,37 @@ class _Kept:
     key: int
 
 
+_ENTRY = struct.Struct("<QI")  # a journal entry: pickle length, number of out-of-band buffers
+_BUFFER = struct.Struct("<Q")  # then each buffer's length before its bytes
+
+
+def _journal_pieces(entry: Any) -> list[Any]:
+    """One journal entry as the pieces written for it: header, pickle, then each array's bytes as they are.
+
+    Arrays travel out of band (pickle protocol 5), so a large payload is written from its own
+    memory, never copied into the pickle.
+    """
+    buffers: list[pickle.PickleBuffer] = []
+    blob = cloudpickle.dumps(entry, protocol=5, buffer_callback=buffers.append)
+    pieces: list[Any] = [_ENTRY.pack(len(blob), len(buffers)), blob]
+    for buffer in buffers:
+        raw = buffer.raw()
+        pieces += [_BUFFER.pack(raw.nbytes), raw]
+    return pieces
+
+
+def _read_entry(fh: IO[bytes]) -> Any:
+    size, count = _ENTRY.unpack(fh.read(_ENTRY.size))
+    blob = fh.read(size)
+    buffers = [fh.read(_BUFFER.unpack(fh.read(_BUFFER.size))[0]) for _ in range(count)]
+    return pickle.loads(blob, buffers=buffers)
+
+
 def _journal_entries(path: str, end: int, kept: dict[int, Any]) -> Iterator[tuple[str, tuple, dict, list[str]]]:
     """The calls pickled in the journal file ``path`` up to byte ``end``, logged envelopes read back."""
     with open(path, "rb") as fh:
         while fh.tell() < end:
-            entry = cloudpickle.load(fh)
+            entry = _read_entry(fh)
             method, args, kwargs, drawn = kept[entry.key] if isinstance(entry, _Kept) else entry
             yield (method, tuple(_resolve(a) for a in args), {k: _resolve(v) for k, v in kwargs.items()}, drawn)
 
@@ -387,6 +425,28 @@ class PartyHost:
         with ids.recording() as drawn:
             return getattr(self.party, method)(*args, **kwargs), drawn
 
+    def call_batch(self, calls: list[tuple[str, tuple, dict]]) -> list[tuple[Any, list[str], BaseException | None]]:
+        """Several calls, in order, each run as :meth:`call_recorded` runs it: (result, ids drawn, error) each.
+
+        A call that raises does not stop the batch (as separate calls would not): its error is returned
+        in its place. A party error travels as it was raised; any other exception (a bug) as an
+        :class:`InternalError` carrying the party's traceback.
+        """
+        if self.party is None:
+            raise HostRestarted(NOT_LOADED)
+        outcomes: list[tuple[Any, list[str], BaseException | None]] = []
+        for method, args, kwargs in calls:
+            try:
+                value, drawn = self.call_recorded(method, args, kwargs)
+            except ParleyError as exc:
+                outcomes.append((None, [], exc))
+            except Exception as exc:  # a bug in a party: its traceback goes back with the call
+                detail = "".join(traceback.format_exception(exc))
+                outcomes.append((None, [], InternalError(PARTY_BUG.format(method=method, detail=detail))))
+            else:
+                outcomes.append((value, drawn, None))
+        return outcomes
+
     def unload(self) -> None:
         self.party = None
 
@@ -406,6 +466,26 @@ def start_hosts(slots: list[str]) -> dict[str, Any]:
 
 
 @dataclass(eq=False)
+class _Batch:
+    """Calls sent to one host in one Ray task (:meth:`PartyHost.call_batch`); its outcomes once fetched."""
+
+    ref: Any
+    outcomes: list | None = None
+    _future: Any = None
+
+    def __post_init__(self) -> None:
+        self._future = self.ref.future()  # completed by Ray's own callback: asking costs no round trip
+
+    def ready(self) -> bool:
+        return self.outcomes is not None or self._future.done()
+
+    def outcome(self, index: int) -> tuple[Any, list[str], BaseException | None]:
+        if self.outcomes is None:
+            self.outcomes = RayDeployment._get(self.ref)
+        return self.outcomes[index]
+
+
+@dataclass(eq=False)
 class _Call:
     """One call submitted to a party host and not yet settled (journaled, its result or error kept)."""
 
@@ -414,7 +494,9 @@ class _Call:
     args: tuple | None
     kwargs: dict | None
     journal: tuple | None  # (args, kwargs) as journaled: logged envelopes by their place in the transcript
-    ref: Any = None
+    ref: _Batch | None = None  # the batch it travels in (None: not sent yet)
+    index: int = 0  # its place in that batch
+    nbytes: int = 0  # array bytes of its arguments (what closes a batch)
     failures: int = 0
     settled: bool = False
     value: Any = None
@@ -452,6 +534,47 @@ class Pending:
         return self._done[0] if self._done else None
 
 
+class _JournalWriter:
+    """Writes journal entries in a thread of their own, so a large payload's bytes go to disk while the party works.
+
+    :meth:`sync` waits until everything handed over is written (a restore reads the files then).
+    At most :data:`JOURNAL_BACKLOG` entries wait: a sender faster than the disk waits for it.
+    """
+
+    def __init__(self) -> None:
+        self._queue: Queue[Any] = Queue(maxsize=JOURNAL_BACKLOG)
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def write(self, fh: IO[bytes], pieces: list[Any]) -> None:
+        self._raise()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="parley-journal", daemon=True)
+            self._thread.start()
+        self._queue.put((fh, pieces))
+
+    def sync(self) -> None:
+        if self._thread is not None:
+            self._queue.join()
+        self._raise()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise InternalError(JOURNAL_FAILED.format(error=error)) from error
+
+    def _run(self) -> None:
+        while True:
+            fh, pieces = self._queue.get()
+            try:
+                if self._error is None:
+                    fh.writelines(pieces)
+            except BaseException as exc:  # handed to the deployment's thread at its next write or sync
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+
 class RayDeployment:
     """Parties in :class:`PartyHost` actors; ``call`` blocks on the party method's result, ``submit`` does not.
 
@@ -481,6 +604,7 @@ class RayDeployment:
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
         self._down: set[str] = set()
         self._pending: dict[str, deque[_Call]] = {}  # slot -> its submitted calls not yet settled, in order
+        self._writer = _JournalWriter()
         self.recoveries: dict[str, int] = {}
 
     def log_to(self, transcript: Any) -> None:
@@ -496,6 +620,8 @@ class RayDeployment:
         self._kept[slot] = {}
 
     def _close_journal(self, slot: str) -> None:
+        if slot in self._journal:
+            self._writer.sync()
         old = self._journal.pop(slot, None)
         self._kept.pop(slot, None)
         if old is not None:
@@ -527,12 +653,12 @@ class RayDeployment:
         if slot not in self._journal:
             self._open_journal(slot)
         try:
-            blob = cloudpickle.dumps(entry, protocol=5)
+            pieces = _journal_pieces(entry)
         except Exception:  # something Ray could send but plain pickling cannot: kept here, as it is
             key = len(self._kept[slot])
             self._kept[slot][key] = entry
-            blob = cloudpickle.dumps(_Kept(key), protocol=5)
-        self._journal[slot].write(blob)
+            pieces = _journal_pieces(_Kept(key))
+        self._writer.write(self._journal[slot], pieces)
 
     def add(self, slot: str, cls: type, *args: Any, **kwargs: Any) -> None:
         self._drain(slot)
@@ -559,16 +685,32 @@ class RayDeployment:
         so a sender may pipeline: seal, log and submit the next envelope before the reply to the last.
         The journal, the recovery after a crash and the errors are those of :meth:`call`.
         """
-        call = _Call(slot, method, args, kwargs, self._compact(args, kwargs))
+        nbytes = sum(_payload_nbytes(a.payload) for a in (*args, *kwargs.values()) if isinstance(a, Envelope))
+        call = _Call(slot, method, args, kwargs, self._compact(args, kwargs), nbytes=nbytes)
         queue = self._pending.setdefault(slot, deque())
         queue.append(call)
-        if slot in self._down or any(c.ref is None for c in queue if c is not call):
-            return Pending(self, call)  # an earlier call waits for its party's restore: this one goes after it
-        try:
-            call.ref = self.hosts[slot].call_recorded.remote(method, args, kwargs)
-        except ray.exceptions.RayActorError:  # a host gone for good: the call is retried when it settles
-            call.ref = None
+        if slot in self._down:
+            return Pending(self, call)  # sent after the party's restore, behind the calls waiting for it
+        unsent = [c for c in queue if c.ref is None]
+        sent = [c.ref for c in queue if c.ref is not None]
+        # Nagle's rule: a host with nothing under way gets the call now; a busy one gets the calls
+        # gathered meanwhile as one batch once it is done, or once the batch is full.
+        if not sent or sent[-1].ready() or len(unsent) >= BATCH_CALLS or sum(c.nbytes for c in unsent) >= BATCH_BYTES:
+            self._flush(slot)
         return Pending(self, call)
+
+    def _flush(self, slot: str) -> None:
+        """Send the calls to ``slot`` not sent yet, in order, as one Ray task."""
+        unsent = [c for c in self._pending.get(slot, ()) if c.ref is None]
+        if not unsent:
+            return
+        try:
+            ref = self.hosts[slot].call_batch.remote([(c.method, c.args, c.kwargs) for c in unsent])
+        except ray.exceptions.RayActorError:  # a host gone for good: retried when they settle
+            return
+        batch = _Batch(ref)
+        for index, c in enumerate(unsent):
+            c.ref, c.index = batch, index
 
     def _drain(self, slot: str) -> None:
         """Settle every call submitted to ``slot`` (before loading another party there)."""
@@ -582,11 +724,15 @@ class RayDeployment:
         while not target.settled:
             call = queue[0]
             try:
-                if call.ref is None:  # never reached a live host, or its host died: restore, then submit
+                if call.ref is None:  # not sent yet, or its host died: restore if needed, then send
                     if call.slot in self._down:
                         self._restore(call.slot)
-                    call.ref = self.hosts[call.slot].call_recorded.remote(call.method, call.args, call.kwargs)
-                value, drawn = self._get(call.ref)
+                    self._flush(call.slot)
+                    if call.ref is None:
+                        raise HostRestarted(NOT_LOADED)  # its host could not take the call: recover
+                value, drawn, error = call.ref.outcome(call.index)
+                if error is not None:
+                    raise error
             except (ray.exceptions.RayActorError, HostRestarted) as exc:
                 self._lost(call, exc)
                 continue
@@ -616,7 +762,7 @@ class RayDeployment:
         slot = self._pending[call.slot]
         # Calls submitted after this one ran on no party (Ray runs them in order, after this one failed);
         # wait for each to fail before the restore, so that none of them reaches the restored party.
-        later = [c.ref for c in slot if c.ref is not None and c is not call]
+        later = list({id(c.ref): c.ref.ref for c in slot if c.ref is not None and c.ref is not call.ref}.values())
         if later:
             ray.wait(later, num_returns=len(later))
         for c in slot:
@@ -657,6 +803,7 @@ class RayDeployment:
         if slot not in self._journal:
             self._open_journal(slot)
         journal = self._journal[slot]
+        self._writer.sync()
         journal.flush()
         if self._transcript is not None:  # the host reads the envelopes logged so far
             self._transcript.flush()
