@@ -41,7 +41,8 @@ class Deployment(TypingProtocol):
     """Where parties live: ``call`` runs a method of the party in ``slot`` and returns its result.
 
     ``submit`` starts the same call and returns a :class:`Handle` at once; calls to one party run
-    in the order they were submitted.
+    in the order they were submitted. A deployment without ``submit`` still works: the network
+    then delivers each envelope with ``call`` when it is posted.
     """
 
     def call(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Any: ...
@@ -159,7 +160,15 @@ class Network:
         self.bytes += self.transcript.append(envelope)
         self.messages += 1
         self.kinds[envelope.kind] += 1
-        return Delivery(self, envelope, self.deployment.submit(slot, "deliver", envelope, self.transcript.head))
+        submit = getattr(self.deployment, "submit", None)
+        if submit is None:  # a deployment that only blocks: delivered now
+            try:
+                handle: Handle = Done(self.deployment.call(slot, "deliver", envelope, self.transcript.head))
+            except Exception as exc:
+                handle = Done(error=exc)
+        else:
+            handle = submit(slot, "deliver", envelope, self.transcript.head)
+        return Delivery(self, envelope, handle)
 
     def exchange(self, first: Envelope | None, limit: int = 1_000_000) -> None:
         """Carry a conversation to its end: each reply is sent on until someone replies nothing."""
