@@ -85,8 +85,8 @@ __all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "HOST_RESTARTS", "LoggedEnvelope
 HOST_RESTARTS = 4
 #: Times one call may lose its party (and have it restored) before the run stops.
 RECOVERIES_PER_CALL = 3
-#: Journal entries that may wait for the disk before a sender waits too.
-JOURNAL_BACKLOG = 64
+#: Journal entries that may wait for the disk before a sender waits too (at most 8 payloads held in memory).
+JOURNAL_BACKLOG = 8
 #: Submitted calls travel to a busy host together, in one Ray task, up to this many ...
 BATCH_CALLS = 64
 #: ... or this many payload bytes (the first call over it closes the batch).
