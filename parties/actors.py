@@ -33,14 +33,25 @@ the load arguments themselves. A host that cannot be restarted is replaced by
 a new actor; a call that loses its party more than :data:`RECOVERIES_PER_CALL`
 times stops the run with :class:`PartyLostError`.
 
+Pipelining
+----------
+:meth:`RayDeployment.submit` starts a call and returns a :class:`Pending` handle (``call`` is
+``submit(...).result()``). Ray runs one caller's calls to an actor in submission order, and the
+deployment settles them in that order: each is journaled when its outcome is known, and a crash
+with calls under way restores the party from the calls settled before it and sends the rest again
+(after every one sent to the dead host has failed, so none reaches the restored party twice).
+Calls submitted while the host is busy wait and then travel together as one Ray task
+(:meth:`PartyHost.call_batch`), each run as a call of its own.
+
 The journal keeps nothing large in the driver's memory (a driver that kept every
 call's arguments grew by the size of everything it ever sent). An envelope the
 network logged is journaled as its place in ``transcript.jsonl``
 (:class:`LoggedEnvelope`: path, byte offset, length, envelope id): the transcript
 already holds it byte for byte, and a restore reads it back from there. Every
 other argument is pickled into a journal file per party on the driver's node
-(a temporary folder, removed at :meth:`RayDeployment.shutdown`), and the driver
-keeps only the file's length. The host, which runs on the same node, reads both
+(a temporary folder, removed at :meth:`RayDeployment.shutdown`; arrays out of band, written by a
+thread of their own while the party works), and the driver keeps only the file's
+length. The host, which runs on the same node, reads both
 files itself during a restore, so nothing of the replay passes through the
 driver either.
 """
