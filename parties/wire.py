@@ -30,6 +30,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -40,12 +41,15 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import BaseModel, ConfigDict, Field
 
 from parley.parties.payload_limits import PAYLOAD_TOO_LARGE, check_payload
-
-try:  # SIMD base64 (several times the standard library's speed); the same output byte for byte
-    import pybase64 as _base64
-except ImportError:  # a cluster worker whose environment lacks it: the standard library's
-    _base64 = base64  # type: ignore[no-redef]
 from parley.protocols.errors import WireError
+
+_base64: ModuleType
+try:  # SIMD base64 (several times the standard library's speed); the same output byte for byte
+    import pybase64
+
+    _base64 = pybase64
+except ImportError:  # a cluster worker whose environment lacks it: the standard library's
+    _base64 = base64
 
 __all__ = [
     "REFUSAL_REASONS",
