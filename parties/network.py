@@ -142,7 +142,11 @@ class Network:
         A payload over the limits of :mod:`parley.parties.payload_limits` (too large, too deep, unreadable)
         is refused with a :class:`~parley.protocols.errors.WireError` before it is logged or delivered.
         """
-        return self.post(envelope).result()
+        slot = self._log(envelope)
+        reply = self.deployment.call(slot, "deliver", envelope, self.transcript.head)
+        if self.observer is not None:
+            self.observer(envelope)
+        return reply
 
     def post(self, envelope: Envelope) -> Delivery:
         """Log ``envelope`` and hand it to its recipient without waiting; ``result()`` of the handle is the reply.
@@ -153,13 +157,7 @@ class Network:
         messages, with sequence numbers, replay guard, transcript and budget exactly as with
         :meth:`send`. Refused like :meth:`send`, before anything is logged.
         """
-        slot = self.routes.get(envelope.recipient)
-        if slot is None:  # nothing was sent: nothing is logged
-            raise ParleyError(NO_ROUTE.format(name=envelope.recipient, known=", ".join(sorted(self.routes))))
-        check_payload(envelope.payload)  # nothing over the limits reaches the transcript
-        self.bytes += self.transcript.append(envelope)
-        self.messages += 1
-        self.kinds[envelope.kind] += 1
+        slot = self._log(envelope)
         submit = getattr(self.deployment, "submit", None)
         if submit is None:  # a deployment that only blocks: delivered now
             try:
@@ -169,6 +167,17 @@ class Network:
         else:
             handle = submit(slot, "deliver", envelope, self.transcript.head)
         return Delivery(self, envelope, handle)
+
+    def _log(self, envelope: Envelope) -> str:
+        """Check the route and the payload's limits, then log ``envelope``; the slot it goes to."""
+        slot = self.routes.get(envelope.recipient)
+        if slot is None:  # nothing was sent: nothing is logged
+            raise ParleyError(NO_ROUTE.format(name=envelope.recipient, known=", ".join(sorted(self.routes))))
+        check_payload(envelope.payload)  # nothing over the limits reaches the transcript
+        self.bytes += self.transcript.append(envelope)
+        self.messages += 1
+        self.kinds[envelope.kind] += 1
+        return slot
 
     def exchange(self, first: Envelope | None, limit: int = 1_000_000) -> None:
         """Carry a conversation to its end: each reply is sent on until someone replies nothing."""
