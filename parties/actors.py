@@ -33,14 +33,25 @@ the load arguments themselves. A host that cannot be restarted is replaced by
 a new actor; a call that loses its party more than :data:`RECOVERIES_PER_CALL`
 times stops the run with :class:`PartyLostError`.
 
+Pipelining
+----------
+:meth:`RayDeployment.submit` starts a call and returns a :class:`Pending` handle (``call`` is
+``submit(...).result()``). Ray runs one caller's calls to an actor in submission order, and the
+deployment settles them in that order: each is journaled when its outcome is known, and a crash
+with calls under way restores the party from the calls settled before it and sends the rest again
+(after every one sent to the dead host has failed, so none reaches the restored party twice).
+Calls submitted while the host is busy wait and then travel together as one Ray task
+(:meth:`PartyHost.call_batch`), each run as a call of its own.
+
 The journal keeps nothing large in the driver's memory (a driver that kept every
 call's arguments grew by the size of everything it ever sent). An envelope the
 network logged is journaled as its place in ``transcript.jsonl``
 (:class:`LoggedEnvelope`: path, byte offset, length, envelope id): the transcript
 already holds it byte for byte, and a restore reads it back from there. Every
 other argument is pickled into a journal file per party on the driver's node
-(a temporary folder, removed at :meth:`RayDeployment.shutdown`), and the driver
-keeps only the file's length. The host, which runs on the same node, reads both
+(a temporary folder, removed at :meth:`RayDeployment.shutdown`; arrays out of band, written by a
+thread of their own while the party works), and the driver keeps only the file's
+length. The host, which runs on the same node, reads both
 files itself during a restore, so nothing of the replay passes through the
 driver either.
 """
@@ -52,16 +63,21 @@ import contextlib
 import functools
 import importlib.util
 import os
+import pickle
 import shutil
 import socket
+import struct
 import sys
 import tempfile
 import threading
+import traceback
 import uuid
 import weakref
+from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Queue
 from typing import IO, Any
 
 import ray
@@ -70,16 +86,22 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from parley.parties import ids
 from parley.parties.transcript import read_logged_envelope
-from parley.parties.wire import Envelope
+from parley.parties.wire import Envelope, _payload_nbytes
 from parley.protocols.errors import InternalError, ParleyError
 
 __all__ = ["CONNECT_TIMEOUT_S", "ClusterError", "HOST_RESTARTS", "LoggedEnvelope", "PartyHost", "PartyLostError",
-           "RECOVERIES_PER_CALL", "RayDeployment", "cluster_runtime_env", "ensure_ray", "start_hosts"]
+           "Pending", "RECOVERIES_PER_CALL", "RayDeployment", "cluster_runtime_env", "ensure_ray", "start_hosts"]
 
 #: Restarts Ray grants one party host actor over its life.
 HOST_RESTARTS = 4
 #: Times one call may lose its party (and have it restored) before the run stops.
 RECOVERIES_PER_CALL = 3
+#: Journal entries that may wait for the disk before a sender waits too (at most 8 payloads held in memory).
+JOURNAL_BACKLOG = 8
+#: Submitted calls travel to a busy host together, in one Ray task, up to this many ...
+BATCH_CALLS = 64
+#: ... or this many payload bytes (the first call over it closes the batch).
+BATCH_BYTES = 8 << 20
 #: Host actors are named ``parley-<slot>-<hex>`` in the job's namespace (``ray.util.list_named_actors``).
 HOST_PREFIX = "parley-"
 
@@ -87,6 +109,9 @@ NO_SNAPSHOT = "the {slot!r} party was lost with its actor and this deployment di
 NOT_LOADED = "the party host holds no party (its actor restarted after the party was loaded)"
 NOT_LOGGED_THERE = ("the transcript {path} no longer holds envelope {expected!r} at byte {offset} as it was "
                     "written: it was edited or cut, so the party cannot be restored exactly")
+JOURNAL_FAILED = "the restore journal could not be written ({error}); a crash now could not be recovered from"
+PARTY_BUG = "bug: the party's {method!r} raised\n{detail}"
+ABANDONED = "the call to {method!r} of the {slot!r} party was never waited for before the deployment shut down"
 PARTY_LOST = ("the {slot!r} party was lost: its actor died {times} times during one call to {method!r} (last: {error}) "
               "and was restored each time; giving up. The ledger and the transcript hold everything up to here")
 
@@ -337,11 +362,37 @@ class _Kept:
     key: int
 
 
+_ENTRY = struct.Struct("<QI")  # a journal entry: pickle length, number of out-of-band buffers
+_BUFFER = struct.Struct("<Q")  # then each buffer's length before its bytes
+
+
+def _journal_pieces(entry: Any) -> list[Any]:
+    """One journal entry as the pieces written for it: header, pickle, then each array's bytes as they are.
+
+    Arrays travel out of band (pickle protocol 5), so a large payload is written from its own
+    memory, never copied into the pickle.
+    """
+    buffers: list[pickle.PickleBuffer] = []
+    blob = cloudpickle.dumps(entry, protocol=5, buffer_callback=buffers.append)
+    pieces: list[Any] = [_ENTRY.pack(len(blob), len(buffers)), blob]
+    for buffer in buffers:
+        raw = buffer.raw()
+        pieces += [_BUFFER.pack(raw.nbytes), raw]
+    return pieces
+
+
+def _read_entry(fh: IO[bytes]) -> Any:
+    size, count = _ENTRY.unpack(fh.read(_ENTRY.size))
+    blob = fh.read(size)
+    buffers = [fh.read(_BUFFER.unpack(fh.read(_BUFFER.size))[0]) for _ in range(count)]
+    return pickle.loads(blob, buffers=buffers)
+
+
 def _journal_entries(path: str, end: int, kept: dict[int, Any]) -> Iterator[tuple[str, tuple, dict, list[str]]]:
     """The calls pickled in the journal file ``path`` up to byte ``end``, logged envelopes read back."""
     with open(path, "rb") as fh:
         while fh.tell() < end:
-            entry = cloudpickle.load(fh)
+            entry = _read_entry(fh)
             method, args, kwargs, drawn = kept[entry.key] if isinstance(entry, _Kept) else entry
             yield (method, tuple(_resolve(a) for a in args), {k: _resolve(v) for k, v in kwargs.items()}, drawn)
 
@@ -385,6 +436,28 @@ class PartyHost:
         with ids.recording() as drawn:
             return getattr(self.party, method)(*args, **kwargs), drawn
 
+    def call_batch(self, calls: list[tuple[str, tuple, dict]]) -> list[tuple[Any, list[str], BaseException | None]]:
+        """Several calls, in order, each run as :meth:`call_recorded` runs it: (result, ids drawn, error) each.
+
+        A call that raises does not stop the batch (as separate calls would not): its error is returned
+        in its place. A party error travels as it was raised; any other exception (a bug) as an
+        :class:`InternalError` carrying the party's traceback.
+        """
+        if self.party is None:
+            raise HostRestarted(NOT_LOADED)
+        outcomes: list[tuple[Any, list[str], BaseException | None]] = []
+        for method, args, kwargs in calls:
+            try:
+                value, drawn = self.call_recorded(method, args, kwargs)
+            except ParleyError as exc:
+                outcomes.append((None, [], exc))
+            except Exception as exc:  # a bug in a party: its traceback goes back with the call
+                detail = "".join(traceback.format_exception(exc))
+                outcomes.append((None, [], InternalError(PARTY_BUG.format(method=method, detail=detail))))
+            else:
+                outcomes.append((value, drawn, None))
+        return outcomes
+
     def unload(self) -> None:
         self.party = None
 
@@ -403,8 +476,118 @@ def start_hosts(slots: list[str]) -> dict[str, Any]:
     return {slot: _new_host(slot) for slot in slots}
 
 
+@dataclass(eq=False)
+class _Batch:
+    """Calls sent to one host in one Ray task (:meth:`PartyHost.call_batch`); its outcomes once fetched."""
+
+    ref: Any
+    outcomes: list | None = None
+    _future: Any = None
+
+    def __post_init__(self) -> None:
+        self._future = self.ref.future()  # completed by Ray's own callback: asking costs no round trip
+
+    def ready(self) -> bool:
+        return self.outcomes is not None or self._future.done()
+
+    def outcome(self, index: int) -> tuple[Any, list[str], BaseException | None]:
+        if self.outcomes is None:
+            self.outcomes = RayDeployment._get(self.ref)
+        return self.outcomes[index]
+
+
+@dataclass(eq=False)
+class _Call:
+    """One call submitted to a party host and not yet settled (journaled, its result or error kept)."""
+
+    slot: str
+    method: str
+    args: tuple | None
+    kwargs: dict | None
+    journal: tuple | None  # (args, kwargs) as journaled: logged envelopes by their place in the transcript
+    ref: _Batch | None = None  # the batch it travels in (None: not sent yet)
+    index: int = 0  # its place in that batch
+    nbytes: int = 0  # array bytes of its arguments (what closes a batch)
+    failures: int = 0
+    settled: bool = False
+    value: Any = None
+    error: BaseException | None = None
+
+
+@dataclass(eq=False)
+class Pending:
+    """The handle :meth:`RayDeployment.submit` returns: the call runs; :meth:`result` waits for it.
+
+    Calls to one party run in the order they were submitted and settle in that order: waiting
+    for one first settles every earlier call to the same party (journaled, recovered after a
+    crash and retried as a blocking call would be).
+    """
+
+    _deployment: RayDeployment | None
+    _call: _Call | None = None
+    _done: list[Any] = field(default_factory=list)  # [value] or [value, error] of an already settled call
+
+    def done(self) -> bool:
+        """Has the call settled (its result or error known)?"""
+        return self._call is None or self._call.settled
+
+    def result(self) -> Any:
+        """The party method's result (raising what it raised), once every earlier call to its party settled."""
+        if self._call is not None:
+            call = self._call
+            if not call.settled:
+                assert self._deployment is not None
+                self._deployment._settle(call)
+            self._done = [call.value] if call.error is None else [call.value, call.error]
+            self._call = None
+        if len(self._done) == 2:
+            raise self._done[1]
+        return self._done[0] if self._done else None
+
+
+class _JournalWriter:
+    """Writes journal entries in a thread of their own, so a large payload's bytes go to disk while the party works.
+
+    :meth:`sync` waits until everything handed over is written (a restore reads the files then).
+    At most :data:`JOURNAL_BACKLOG` entries wait: a sender faster than the disk waits for it.
+    """
+
+    def __init__(self) -> None:
+        self._queue: Queue[Any] = Queue(maxsize=JOURNAL_BACKLOG)
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def write(self, fh: IO[bytes], pieces: list[Any]) -> None:
+        self._raise()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="parley-journal", daemon=True)
+            self._thread.start()
+        self._queue.put((fh, pieces))
+
+    def sync(self) -> None:
+        if self._thread is not None:
+            self._queue.join()
+        self._raise()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise InternalError(JOURNAL_FAILED.format(error=error)) from error
+
+    def _run(self) -> None:
+        while True:
+            fh, pieces = self._queue.get()
+            try:
+                if self._error is None:
+                    fh.writelines(pieces)
+            except BaseException as exc:  # handed to the deployment's thread at its next write or sync
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+
 class RayDeployment:
-    """Parties in :class:`PartyHost` actors; ``call`` blocks on the party method's result.
+    """Parties in :class:`PartyHost` actors; ``call`` blocks on the party method's result, ``submit`` does not.
 
     Parameters
     ----------
@@ -431,6 +614,8 @@ class RayDeployment:
         self._folder = tempfile.mkdtemp(prefix="parley-journal-")
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
         self._down: set[str] = set()
+        self._pending: dict[str, deque[_Call]] = {}  # slot -> its submitted calls not yet settled, in order
+        self._writer = _JournalWriter()
         self.recoveries: dict[str, int] = {}
 
     def log_to(self, transcript: Any) -> None:
@@ -446,6 +631,8 @@ class RayDeployment:
         self._kept[slot] = {}
 
     def _close_journal(self, slot: str) -> None:
+        if slot in self._journal:
+            self._writer.sync()
         old = self._journal.pop(slot, None)
         self._kept.pop(slot, None)
         if old is not None:
@@ -453,30 +640,39 @@ class RayDeployment:
             with contextlib.suppress(OSError):
                 os.remove(old.name)
 
-    def _record(self, slot: str, method: str, args: tuple, kwargs: dict, drawn: list[str]) -> None:
-        """Append one completed call to the journal file of ``slot`` (logged envelopes by their place)."""
+    def _compact(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The arguments as journaled: an envelope the transcript just logged becomes its place there.
+
+        Taken when the call is submitted, right after the network logged the envelope (the writer
+        locates only the envelope it appended last).
+        """
         locate = getattr(self._transcript, "locate", None)
+        if locate is None:
+            return args, kwargs
 
         def compact(value: Any) -> Any:
-            if locate is not None and isinstance(value, Envelope):
+            if isinstance(value, Envelope):
                 where = locate(value)
                 if where is not None:
                     path, offset, length, line_hash = where
                     return LoggedEnvelope(path, offset, length, line_hash, value.id)
             return value
 
-        entry = (method, tuple(compact(a) for a in args), {k: compact(v) for k, v in kwargs.items()}, drawn)
+        return tuple(compact(a) for a in args), {k: compact(v) for k, v in kwargs.items()}
+
+    def _write_journal(self, slot: str, entry: tuple) -> None:
         if slot not in self._journal:
             self._open_journal(slot)
         try:
-            blob = cloudpickle.dumps(entry, protocol=5)
+            pieces = _journal_pieces(entry)
         except Exception:  # something Ray could send but plain pickling cannot: kept here, as it is
             key = len(self._kept[slot])
             self._kept[slot][key] = entry
-            blob = cloudpickle.dumps(_Kept(key), protocol=5)
-        self._journal[slot].write(blob)
+            pieces = _journal_pieces(_Kept(key))
+        self._writer.write(self._journal[slot], pieces)
 
     def add(self, slot: str, cls: type, *args: Any, **kwargs: Any) -> None:
+        self._drain(slot)
         if slot not in self.hosts:
             self.hosts[slot] = _new_host(slot)
         # A snapshot in the object store: a restore loads the party exactly as it was first loaded,
@@ -490,16 +686,107 @@ class RayDeployment:
             self._loaded.append(slot)
 
     def call(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Run ``method`` of the party in ``slot`` and return its result (after every call submitted before it)."""
+        return self.submit(slot, method, *args, **kwargs).result()
+
+    def submit(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Pending:
+        """Start ``method`` of the party in ``slot`` and return at once; :meth:`Pending.result` waits for it.
+
+        Calls to one party run in submission order (Ray runs one caller's calls to an actor in order),
+        so a sender may pipeline: seal, log and submit the next envelope before the reply to the last.
+        The journal, the recovery after a crash and the errors are those of :meth:`call`.
+        """
+        nbytes = sum(_payload_nbytes(a.payload) for a in (*args, *kwargs.values()) if isinstance(a, Envelope))
+        call = _Call(slot, method, args, kwargs, self._compact(args, kwargs), nbytes=nbytes)
+        queue = self._pending.setdefault(slot, deque())
+        queue.append(call)
+        if slot in self._down:
+            return Pending(self, call)  # sent after the party's restore, behind the calls waiting for it
+        unsent = [c for c in queue if c.ref is None]
+        sent = [c.ref for c in queue if c.ref is not None]
+        # Nagle's rule: a host with nothing under way gets the call now; a busy one gets the calls
+        # gathered meanwhile as one batch once it is done, or once the batch is full.
+        if not sent or sent[-1].ready() or len(unsent) >= BATCH_CALLS or sum(c.nbytes for c in unsent) >= BATCH_BYTES:
+            self._flush(slot)
+        return Pending(self, call)
+
+    def _flush(self, slot: str) -> None:
+        """Send the calls to ``slot`` not sent yet, in order, as one Ray task."""
+        unsent = [c for c in self._pending.get(slot, ()) if c.ref is None]
+        if not unsent:
+            return
         try:
-            result, drawn = self._with_recovery(
-                slot, method, lambda host: host.call_recorded.remote(method, args, kwargs))
-        except PartyLostError:
-            raise
-        except Exception:  # the party ran the call and raised: a replay runs it too (its ids drawn afresh)
-            self._record(slot, method, args, kwargs, [])
-            raise
-        self._record(slot, method, args, kwargs, drawn)
-        return result
+            ref = self.hosts[slot].call_batch.remote([(c.method, c.args, c.kwargs) for c in unsent])
+        except ray.exceptions.RayActorError:  # a host gone for good: retried when they settle
+            return
+        batch = _Batch(ref)
+        for index, c in enumerate(unsent):
+            c.ref, c.index = batch, index
+
+    def _drain(self, slot: str) -> None:
+        """Settle every call submitted to ``slot`` (before loading another party there)."""
+        queue = self._pending.get(slot)
+        if queue:
+            self._settle(queue[-1])  # errors go to each call's handle
+
+    def _settle(self, target: _Call) -> None:
+        """Settle the calls to ``target``'s party in order, up to and including ``target``."""
+        queue = self._pending[target.slot]
+        while not target.settled:
+            call = queue[0]
+            try:
+                if call.ref is None:  # not sent yet, or its host died: restore if needed, then send
+                    if call.slot in self._down:
+                        self._restore(call.slot)
+                    self._flush(call.slot)
+                    if call.ref is None:
+                        raise HostRestarted(NOT_LOADED)  # its host could not take the call: recover
+                value, drawn, error = call.ref.outcome(call.index)
+                if error is not None:
+                    raise error
+            except (ray.exceptions.RayActorError, HostRestarted) as exc:
+                self._lost(call, exc)
+                continue
+            except PartyLostError as exc:  # nothing to restore the party from: the call never ran
+                queue.popleft()
+                self._settled(call, None, exc)
+                continue
+            except Exception as exc:  # the party ran the call and raised: a replay runs it too (its ids drawn afresh)
+                self._finish(queue, call, [], None, exc)
+                continue
+            self._finish(queue, call, drawn, value, None)
+
+    def _finish(self, queue: deque[_Call], call: _Call, drawn: list[str], value: Any,
+                error: BaseException | None) -> None:
+        queue.popleft()
+        assert call.journal is not None
+        self._write_journal(call.slot, (call.method, *call.journal, drawn))
+        self._settled(call, value, error)
+
+    @staticmethod
+    def _settled(call: _Call, value: Any, error: BaseException | None) -> None:
+        call.value, call.error, call.settled = value, error, True
+        call.args = call.kwargs = call.journal = call.ref = None  # the driver keeps no payload once settled
+
+    def _lost(self, call: _Call, exc: BaseException) -> None:
+        """The host of ``call`` died or lost its party: every later call to it is resubmitted after a restore."""
+        slot = self._pending[call.slot]
+        # Calls submitted after this one ran on no party (Ray runs them in order, after this one failed);
+        # wait for each to fail before the restore, so that none of them reaches the restored party.
+        later = list({id(c.ref): c.ref.ref for c in slot if c.ref is not None and c.ref is not call.ref}.values())
+        if later:
+            ray.wait(later, num_returns=len(later))
+        for c in slot:
+            c.ref = None
+        call.failures += 1
+        if call.slot in self._down:  # the restore itself failed: the actor may be gone for good
+            self._replace(call.slot)
+        self._down.add(call.slot)
+        if call.failures > RECOVERIES_PER_CALL:
+            error = PartyLostError(PARTY_LOST.format(slot=call.slot, times=call.failures, method=call.method,
+                                                     error=type(exc).__name__))
+            self._pending[call.slot].popleft()
+            self._settled(call, None, error)
 
     def _with_recovery(self, slot: str, method: str, submit: Any) -> Any:
         """``submit(host)``'s result; while the host is down, restore the party and submit again."""
@@ -527,6 +814,7 @@ class RayDeployment:
         if slot not in self._journal:
             self._open_journal(slot)
         journal = self._journal[slot]
+        self._writer.sync()
         journal.flush()
         if self._transcript is not None:  # the host reads the envelopes logged so far
             self._transcript.flush()
@@ -534,7 +822,7 @@ class RayDeployment:
                                                   restarts))
         self.recoveries[slot] = restarts
         # Replays of later restarts pass through this one as it happened (its resume included).
-        self._record(slot, "resume", (restarts,), {}, [])
+        self._write_journal(slot, ("resume", (restarts,), {}, []))
         self._down.discard(slot)
 
     def _replace(self, slot: str) -> None:
@@ -553,7 +841,14 @@ class RayDeployment:
             raise  # a bug: keep Ray's remote traceback
 
     def shutdown(self) -> None:
-        """Unload the parties (reused hosts stay up for the next run) or kill the hosts."""
+        """Unload the parties (reused hosts stay up for the next run) or kill the hosts.
+
+        A call submitted and never waited for is abandoned: its handle raises :class:`InternalError`.
+        """
+        for queue in self._pending.values():
+            for call in queue:
+                self._settled(call, None, InternalError(ABANDONED.format(method=call.method, slot=call.slot)))
+        self._pending.clear()
         if self._reuse:
             for slot in self._loaded:
                 with contextlib.suppress(ray.exceptions.RayActorError):  # a dead host is replaced when loaded next

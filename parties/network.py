@@ -22,19 +22,49 @@ from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Envelope, Identity
 from parley.protocols.errors import InternalError, ParleyError
 
-__all__ = ["Deployment", "LocalDeployment", "Network"]
+__all__ = ["Deployment", "Delivery", "Done", "Handle", "LocalDeployment", "Network"]
 
 NO_ROUTE = "no party on the network answers to {name!r} (known: {known})"
 TOO_MANY = "the exchange exceeded {limit} messages without ending (a loop between parties?)"
 NO_SIGNER = "no party can sign the end of the transcript as {name!r}: the party routed at {slot!r} holds {held!r}"
 
 
+class Handle(TypingProtocol):
+    """A call under way: ``result()`` waits for it and returns what the party method returned (or raises)."""
+
+    def result(self) -> Any: ...
+
+    def done(self) -> bool: ...
+
+
 class Deployment(TypingProtocol):
-    """Where parties live: ``call`` runs a method of the party in ``slot`` and returns its result."""
+    """Where parties live: ``call`` runs a method of the party in ``slot`` and returns its result.
+
+    ``submit`` starts the same call and returns a :class:`Handle` at once; calls to one party run
+    in the order they were submitted. A deployment without ``submit`` still works: the network
+    then delivers each envelope with ``call`` when it is posted.
+    """
 
     def call(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Any: ...
 
+    def submit(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Handle: ...
+
     def shutdown(self) -> None: ...
+
+
+class Done:
+    """The handle of a call that already ran (in-process): its result, or the error it raised."""
+
+    def __init__(self, value: Any = None, error: BaseException | None = None) -> None:
+        self._value, self._error = value, error
+
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 class LocalDeployment:
@@ -49,8 +79,33 @@ class LocalDeployment:
     def call(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Any:
         return getattr(self.parties[slot], method)(*args, **kwargs)
 
+    def submit(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Done:
+        """Run the call now (a party in this process has nothing to overlap with) and hand back its outcome."""
+        try:
+            return Done(self.call(slot, method, *args, **kwargs))
+        except Exception as exc:
+            return Done(error=exc)
+
     def shutdown(self) -> None:
         self.parties.clear()
+
+
+class Delivery:
+    """An envelope the network logged and handed to its recipient: :meth:`result` waits for the reply."""
+
+    def __init__(self, network: Network, envelope: Envelope | None, handle: Handle) -> None:
+        self._network, self._envelope, self._handle = network, envelope, handle
+
+    def done(self) -> bool:
+        return self._handle.done()
+
+    def result(self) -> Envelope | None:
+        """The recipient's reply (or None); the network's observer hears of the envelope once it was delivered."""
+        reply = self._handle.result()
+        envelope, self._envelope = self._envelope, None
+        if envelope is not None and self._network.observer is not None:
+            self._network.observer(envelope)
+        return reply
 
 
 class Network:
@@ -87,6 +142,34 @@ class Network:
         A payload over the limits of :mod:`parley.parties.payload_limits` (too large, too deep, unreadable)
         is refused with a :class:`~parley.protocols.errors.WireError` before it is logged or delivered.
         """
+        slot = self._log(envelope)
+        reply = self.deployment.call(slot, "deliver", envelope, self.transcript.head)
+        if self.observer is not None:
+            self.observer(envelope)
+        return reply
+
+    def post(self, envelope: Envelope) -> Delivery:
+        """Log ``envelope`` and hand it to its recipient without waiting; ``result()`` of the handle is the reply.
+
+        The envelope is logged now, so the transcript holds envelopes in the order they were posted,
+        and each party receives its envelopes in that order (the deployment runs one party's calls in
+        submission order): a sender that needs no answer before its next message pipelines its
+        messages, with sequence numbers, replay guard, transcript and budget exactly as with
+        :meth:`send`. Refused like :meth:`send`, before anything is logged.
+        """
+        slot = self._log(envelope)
+        submit = getattr(self.deployment, "submit", None)
+        if submit is None:  # a deployment that only blocks: delivered now
+            try:
+                handle: Handle = Done(self.deployment.call(slot, "deliver", envelope, self.transcript.head))
+            except Exception as exc:
+                handle = Done(error=exc)
+        else:
+            handle = submit(slot, "deliver", envelope, self.transcript.head)
+        return Delivery(self, envelope, handle)
+
+    def _log(self, envelope: Envelope) -> str:
+        """Check the route and the payload's limits, then log ``envelope``; the slot it goes to."""
         slot = self.routes.get(envelope.recipient)
         if slot is None:  # nothing was sent: nothing is logged
             raise ParleyError(NO_ROUTE.format(name=envelope.recipient, known=", ".join(sorted(self.routes))))
@@ -94,10 +177,7 @@ class Network:
         self.bytes += self.transcript.append(envelope)
         self.messages += 1
         self.kinds[envelope.kind] += 1
-        reply = self.deployment.call(slot, "deliver", envelope, self.transcript.head)
-        if self.observer is not None:
-            self.observer(envelope)
-        return reply
+        return slot
 
     def exchange(self, first: Envelope | None, limit: int = 1_000_000) -> None:
         """Carry a conversation to its end: each reply is sent on until someone replies nothing."""

@@ -33,7 +33,6 @@ and canonical base64; anything else is a :class:`TranscriptError` naming the lin
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import json
@@ -57,7 +56,8 @@ from parley.parties.wire import (
     Identity,
     KeyEntry,
     Keyring,
-    array_text,
+    array_base64_pieces,
+    b64decode_strict,
     end_bytes,
     key_fingerprint,
     payload_digest,
@@ -205,7 +205,8 @@ class TranscriptWriter:
         self.keyring = keyring
         self.countersign = countersign
         self.final_head: str | None = None
-        self._file = self.path.open("w", encoding="ascii", newline="\n")
+        # Binary: every line is ASCII, so bytes are written as they are, never re-encoded from text.
+        self._file = self.path.open("wb")
         self._where = str(self.path.resolve())
         self._prev = GENESIS
         self.lines = 0
@@ -232,14 +233,19 @@ class TranscriptWriter:
         digest = _chain_hash(self._prev, record)
         line = json.dumps({"prev": self._prev, "hash": digest, "record": record},
                           sort_keys=True, separators=(",", ":")) + "\n"
-        # Splice each array's base64 over its placeholder: JSON never scans megabytes of base64.
+        # Each array's base64 goes where its placeholder stands, encoded and written a piece at a time:
+        # JSON never scans megabytes of base64, and the line is never assembled (nor copied) as one string.
+        write, size, rest = self._file.write, 0, line
         for i, arr in enumerate(arrays):
-            line = line.replace(f"{token}{i}.", array_text(arr), 1)
-        self._file.write(line)
+            before, rest = rest.split(f"{token}{i}.", 1)
+            size += write(before.encode("ascii"))
+            for piece in array_base64_pieces(arr):
+                size += write(piece)
+        size += write(rest.encode("ascii"))
         self._prev = digest
         self.lines += 1
-        self.size += len(line)
-        return len(line)
+        self.size += size
+        return size
 
     def append(self, envelope: Envelope) -> int:
         """Append one envelope; returns the bytes it took on the wire log."""
@@ -461,7 +467,7 @@ def _decode_array(spec: Any, path: str) -> np.ndarray:
     if type(data) is not str:
         raise ValueError("data must be base64 text")
     try:
-        raw = base64.b64decode(data, validate=True)
+        raw = b64decode_strict(data)
     except binascii.Error as exc:
         raise ValueError(f"data is not base64 ({exc})") from None
     if not _canonical_base64(data, len(raw)):

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from typing import Any
+
 import numpy as np
 
 from parley.parties import wire
 from parley.parties.compliance import Compliance
 from parley.parties.network import LocalDeployment
+from parley.parties.party import Party
+from parley.parties.wire import Envelope
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet
 
@@ -43,3 +49,76 @@ def hostile_envelopes(identities):
         ("observer may not send", query(identities["observer"], H), wire.KIND_NOT_ALLOWED),
         ("wrong recipient", query(dc, H, recipient="observer"), wire.WRONG_RECIPIENT),
     ]
+
+
+class Echo(Party):
+    """A party (role compliance) that answers a metric query with the query's own predictions, unchanged.
+
+    Its reply carries the very array it received and verified, so it shows what the wire costs
+    when a large payload travels both ways (tests/benchmarks/bench_wire.py, the hashing tests).
+    """
+
+    handlers = {"metric-query": "_echo"}
+
+    def __init__(self, identity: wire.Identity, keyring: wire.Keyring) -> None:
+        super().__init__(identity, keyring, "raw")
+        self.meter: HashMeter | None = None
+
+    def _echo(self, envelope: Envelope) -> Envelope:
+        payload = envelope.payload
+        return self.seal(envelope.sender, "metric-answer", {"metric": payload["metric"],
+                                                            "values": payload["predictions"],
+                                                            "query_id": payload["query_id"]})
+
+    def meter_hashing(self) -> None:
+        """Count from now on the bytes this process feeds to SHA-256 for envelope digests."""
+        self.meter = HashMeter.install()
+
+    def hashed_bytes(self) -> int:
+        return -1 if self.meter is None else self.meter.bytes
+
+
+class _Metered:
+    def __init__(self, meter: HashMeter, inner: Any) -> None:
+        self._meter, self._inner = meter, inner
+
+    def update(self, data: Any) -> None:
+        self._meter.count(data)
+        self._inner.update(data)
+
+    def digest(self) -> bytes:
+        return self._inner.digest()
+
+    def hexdigest(self) -> str:
+        return self._inner.hexdigest()
+
+
+class HashMeter:
+    """Stands in for the ``hashlib`` module of :mod:`parley.parties.wire` and counts the bytes it hashes.
+
+    Every digest the wire computes (payload digests and the hash lists of large arrays) goes through
+    ``wire.hashlib.sha256``, so the count is the bytes hashed, whatever the wire's own bookkeeping says.
+    """
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def install(cls) -> HashMeter:
+        meter = cls()
+        wire.hashlib = meter  # type: ignore[assignment]
+        return meter
+
+    @staticmethod
+    def uninstall() -> None:
+        wire.hashlib = hashlib
+
+    def count(self, data: Any) -> None:
+        with self._lock:
+            self.bytes += memoryview(data).nbytes
+
+    def sha256(self, data: Any = b"") -> _Metered:
+        metered = _Metered(self, hashlib.sha256())
+        metered.update(data)
+        return metered

@@ -1,6 +1,11 @@
 """Transcript costs in one run: append, strict verification, and the unchecked read as the baseline.
 
     python tests/benchmarks/bench_transcript.py [MESSAGES] [FLOATS_PER_QUERY]
+    python tests/benchmarks/bench_transcript.py --append [REPEATS]
+
+The second form measures appending one envelope carrying a 3.2 MB array (400 x 1,000 float64)
+against a binary write of the same array's bytes to a file, interleaved call by call, and prints
+the ratio of the medians; its last line is JSON.
 
 Builds a transcript of query/answer pairs (each query one model of FLOATS_PER_QUERY
 float64 scores), then prints per-message append time and the throughput of
@@ -10,6 +15,8 @@ float64 scores), then prints per-message append time and the throughput of
 
 from __future__ import annotations
 
+import json
+import statistics
 import sys
 import tempfile
 import time
@@ -55,5 +62,43 @@ def main(messages: int = 2000, floats: int = 1000, repeats: int = 3) -> None:
           f"(verify takes {verify / read:.2f}x the unchecked read)")
 
 
+def append_ratio(repeats: int = 200) -> dict[str, float]:
+    """Median append time of a 3.2 MB envelope against a binary write of its array, interleaved."""
+    ids = {name: Identity.generate(name, name) for name in ("compliance", "data-center")}
+    ring = Keyring()
+    for identity in ids.values():
+        ring.add(identity.key_entry())
+    rng = np.random.default_rng(0)
+    folder = Path(tempfile.mkdtemp(prefix="parley-bench-"))
+    appended, written = [], []
+    for k in range(repeats + 10):
+        H = rng.random((400, 1000))  # a fresh array each time, as a run sends
+        envelope = ids["data-center"].seal("compliance", "metric-query", "raw",
+                                           {"metric": "sp", "predictions": H, "query_id": f"q{k}"})
+        # One file each, as small as a run's (the page cache grows alike for both).
+        writer = TranscriptWriter(folder / "t.jsonl", ring, ids)
+        with (folder / "b.bin").open("wb") as binary:
+            started = time.perf_counter()
+            binary.write(H.data)
+            binary.flush()
+            write = time.perf_counter() - started
+        started = time.perf_counter()
+        writer.append(envelope)
+        writer.flush()
+        append = time.perf_counter() - started
+        writer.abort()
+        if k >= 10:  # warm-up
+            appended.append(append)
+            written.append(write)
+    a, w = 1e3 * statistics.median(appended), 1e3 * statistics.median(written)
+    print(f"append of a 3.2 MB envelope {a:.3f} ms, binary write of its array {w:.3f} ms: x{a / w:.2f} "
+          f"(medians of {repeats}, interleaved)", file=sys.stderr)
+    return {"append_ms": round(a, 3), "binary_write_ms": round(w, 3), "ratio": round(a / w, 3), "goal": 1.5}
+
+
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:3]))
+    if sys.argv[1:2] == ["--append"]:
+        result = append_ratio(*(int(a) for a in sys.argv[2:3]))
+        print(json.dumps({"benchmark": "transcript-append", **result}))
+    else:
+        main(*(int(a) for a in sys.argv[1:3]))

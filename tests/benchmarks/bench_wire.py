@@ -13,7 +13,14 @@ follows a call to another actor), and in blocks of one kind (``blocks``; every
 call follows a call to the same actor, whose Ray path is then hotter). The
 absolute overhead of signing, ``overhead_ms``, is about the same in both.
 
-Run: ``python tests/benchmarks/bench_wire.py``. The last line is one JSON object.
+A second part (``echo``) measures what issue 21 asked about: a signed *echo* round trip (the
+party answers with the array it received, so a large payload travels both ways) through
+``RayDeployment.call`` and through the logged network, against a bare Ray echo actor; and the
+throughput of pipelined calls (``RayDeployment.submit`` / ``Network.post``: every message sent
+before any reply is awaited) against as many bare calls submitted before their first ``ray.get``.
+
+Run: ``PYTHONPATH=. python tests/benchmarks/bench_wire.py [--echo]`` (``--echo``: the second part
+only). The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -30,12 +37,14 @@ import ray
 
 from parley.parties.actors import RayDeployment, ensure_ray
 from parley.parties.compliance import Compliance
+from parley.parties.network import Network
 from parley.parties.party import check_reply
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet
 from parley.protocols.metrics import evaluate
+from tests.party_world import Echo
 
 REPEATS = {"one_float": 1500, "400x1000": 200}
 
@@ -49,6 +58,14 @@ class Bare:
 
     def answer(self, metric: str, H: np.ndarray) -> np.ndarray:
         return evaluate(metric, H, self.a, self.y)
+
+
+@ray.remote(num_cpus=0)
+class BareEcho:
+    """The echo baseline: the array comes back as it went, no wire."""
+
+    def echo(self, H: np.ndarray) -> np.ndarray:
+        return H
 
 
 def _timed(fn) -> float:
@@ -106,17 +123,103 @@ def measure(label: str, metric: str, H: np.ndarray, a: np.ndarray, y: np.ndarray
                        "overhead_ms": round(bs - bb, 3)}}
 
 
+def measure_echo(label: str, H: np.ndarray, repeats: int, burst: int, log_dir: Path) -> dict:
+    """Signed echo round trips (deployment call, logged network) and pipelined bursts against a bare echo actor."""
+    querier = Identity.generate("data-center", "data-center")
+    party = Identity.generate("compliance", "compliance")
+    keyring = Keyring()
+    for ident in (querier, party):
+        keyring.add(ident.key_entry())
+    deployment = RayDeployment()
+    deployment.add("echo", Echo, party, keyring)
+    transcript = TranscriptWriter(log_dir / f"echo-{label}.jsonl", keyring)
+    network = Network(deployment, transcript)
+    network.route("compliance", "echo")
+    bare = BareEcho.remote()
+    counter = iter(range(10**9))
+
+    def seal() -> object:
+        return querier.seal("compliance", "metric-query", "raw",
+                            {"metric": "sp", "predictions": H, "query_id": f"q{next(counter)}"})
+
+    def check(reply: object) -> np.ndarray:
+        return check_reply(reply, keyring, "data-center", "metric-answer").payload["values"]
+
+    def burst_bare() -> None:
+        refs = [bare.echo.remote(H) for _ in range(burst)]
+        for ref in refs:
+            ray.get(ref)
+
+    def burst_signed() -> None:
+        handles = [deployment.submit("echo", "receive", seal()) for _ in range(burst)]
+        for handle in handles:
+            check(handle.result())
+
+    def burst_logged() -> None:
+        handles = [network.post(seal()) for _ in range(burst)]
+        for handle in handles:
+            check(handle.result())
+
+    np.testing.assert_array_equal(check(deployment.call("echo", "receive", seal())), H)
+    calls = {"bare": lambda: ray.get(bare.echo.remote(H)),
+             "signed": lambda: check(deployment.call("echo", "receive", seal())),
+             "logged": lambda: check(network.send(seal()))}
+    bursts = {"bare": burst_bare, "signed": burst_signed, "logged": burst_logged}
+    for fn in (*calls.values(), *bursts.values()):  # warm-up
+        for _ in range(5):
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in calls}
+    for _ in range(repeats):  # interleaved call by call
+        for key, fn in calls.items():
+            times[key].append(_timed(fn))
+    rates: dict[str, list[float]] = {k: [] for k in bursts}
+    for _ in range(max(5, repeats // burst)):
+        for key, fn in bursts.items():
+            rates[key].append(burst / _timed(fn))
+    transcript.abort()
+    deployment.shutdown()
+    ray.kill(bare)
+    b, s, lg = (1e3 * statistics.median(times[k]) for k in ("bare", "signed", "logged"))
+    rb, rs, rl = (statistics.median(rates[k]) for k in ("bare", "signed", "logged"))
+    return {"payload": f"{H.shape[0]}x{H.shape[1]} float64 ({H.nbytes:,} bytes)",
+            "sync": {"bare_ms": round(b, 3), "signed_ms": round(s, 3), "ratio": round(s / b, 3),
+                     "logged_ms": round(lg, 3), "ratio_logged": round(lg / b, 3)},
+            "pipelined": {"burst": burst, "bare_per_s": round(rb, 1), "signed_per_s": round(rs, 1),
+                          "ratio": round(rs / rb, 3), "logged_per_s": round(rl, 1),
+                          "ratio_logged": round(rl / rb, 3)}}
+
+
+def echo_part(tmp: Path) -> dict:
+    rng = np.random.default_rng(0)
+    results = {"one_float": measure_echo("one_float", np.array([[0.5]]), 1500, 50, tmp),
+               "400x1000": measure_echo("400x1000", rng.random((400, 1000)), 200, 10, tmp)}
+    for label, r in results.items():
+        sync, pipe = r["sync"], r["pipelined"]
+        print(f"{label:>10} echo: sync bare {sync['bare_ms']:.3f} ms, signed {sync['signed_ms']:.3f} ms "
+              f"(x{sync['ratio']:.2f}), signed + logged {sync['logged_ms']:.3f} ms (x{sync['ratio_logged']:.2f}); "
+              f"pipelined bursts of {pipe['burst']}: bare {pipe['bare_per_s']:.0f}/s, signed "
+              f"{pipe['signed_per_s']:.0f}/s (x{pipe['ratio']:.2f}), logged {pipe['logged_per_s']:.0f}/s "
+              f"(x{pipe['ratio_logged']:.2f})", file=sys.stderr)
+    return results
+
+
 def main() -> None:
     ensure_ray()
     rng = np.random.default_rng(0)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
+        if "--echo" in sys.argv[1:]:
+            echo = echo_part(Path(tmp))
+            print(json.dumps({"benchmark": "wire-echo", **echo,
+                              "goals": {"sync_one_float": 1.2, "sync_400x1000": 1.3, "pipelined": 0.8}}))
+            return
         # one float: an audit set of one individual, the covariance metric (defined for any n >= 1)
         results["one_float"] = measure("one_float", "cov", np.array([[0.5]]), np.array([1], np.int8),
                                        np.array([1], np.int8), Path(tmp))
         a = (rng.random(1000) < 0.9).astype(np.int8)
         y = (rng.random(1000) < 0.3).astype(np.int8)
         results["400x1000"] = measure("400x1000", "sp", rng.random((400, 1000)), a, y, Path(tmp))
+        echo = echo_part(Path(tmp))
     for label, r in results.items():
         print(f"{label:>10}: interleaved: bare {r['bare_ms']:.3f} ms, signed {r['signed_ms']:.3f} ms "
               f"(x{r['ratio']:.2f}, +{r['overhead_ms']:.3f} ms), signed + transcript "
@@ -124,7 +227,9 @@ def main() -> None:
               f"{r['blocks']['bare_ms']:.3f} ms, signed {r['blocks']['signed_ms']:.3f} ms "
               f"(x{r['blocks']['ratio']:.2f}, "
               f"+{r['blocks']['overhead_ms']:.3f} ms)", file=sys.stderr)
-    print(json.dumps({"benchmark": "wire", **results, "targets": {"one_float": 1.5, "400x1000": 2.0}}))
+    print(json.dumps({"benchmark": "wire", **results, "echo": echo,
+                      "targets": {"one_float": 1.5, "400x1000": 2.0},
+                      "goals": {"sync_one_float": 1.2, "sync_400x1000": 1.3, "pipelined": 0.8}}))
 
 
 if __name__ == "__main__":
