@@ -26,7 +26,7 @@ from parley.parties.adversary import Adversary
 from parley.parties.data_center import DataCenter
 from parley.parties.party import REFUSAL, Party
 from parley.parties.wire import INVALID_PAYLOAD, INVALID_QUERY, Envelope, Identity, Keyring
-from parley.protocols.errors import QueryError, WireError
+from parley.protocols.errors import QueryError, RefusedError, WireError
 from parley.protocols.mechanisms.secure import (
     PairKeys,
     SecureProtocol,
@@ -87,6 +87,7 @@ class SecureQuerier:
     def share(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         """A ``metric-query`` payload -> the ``mpc-query`` payload for the compliance party (C's shares only)."""
         query_id = validate_query_id(payload["query_id"])
+        self.protocol.check_metric(payload["metric"])
         if "edit_of" in payload:
             H = apply_edits(self.kept[payload["edit_of"]], np.atleast_2d(payload["indices"]),
                             np.atleast_2d(payload["values"]))
@@ -193,6 +194,22 @@ class SecureAdversary(Adversary):
     def seal(self, recipient: str, kind: str, payload: Mapping[str, Any]) -> Envelope:
         kind, payload = _secure_seal(self.secure, kind, payload)
         return super().seal(recipient, kind, payload)
+
+    def _advance(self, step: Any) -> Envelope | None:
+        """As the plain adversary's, but a query this querier cannot share (a metric the protocol does not
+        compute, predictions outside [0, 1]) is refused here, before any share leaves: the attack sees the
+        refusal the compliance party would have signed."""
+        try:
+            return super()._advance(step)
+        except QueryError as exc:
+            self.refusals.append({"reason": INVALID_QUERY, "detail": str(exc)})
+            refused = RefusedError(INVALID_QUERY, str(exc))
+            try:
+                return self._advance(lambda: self._run.throw(refused))
+            except RefusedError:
+                self._run, self._pending = None, None
+                self.failure = f"the attack stopped: its query was {refused}"
+                return None
 
     def _on_partial(self, envelope: Envelope) -> Envelope | None:
         if envelope.sender == self.compliance:

@@ -341,18 +341,23 @@ class SecureProtocol(Protocol):
         """Refused: a plain metric query would hand the predictions to the compliance party in the clear."""
         raise QueryError(CLEAR_QUERY.format(name=self.name))
 
+    def check_metric(self, metric: Any) -> str:
+        """``metric`` if this protocol computes it, else the :data:`~parley.protocols.base.METRIC_NOT_ANSWERED`
+        refusal; the querier checks before it shares, the other parties when a share arrives."""
+        if metric not in self.metrics:
+            from parley.protocols.base import METRIC_NOT_ANSWERED
+
+            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics),
+                                                        metric=metric))
+        return str(metric)
+
     def header(self, payload: Mapping[str, Any]) -> tuple[str, int, str]:
         """(metric, m, query id) of an ``mpc-query`` payload, validated."""
         missing = [f for f in ("metric", "m", "query_id") if f not in payload]
         if missing:
             raise QueryError(BAD_HEADER.format(name=self.name, fields="metric, m and query_id",
                                                keys=", ".join(sorted(payload))))
-        metric = payload["metric"]
-        if metric not in self.metrics:
-            from parley.protocols.base import METRIC_NOT_ANSWERED
-
-            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics),
-                                                        metric=metric))
+        metric = self.check_metric(payload["metric"])
         m = payload["m"]
         if type(m) is not int or not 1 <= m <= MAX_MODELS:
             raise QueryError(BAD_M.format(name=self.name, limit=MAX_MODELS, got=m))
@@ -397,11 +402,7 @@ class SecureProtocol(Protocol):
         The same functions the parties run, without envelopes: what ``parley compare`` uses to measure the
         utility of many releases. Never a path for a real query (the compliance party refuses predictions).
         """
-        if query.metric not in self.metrics:
-            from parley.protocols.base import METRIC_NOT_ANSWERED
-
-            raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics),
-                                                        metric=query.metric))
+        self.check_metric(query.metric)
         shared = {pair: rng.bytes(16) for pair in ((0, 1), (0, 2), (1, 2))}
         c, q, h = (PairKeys(me=i, keys=shared) for i in (COMPLIANCE_ID, QUERIER_ID, HELPER_ID))
         helper_rng = np.random.default_rng(rng.integers(2**63))

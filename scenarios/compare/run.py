@@ -322,7 +322,8 @@ def run_audits(p: Plan, address: str | None = None, progress: bool = True) -> pd
         done[label] = {**ray.get(ready[0]), "protocol": label}
         bar.update(1)
     bar.close()
-    out = [done[r.label] for r in rows]
+    code = code_digest()
+    out = [{**done[r.label], "code": code} for r in rows]
     for row in p.rows:
         if row.label in done:
             continue
@@ -331,11 +332,29 @@ def run_audits(p: Plan, address: str | None = None, progress: bool = True) -> pd
     return pd.DataFrame(out)
 
 
+def code_digest() -> str:
+    """SHA-256 of parley's source files (protocols, parties, scenarios): an audit measured by other code is stale."""
+    import hashlib
+
+    from parley import parties, protocols, scenarios
+
+    digest = hashlib.sha256()
+    for package in (protocols, parties, scenarios):
+        root = Path(package.__path__[0])
+        for source in sorted(root.rglob("*.py")):
+            digest.update(f"{package.__name__}/{source.relative_to(root).as_posix()}\0".encode())
+            digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _saved_audits(p: Plan, path: Path) -> pd.DataFrame | None:
-    """The audit table of an earlier run of the same plan (the audit is seeded: rerunning gives the same rows)."""
+    """The audit table of an earlier run of the same plan by the same code (the audit is seeded: rerunning the
+    same code gives the same rows; after a change of any protocol or party it is measured again)."""
     if not path.is_file():
         return None
     saved = pd.read_csv(path)
+    if "code" not in saved or set(saved["code"].dropna().astype(str)) != {code_digest()}:
+        return None
     audited = saved[pd.to_numeric(saved.get("runs"), errors="coerce").notna()] if "runs" in saved else saved.iloc[0:0]
     same_rows = sorted(audited["protocol"]) == sorted(p.audit_rows)
     same_runs = (audited["runs"].astype(int) == p.audit_runs).all() if len(audited) else False

@@ -6,7 +6,7 @@ import pandas as pd
 
 from parley.scenarios.compare.plan import plan
 from parley.scenarios.compare.report import bound_gaps, equal_epsilon, recommendations
-from parley.scenarios.compare.run import _cell_outcome, _saved_audits, pareto
+from parley.scenarios.compare.run import _cell_outcome, _saved_audits, code_digest, pareto
 
 
 def _front(rows):
@@ -33,10 +33,16 @@ def test_a_clear_leakage_gap_beats_utility():
 def test_audit_table_is_reused_only_for_the_same_plan(tmp_path):
     p = plan("adult", quick=True)
     path = tmp_path / "audit.csv"
-    rows = [{"protocol": label, "runs": p.audit_runs, "audit_size": p.audit_dataset["audit_size"], "epsilon_lower": 0.1}
-            for label in p.audit_rows] + [{"protocol": "fairness-certificate", "note": "not audited"}]
+    rows = [{"protocol": label, "runs": p.audit_runs, "audit_size": p.audit_dataset["audit_size"], "epsilon_lower": 0.1,
+             "code": code_digest()} for label in p.audit_rows] + [{"protocol": "fairness-certificate",
+                                                                   "note": "not audited"}]
     pd.DataFrame(rows).to_csv(path, index=False)
     assert _saved_audits(p, path) is not None
+    pd.DataFrame([{**r, "code": "0" * 16} if "code" in r else r for r in rows]).to_csv(path, index=False)
+    assert _saved_audits(p, path) is None  # measured by other code (a protocol changed since): audit again
+    pd.DataFrame([{k: v for k, v in r.items() if k != "code"} for r in rows]).to_csv(path, index=False)
+    assert _saved_audits(p, path) is None  # a table from before the code was recorded: audit again
+    pd.DataFrame(rows).to_csv(path, index=False)
     pd.DataFrame([{**r, "runs": 7} if "runs" in r else r for r in rows]).to_csv(path, index=False)
     assert _saved_audits(p, path) is None  # other run counts: audit again
     pd.DataFrame(rows[1:]).to_csv(path, index=False)
