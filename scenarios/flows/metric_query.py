@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from parley.parties.adversary import Adversary, exchanges_from
+from parley.parties.adversary import Adversary
 from parley.parties.attacks import AttackerView, Reconstruction, get_attack, leakage
 from parley.parties.confidential import is_sealed
 from parley.parties.transcript import iter_transcript, read_transcript
 from parley.protocols.errors import AttackError
 from parley.protocols.metrics import AuditEvaluator
+from parley.protocols.queries import apply_edits
 from parley.scenarios.explain import reconstruction_note
 from parley.scenarios.flows import register_flow
 from parley.scenarios.spec import Component
@@ -149,11 +150,33 @@ def score(reconstruction: Reconstruction, a: np.ndarray) -> dict[str, Any]:
 def _query_errors(path: Path, a: np.ndarray, y: np.ndarray) -> dict[str, float | None]:
     """Mean and median |released - exact| over every answered model (the referee recomputes the exact values).
 
-    Both are reported: Cauchy noise has no finite mean, so its mean error is ruled by the tails.
+    Both are reported: Cauchy noise has no finite mean, so its mean error is ruled by the tails. The
+    exact values are :func:`parley.protocols.metrics.evaluate`'s bit for bit; a query in edit form is
+    computed from its kept model's exact group sums and its changed entries, as the compliance party
+    answered it (:meth:`parley.protocols.metrics.AuditEvaluator.edited`), never expanded to n wide.
     """
-    exact = AuditEvaluator(a, y)  # evaluate() bit for bit, the weights of SP, EO and PE computed once
-    errors = [np.abs(e.values - exact(e.metric, e.predictions))
-              for e in exchanges_from(iter_transcript(path, verify=False))]
+    exact = AuditEvaluator(a, y)
+    errors = []
+    pending: dict[str, dict[str, Any]] = {}
+    kept: dict[str, np.ndarray] = {}
+    for e in iter_transcript(path, verify=False):  # pairs queries and answers as exchanges_from does
+        if is_sealed(e.payload):
+            continue
+        if e.kind == "metric-query":
+            pending[e.payload["query_id"]] = e.payload
+        elif e.kind == "metric-answer" and e.payload.get("query_id") in pending:
+            q = pending.pop(e.payload["query_id"])
+            if "edit_of" in q:
+                base = kept[q["edit_of"]]
+                values = exact.edited(q["metric"], base, np.atleast_2d(q["indices"]), np.atleast_2d(q["values"]))
+                model = None
+            else:
+                H = np.atleast_2d(np.asarray(q["predictions"], dtype=np.float64))
+                values, model = exact(q["metric"], H), H[0]
+            if q.get("keep"):
+                kept[q["query_id"]] = model if model is not None else apply_edits(
+                    base, np.atleast_2d(q["indices"]), np.atleast_2d(q["values"]))[0]
+            errors.append(np.abs(np.asarray(e.payload["values"]) - values))
     if not errors:
         return {"avg_query_error": None, "median_query_error": None}
     flat = np.concatenate(errors)

@@ -56,12 +56,13 @@ from parley.parties.attacks.query_leakage.probes import (
     _INSIDE,
     flip_one,
     max_deviation,
-    precision_block,
+    precision_block_values,
     random_binary,
     uniform_perturbations,
 )
 from parley.parties.attacks.query_leakage.targeted import decide_from_steps
 from parley.protocols.errors import AttackError, ConfigError
+from parley.protocols.queries import Edits
 
 __all__ = ["CompressedSensingReveal", "LinearReveal", "PrecisionReveal"]
 
@@ -556,11 +557,13 @@ class PrecisionReveal(Attack):
             block, rest = todo[:width], todo[width:]
             if rest.size:
                 pending.insert(0, rest)
-            row, _ = precision_block(h0, block, p.b)
-            answer = yield Probe("sp", row[None, :], f"precision block of {block.size}", relative_to="base")
+            # asked as the block's entries only: nothing n-wide is built for a probe (O(K) per answer)
+            moved, _ = precision_block_values(h0, block, p.b)
+            answer = yield Probe("sp", None, f"precision block of {block.size}", relative_to="base",
+                                 edits=Edits(h0, block[None, :].astype(np.int64), moved[None, :]))
             queries += 1
             value = float(answer.values[0])
-            read = _Read(block, row[block] - h0[block], value - sp0,
+            read = _Read(block, moved - h0[block], value - sp0,
                          difference_error(sp0, value, decimals, p.safety_ulps))
             _, ok = blocks.decode(read.d, read.moves, candidates, read.err)
             if not ok.any():
