@@ -521,6 +521,15 @@ class _Read:
     moves: np.ndarray
     d: float
     err: float = 0.0
+    #: (candidate sizes, bits, decodes) of the last decode: reused while the candidates are the same array
+    decoded: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def decode(self, blocks: _Blocks, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_Blocks.decode` of this block for ``candidates``, decoded once per candidate array."""
+        if self.decoded is None or self.decoded[0] is not candidates:
+            x, ok = blocks.decode(self.d, self.moves, candidates, self.err)
+            self.decoded = (candidates, x, ok)
+        return self.decoded[1], self.decoded[2]
 
 
 @register_attack
@@ -565,7 +574,7 @@ class PrecisionReveal(Attack):
             value = float(answer.values[0])
             read = _Read(block, moved - h0[block], value - sp0,
                          difference_error(sp0, value, decimals, p.safety_ulps))
-            _, ok = blocks.decode(read.d, read.moves, candidates, read.err)
+            x, ok = read.decode(blocks, candidates)
             if not ok.any():
                 if not reads:
                     raise AttackError(SIZES_AMBIGUOUS.format(detail=f"block of {block.size}"))
@@ -575,7 +584,9 @@ class PrecisionReveal(Attack):
                 half = block.size // 2
                 pending[:0] = [block[:half], block[half:]]
                 continue
-            candidates = candidates[ok]
+            if not ok.all():  # the sizes this answer rules out; the decode of the rest is kept
+                candidates = candidates[ok]
+                read.decoded = (candidates, x[ok], ok[ok])
             reads.append(read)
             self._reads, self._blocks, self._candidates = reads, blocks, candidates
         if pending:
@@ -628,7 +639,7 @@ class PrecisionReveal(Attack):
         zeros = np.zeros(candidates.size, dtype=np.int64)
         ok = np.ones(candidates.size, dtype=bool)
         for read in reads:
-            x, fine = blocks.decode(read.d, read.moves, candidates, read.err)
+            x, fine = read.decode(blocks, candidates)
             zeros += x.sum(axis=1)
             ok &= fine
         return candidates[ok & (zeros == n - candidates)]
@@ -640,7 +651,7 @@ class PrecisionReveal(Attack):
         if not candidates.size:
             return x_hat, decided
         for read in reads:
-            x, _ = blocks.decode(read.d, read.moves, candidates, read.err)
+            x, _ = read.decode(blocks, candidates)
             x_hat[read.block], decided[read.block] = x[0], (x == x[0]).all(axis=0)
         return x_hat, decided
 
@@ -658,7 +669,7 @@ class PrecisionReveal(Attack):
         if start == len(reads):
             return None
         self._reported, self._reported_sizes = len(reads), self._candidates.size
-        x = [self._blocks.decode(read.d, read.moves, self._candidates, read.err)[0] for read in reads[start:]]
+        x = [read.decode(self._blocks, self._candidates)[0] for read in reads[start:]]
         return Reconstruction(np.concatenate([read.block for read in reads[start:]]),
                               np.concatenate([(~block[0]).astype(np.int8) for block in x]),
                               np.concatenate([(block == block[0]).all(axis=0) for block in x]),
