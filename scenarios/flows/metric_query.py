@@ -78,10 +78,12 @@ def _curious_attack(world: World) -> Reconstruction:
                               queries=stats["models_answered"] - models_before, info={"stopped": "budget-exceeded"})
 
 
-def _explain_attack(world: World, reconstruction: Reconstruction, a: np.ndarray) -> None:
-    """What the curious data center learned: after each answer its attack reports on, then its conclusion."""
+def _explain_attack(world: World, reconstruction: Reconstruction, a: np.ndarray, position: dict[str, int]) -> None:
+    """What the curious data center learned: after each answer its attack reports on, then its conclusion.
+
+    ``position``: each envelope's place in the transcript (1-based), by id.
+    """
     steps = world.deployment.call(ADVERSARY, "progress")
-    position = {env.id: number for number, env in enumerate(iter_transcript(world.transcript.path, verify=False), 1)}
     targeted, a_hat = np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int8)
     decided = np.zeros(a.size, dtype=bool)
     # A sentence after every answer up to MAX_PROGRESS_NOTES answers, then after evenly spaced ones and the last.
@@ -147,19 +149,24 @@ def score(reconstruction: Reconstruction, a: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _query_errors(path: Path, a: np.ndarray, y: np.ndarray) -> dict[str, float | None]:
-    """Mean and median |released - exact| over every answered model (the referee recomputes the exact values).
+def _read_back(path: Path, a: np.ndarray, y: np.ndarray) -> tuple[dict[str, float | None], dict[str, int]]:
+    """One pass over the closed transcript: the referee's query errors, and every envelope's place by id.
 
-    Both are reported: Cauchy noise has no finite mean, so its mean error is ruled by the tails. The
-    exact values are :func:`parley.protocols.metrics.evaluate`'s bit for bit; a query in edit form is
-    computed from its kept model's exact group sums and its changed entries, as the compliance party
-    answered it (:meth:`parley.protocols.metrics.AuditEvaluator.edited`), never expanded to n wide.
+    Errors: mean and median |released - exact| over every answered model (the referee recomputes
+    the exact values). Both are reported: Cauchy noise has no finite mean, so its mean error is
+    ruled by the tails. The exact values are :func:`parley.protocols.metrics.evaluate`'s bit for
+    bit; a query in edit form is computed from its kept model's exact group sums and its changed
+    entries, as the compliance party answered it (:meth:`parley.protocols.metrics.AuditEvaluator.edited`),
+    never expanded to n wide.
     """
     exact = AuditEvaluator(a, y)
     errors = []
     pending: dict[str, dict[str, Any]] = {}
     kept: dict[str, np.ndarray] = {}
-    for e in iter_transcript(path, verify=False):  # pairs queries and answers as exchanges_from does
+    position: dict[str, int] = {}
+    # queries and answers are paired as exchanges_from pairs them
+    for number, e in enumerate(iter_transcript(path, verify=False), 1):
+        position[e.id] = number
         if is_sealed(e.payload):
             continue
         if e.kind == "metric-query":
@@ -178,9 +185,9 @@ def _query_errors(path: Path, a: np.ndarray, y: np.ndarray) -> dict[str, float |
                     base, np.atleast_2d(q["indices"]), np.atleast_2d(q["values"]))[0]
             errors.append(np.abs(np.asarray(e.payload["values"]) - values))
     if not errors:
-        return {"avg_query_error": None, "median_query_error": None}
+        return {"avg_query_error": None, "median_query_error": None}, position
     flat = np.concatenate(errors)
-    return {"avg_query_error": float(flat.mean()), "median_query_error": float(np.median(flat))}
+    return {"avg_query_error": float(flat.mean()), "median_query_error": float(np.median(flat))}, position
 
 
 @register_flow("metric-query")
@@ -191,8 +198,9 @@ def metric_query_flow(world: World) -> dict[str, Any]:
     if scenario.threat_model == "curious-data-center":
         reconstruction = _curious_attack(world)
     world.transcript.close()
+    query_errors, position = _read_back(world.transcript.path, a, world.split.y_audit)
     if scenario.threat_model == "curious-data-center":
-        _explain_attack(world, reconstruction, a)
+        _explain_attack(world, reconstruction, a, position)
     overhearing = scenario.threat_model == "passive-observer" or scenario.observer is not None
     seen = read_transcript(world.transcript.path, verify=False) if overhearing else []
     if scenario.threat_model == "passive-observer":
@@ -206,7 +214,7 @@ def metric_query_flow(world: World) -> dict[str, Any]:
                             "observer_revealed": int(overheard.indices.size)}
     return {
         **score(reconstruction, a),
-        **_query_errors(world.transcript.path, a, world.split.y_audit),
+        **query_errors,
         **model_metrics,
         **observer_metrics,
         **{f"attack_{k}": v for k, v in reconstruction.info.items()},

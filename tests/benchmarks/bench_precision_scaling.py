@@ -67,6 +67,8 @@ def child(n: int, backend: str, code: Path) -> dict:
 
 
 def slope(rows: list[dict]) -> float:
+    if len(rows) < 2:  # one size: no growth to measure
+        return float("nan")
     x = np.log([r["n"] for r in rows])
     y = np.log([r["wall_s"] for r in rows])
     return float(np.polyfit(x, y, 1)[0])
