@@ -51,11 +51,14 @@ def one(n: int, backend: str) -> dict:
         scenario = Scenario.from_toml(scenario_path("adult-reveal-precision")).with_values({
             "name": f"reveal-precision-{n}", "dataset.name": "synthetic", "dataset.audit_size": n,
             "dataset.minority": n // 10, "dataset.train_size": 2000, "backend": backend})
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         with tempfile.TemporaryDirectory() as out:
             metrics = run(scenario, out=out).metrics
-        wall = time.perf_counter() - start
-    return {"n": n, "backend": backend, "wall_s": round(wall, 2), "peak_gib": round(memory.peak / 2**30, 3),
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    # cpu_s: this process's CPU time over the run (all of it in process; the driver's share over Ray), which the
+    # machine's load does not stretch as it stretches wall_s
+    return {"n": n, "backend": backend, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "peak_gib": round(memory.peak / 2**30, 3),
             "queries": metrics["queries"], "exact_recovery": metrics["exact_recovery"]}
 
 
@@ -93,8 +96,9 @@ def main() -> None:
             for label, code in codes.items():  # back to back: the load hits both alike
                 row = child(n, backend, code)
                 rows[label].append(row)
-                print(f"{backend:>5} n={n:>9,} {label:>8}: {row['wall_s']:7.1f} s, peak {row.get('peak_gib')} GiB, "
-                      f"{row['queries']} queries, exact={row['exact_recovery']}", file=sys.stderr, flush=True)
+                print(f"{backend:>5} n={n:>9,} {label:>8}: {row['wall_s']:7.1f} s (cpu {row.get('cpu_s')} s), "
+                      f"peak {row.get('peak_gib')} GiB, {row['queries']} queries, exact={row['exact_recovery']}",
+                      file=sys.stderr, flush=True)
         result[backend] = {}
         for label in codes:
             exponent, top = slope(rows[label]), slope(rows[label][-2:])
