@@ -99,6 +99,10 @@ class MetricQuery:
     """
 
     __slots__ = ("metric", "query_id", "edits", "_predictions")
+    metric: str
+    query_id: str
+    edits: Edits | None
+    _predictions: np.ndarray | None
 
     def __init__(self, metric: str, predictions: np.ndarray | None = None, query_id: str = "",
                  edits: Edits | None = None) -> None:
@@ -122,15 +126,17 @@ class MetricQuery:
     @property
     def predictions(self) -> np.ndarray:
         """The (m, n) models, read-only (expanded from the edits on first use)."""
-        if self._predictions is None:
+        predictions = self._predictions
+        if predictions is None:
+            assert self.edits is not None  # the constructor holds one of the two
             predictions = self.edits.expand()
             predictions.flags.writeable = False
             object.__setattr__(self, "_predictions", predictions)
-        return self._predictions
+        return predictions
 
     @property
     def m(self) -> int:
-        return self.edits.m if self.edits is not None else int(self._predictions.shape[0])
+        return self.edits.m if self.edits is not None else int(self.predictions.shape[0])
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any], n: int, kept: Mapping[str, np.ndarray] | None = None

@@ -93,7 +93,10 @@ class Probe:
 
     def matrix(self) -> np.ndarray:
         """The probe's (m, n) models (expanded from ``edits`` when it is given as edits)."""
-        return self.edits.expand() if self.edits is not None else np.atleast_2d(self.predictions)
+        if self.edits is not None:
+            return self.edits.expand()
+        assert self.predictions is not None  # __post_init__ holds one of the two
+        return np.atleast_2d(self.predictions)
 
 
 @dataclass(frozen=True)
