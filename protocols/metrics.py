@@ -214,9 +214,9 @@ def _finish(values: np.ndarray, single: bool):
 
 #: A finite float64 is an integer multiple of 2^-UNIT_EXP; exact sums are kept as integers in these units.
 UNIT_EXP = 1074
-#: Bins summed in float64 hold at most this many values: each is below 2^27 in magnitude, so every partial
-#: sum is an integer below 2^53 and exact.
-_CHUNK = 1 << 26
+#: Values summed per block, at most 2^26: each bin's parts are below 2^27 in magnitude, so every partial sum
+#: in float64 is an integer below 2^53 and exact.
+_BLOCK = 1 << 20
 _LOW_BITS = 26
 
 
@@ -237,26 +237,38 @@ def _exact_sums(H2: np.ndarray, groups: np.ndarray) -> list[tuple[int, int]]:
     """
     m, n = H2.shape
     totals = [[0, 0] for _ in range(m)]
-    for start in range(0, n, _CHUNK):
-        part, g = H2[:, start:start + _CHUNK], groups[start:start + _CHUNK]
-        mant, exp = np.frexp(part)
-        sig = (mant * float(1 << 53)).astype(np.int64)  # exact: 53 significant bits
-        low, high = exp.min(initial=0), exp.max(initial=0)
-        span = int(high - low) + 1
-        key = ((np.arange(m, dtype=np.int64)[:, None] * 3 + g[None, :]) * span + (exp - low)).ravel()
-        size = m * 3 * span
-        hi = np.bincount(key, weights=(sig >> _LOW_BITS).ravel().astype(np.float64), minlength=size)
-        lo = np.bincount(key, weights=(sig & ((1 << _LOW_BITS) - 1)).ravel().astype(np.float64), minlength=size)
-        for k in np.flatnonzero((hi != 0.0) | (lo != 0.0)).tolist():
-            row, rest = divmod(k, 3 * span)
-            group, e = divmod(rest, span)
-            if group == 2:
-                continue
-            value = (int(hi[k]) << _LOW_BITS) + int(lo[k])
-            shift = e + int(low) + UNIT_EXP - 53
-            # a value below 2^-1022 is a multiple of 2^-1074, so its bin's sum is too: the right shift is exact
-            totals[row][group] += value << shift if shift >= 0 else value >> -shift
+    # blocks of at most _BLOCK values: the temporaries (about 6 arrays of 8 bytes a value) stay a few MiB
+    # whatever m x n, and a bin never holds more than _BLOCK <= 2^26 values
+    width = min(n, _BLOCK)
+    height = max(1, _BLOCK // width)
+    for top in range(0, m, height):
+        for start in range(0, n, width):
+            _add_block(totals, top, H2[top:top + height, start:start + width], groups[start:start + width])
     return [(s0, s1) for s0, s1 in totals]
+
+
+def _add_block(totals: list[list[int]], top: int, part: np.ndarray, g: np.ndarray) -> None:
+    """Add the exact (S0, S1) of each row of ``part`` to ``totals[top + row]`` (see :func:`_exact_sums`)."""
+    m = part.shape[0]
+    mant, exp = np.frexp(part)
+    sig = (mant * float(1 << 53)).astype(np.int64)  # exact: 53 significant bits
+    del mant
+    low, high = int(exp.min(initial=0)), int(exp.max(initial=0))
+    span = high - low + 1
+    key = ((np.arange(m, dtype=np.int64)[:, None] * 3 + g[None, :]) * span + (exp - low)).ravel()
+    del exp
+    size = m * 3 * span
+    hi = np.bincount(key, weights=(sig >> _LOW_BITS).ravel().astype(np.float64), minlength=size)
+    lo = np.bincount(key, weights=(sig & ((1 << _LOW_BITS) - 1)).ravel().astype(np.float64), minlength=size)
+    for k in np.flatnonzero((hi != 0.0) | (lo != 0.0)).tolist():
+        row, rest = divmod(k, 3 * span)
+        group, e = divmod(rest, span)
+        if group == 2:
+            continue
+        value = (int(hi[k]) << _LOW_BITS) + int(lo[k])
+        shift = e + low + UNIT_EXP - 53
+        # a value below 2^-1022 is a multiple of 2^-1074, so its bin's sum is too: the right shift is exact
+        totals[top + row][group] += value << shift if shift >= 0 else value >> -shift
 
 
 def _rounded(numerator: int, denominator: int) -> float:
