@@ -23,7 +23,12 @@ All three are attacks of a curious data center on statistical-parity answers
   n = 1,000 in float64, 2 at four decimals). The first block is narrower so that
   its answer also singles out N1 among every possible size: no query is spent on
   group sizes. Every block's decode is checked; a block that does not decode is
-  asked again in halves.
+  asked again in halves. Each block is asked as its K entries only (edits of the
+  kept base scores, :class:`parley.protocols.queries.Edits`), and the compliance
+  party answers it from the base's exact group sums, so an answer costs O(K), not
+  O(n), anywhere on its way; the answers are correctly rounded, which makes the
+  float64 allowance ``safety_ulps`` a proven bound
+  (:mod:`parley.parties.attacks.decoders.answer_error`, bound (E)).
 """
 
 from __future__ import annotations
