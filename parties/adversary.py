@@ -103,6 +103,7 @@ class Adversary(Party):
         self._answered = 0  # models answered to this adversary so far
         self._decided: np.ndarray | None = None  # who its attack has pinned down so far (progress reports)
         self._pinned = 0
+        self._bases_checked: list[tuple[np.ndarray, np.ndarray]] = []  # edit probes' bases found equal to a kept model
 
     def start(self) -> Envelope | None:
         """Begin the active attack; returns its first query (None if it needs none)."""
@@ -122,17 +123,32 @@ class Adversary(Party):
             return None
         self._pending = new_query_id()
         payload = {"metric": probe.metric, "query_id": self._pending}
-        H = np.atleast_2d(probe.predictions)
-        edits = edit_form(H, self._kept[probe.relative_to][1]) if probe.relative_to in self._kept else None
-        if edits is not None:
-            payload.update(edit_of=self._kept[probe.relative_to][0], indices=edits[0], values=edits[1])
+        kept = self._kept.get(probe.relative_to) if probe.relative_to is not None else None
+        if probe.edits is not None and kept is not None and self._same_base(probe.edits.base, kept[1]):
+            # already in edit form, of the model the compliance party keeps: sent as it is, nothing n-wide built
+            payload.update(edit_of=kept[0], indices=probe.edits.indices, values=probe.edits.values)
+            self._pending_m = probe.edits.m
         else:
-            payload["predictions"] = probe.predictions
-        self._pending_m = int(H.shape[0])
+            H = probe.matrix()
+            edits = edit_form(H, kept[1]) if kept is not None else None
+            if edits is not None and kept is not None:
+                payload.update(edit_of=kept[0], indices=edits[0], values=edits[1])
+            else:
+                payload["predictions"] = H if probe.predictions is None else probe.predictions
+            self._pending_m = int(H.shape[0])
         if probe.keep:
             payload["keep"] = True
-            self._kept[probe.name or self._pending] = (self._pending, H[0])
+            self._kept[probe.name or self._pending] = (self._pending, probe.matrix()[0])
         return self.seal(self.compliance, "metric-query", payload)
+
+    def _same_base(self, base: np.ndarray, kept: np.ndarray) -> bool:
+        """Is ``base`` (an edit probe's base) the kept model? Compared in full once per base object."""
+        if base is kept or any(b is base and k is kept for b, k in self._bases_checked):
+            return True
+        if base.shape != kept.shape or not np.array_equal(base, kept):
+            return False
+        self._bases_checked.append((base, kept))
+        return True
 
     def _on_answer(self, envelope: Envelope) -> Envelope | None:
         got = envelope.payload.get("query_id")

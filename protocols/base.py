@@ -21,7 +21,7 @@ from parley.protocols.budget import Budget
 from parley.protocols.errors import QueryError
 from parley.protocols.metrics import METRICS, AuditEvaluator
 from parley.protocols.queries import (
-    apply_edits,
+    Edits,
     require_fields,
     validate_edits,
     validate_metric,
@@ -60,31 +60,83 @@ class AuditSet:
     def n(self) -> int:
         return int(self.a.shape[0])
 
-    def evaluate(self, metric: str, H: Any) -> Any:
-        """``evaluate(metric, H, a, y)`` on this set, bit for bit, with the linear metrics' weights kept
-        (:class:`parley.protocols.metrics.AuditEvaluator`)."""
+    @property
+    def evaluator(self) -> AuditEvaluator:
+        """This set's :class:`parley.protocols.metrics.AuditEvaluator`, built on first use (in the process that
+        answers) and kept with the set."""
         evaluator = self._evaluator
-        if evaluator is None:  # built on first use (in the process that answers), kept with the set
+        if evaluator is None:
             evaluator = AuditEvaluator(self.a, self.y)
             object.__setattr__(self, "_evaluator", evaluator)
-        return evaluator(metric, H)
+        return evaluator
+
+    def evaluate(self, metric: str, H: Any) -> Any:
+        """``evaluate(metric, H, a, y)`` on this set, bit for bit, with each metric's plan kept
+        (:class:`parley.protocols.metrics.AuditEvaluator`)."""
+        return self.evaluator(metric, H)
+
+    def answer(self, query: MetricQuery) -> Any:
+        """The exact values of ``query``: :meth:`evaluate` on its models, bit for bit, and for a query of
+        edits from the kept model's exact group sums and the changed entries only
+        (:meth:`parley.protocols.metrics.AuditEvaluator.edited`)."""
+        if query.edits is None:
+            return self.evaluate(query.metric, query.predictions)
+        e = query.edits
+        return self.evaluator.edited(query.metric, e.base, e.indices, e.values)
 
 
 #: What the compliance party holds, by set name: ``"audit"`` always, ``"train"`` where the scenario gives it.
 Holdings = Mapping[str, AuditSet]
 
 
-@dataclass(frozen=True)
 class MetricQuery:
-    """A validated metric query: one metric of m models on the audit set."""
+    """A validated metric query: one metric of m models on the audit set.
 
+    The models are ``predictions`` (m, n), float64 in [0, 1], read-only; a query that arrived as
+    edits of a kept model also holds them as ``edits`` (:class:`parley.protocols.queries.Edits`), and
+    builds ``predictions`` from them only when something reads it: the exact answer needs only the
+    changed entries (:meth:`AuditSet.answer`).
+    """
+
+    __slots__ = ("metric", "query_id", "edits", "_predictions")
     metric: str
-    predictions: np.ndarray  # (m, n) float64 in [0, 1], read-only
     query_id: str
+    edits: Edits | None
+    _predictions: np.ndarray | None
+
+    def __init__(self, metric: str, predictions: np.ndarray | None = None, query_id: str = "",
+                 edits: Edits | None = None) -> None:
+        if (predictions is None) == (edits is None):
+            raise ValueError("a MetricQuery holds either predictions or edits (this is a bug in its caller)")
+        object.__setattr__(self, "metric", metric)
+        object.__setattr__(self, "query_id", query_id)
+        object.__setattr__(self, "edits", edits)
+        object.__setattr__(self, "_predictions", predictions)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"MetricQuery is immutable (cannot set {name!r})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return MetricQuery, (self.metric, self._predictions, self.query_id, self.edits)
+
+    def __repr__(self) -> str:
+        form = f"edits of {self.edits.indices.shape}" if self.edits is not None else f"{self.m} models"
+        return f"MetricQuery(metric={self.metric!r}, {form}, query_id={self.query_id!r})"
+
+    @property
+    def predictions(self) -> np.ndarray:
+        """The (m, n) models, read-only (expanded from the edits on first use)."""
+        predictions = self._predictions
+        if predictions is None:
+            assert self.edits is not None  # the constructor holds one of the two
+            predictions = self.edits.expand()
+            predictions.flags.writeable = False
+            object.__setattr__(self, "_predictions", predictions)
+        return predictions
 
     @property
     def m(self) -> int:
-        return int(self.predictions.shape[0])
+        return self.edits.m if self.edits is not None else int(self.predictions.shape[0])
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any], n: int, kept: Mapping[str, np.ndarray] | None = None
@@ -102,11 +154,10 @@ class MetricQuery:
             if type(payload["edit_of"]) is not str or payload["edit_of"] not in kept:
                 raise QueryError(UNKNOWN_BASE.format(base=payload["edit_of"], kept=", ".join(kept) or "none"))
             indices, values = validate_edits(payload["indices"], payload["values"], n)
-            predictions = apply_edits(kept[payload["edit_of"]], indices, values)
-            predictions.flags.writeable = False
-        else:
-            require_fields(payload, QUERY_FIELDS)
-            predictions = validate_predictions(payload["predictions"], n)
+            return cls(metric=validate_metric(payload["metric"]), query_id=validate_query_id(payload["query_id"]),
+                       edits=Edits(kept[payload["edit_of"]], indices, values))
+        require_fields(payload, QUERY_FIELDS)
+        predictions = validate_predictions(payload["predictions"], n)
         return cls(metric=validate_metric(payload["metric"]), predictions=predictions,
                    query_id=validate_query_id(payload["query_id"]))
 
@@ -150,7 +201,7 @@ class Protocol(ABC):
         if query.metric not in self.metrics:
             raise QueryError(METRIC_NOT_ANSWERED.format(name=self.name, allowed=", ".join(self.metrics) or "no metric",
                                                           metric=query.metric))
-        exact = audit.evaluate(query.metric, query.predictions)
+        exact = audit.answer(query)
         values, notes = self.release(exact, query, audit, rng)
         return {"metric": query.metric, "query_id": query.query_id, "values": values, **notes}
 

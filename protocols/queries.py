@@ -9,6 +9,7 @@ infinite scores, scores outside [0, 1], no models, too many values.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy as np
 from parley.protocols.errors import QueryError
 from parley.protocols.metrics import METRICS
 
-__all__ = ["MAX_QUERY_VALUES", "apply_edits", "edit_form", "validate_edits", "validate_predictions",
+__all__ = ["MAX_QUERY_VALUES", "Edits", "apply_edits", "edit_form", "validate_edits", "validate_predictions",
            "validate_metric", "validate_query_id"]
 
 #: Upper bound on m * n per query (128 MiB of float64), against memory exhaustion: a query at the limit
@@ -119,6 +120,29 @@ def apply_edits(base: np.ndarray, indices: np.ndarray, values: np.ndarray) -> np
     rows = np.repeat(np.arange(indices.shape[0]), indices.shape[1])
     H[rows, indices.reshape(-1)] = values.reshape(-1)
     return H
+
+
+@dataclass(frozen=True)
+class Edits:
+    """m models given as changes of one base model: row i is ``base`` with ``values[i]`` at ``indices[i]``.
+
+    The compact form of edit-form queries: a probe that moves 30 scores of a 1,000,000-wide model
+    is 30 entries here, and stays so through the attack, the wire and the compliance party's
+    answer (:meth:`parley.protocols.metrics.AuditEvaluator.edited`); :meth:`expand` builds the
+    (m, n) models where a consumer needs them.
+    """
+
+    base: np.ndarray  # (n,) float64
+    indices: np.ndarray  # (m, k) int64, distinct within a row
+    values: np.ndarray  # (m, k) float64
+
+    @property
+    def m(self) -> int:
+        return int(self.indices.shape[0])
+
+    def expand(self) -> np.ndarray:
+        """The (m, n) models."""
+        return apply_edits(self.base, self.indices, self.values)
 
 
 def edit_form(H: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

@@ -26,6 +26,7 @@ import numpy as np
 from parley.parties.attacks.scoring import leakage
 from parley.parties.confidential import SEALED, is_sealed
 from parley.parties.transcript import read_transcript
+from parley.parties.wire import Envelope
 
 __all__ = ["SEALED_NOTE", "describe", "explain_record", "narrate", "reconstruction_note", "set_name"]
 
@@ -200,7 +201,8 @@ def describe(kind: str, payload: Mapping[str, Any]) -> str:
     return f"a {kind} message (fields: {fields})"
 
 
-def narrate(transcript: str | Path, learned: Iterable[Sequence[Any]] = ()) -> list[str]:
+def narrate(transcript: str | Path, learned: Iterable[Sequence[Any]] = (),
+            envelopes: Sequence[Envelope] | None = None) -> list[str]:
     """The lines of the narration: every envelope of ``transcript`` with what was learned after it.
 
     Parameters
@@ -210,8 +212,12 @@ def narrate(transcript: str | Path, learned: Iterable[Sequence[Any]] = ()) -> li
         :class:`parley.protocols.errors.TranscriptError`).
     learned : iterable of (int, str)
         What was learned after message number ``k`` (1-based; 0 = before any message).
+    envelopes : sequence of Envelope, optional
+        The transcript's envelopes as :func:`parley.parties.transcript.read_transcript` returned them
+        *with* ``verify=True`` (the HTML report has just verified them): not read and verified twice.
     """
-    envelopes = read_transcript(transcript, verify=True)
+    if envelopes is None:
+        envelopes = read_transcript(transcript, verify=True)
     notes: dict[int, list[str]] = defaultdict(list)
     for after, sentence in learned:
         notes[min(max(int(after), 0), len(envelopes))].append(str(sentence))
@@ -256,10 +262,14 @@ def _footer(record: Mapping[str, Any]) -> list[str]:
     return ["  in all: " + "; ".join(parts)]
 
 
-def explain_record(record: Mapping[str, Any], transcript: str | Path) -> str:
-    """The whole narration of a run (``result.json``'s record and its transcript), as plain text."""
+def explain_record(record: Mapping[str, Any], transcript: str | Path,
+                   envelopes: Sequence[Envelope] | None = None) -> str:
+    """The whole narration of a run (``result.json``'s record and its transcript), as plain text.
+
+    ``envelopes``: the transcript already read with verification (see :func:`narrate`).
+    """
     lines = _header(record) + ["", "messages (as the verified transcript holds them):"]
-    lines += narrate(transcript, record.get("learned", []))
+    lines += narrate(transcript, record.get("learned", []), envelopes)
     lines += [""] + _footer(record)
     return "\n".join(lines)
 

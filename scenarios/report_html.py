@@ -289,7 +289,7 @@ n = {record['sizes']['n_audit']:,}; protocol <b>{esc(record['protocol'])}</b>; a
 Hover over an arrow for what it says. <span id="legend"></span></p>
 {sequence_diagram(envelopes)}
 <h2>The run, message by message</h2>
-<pre>{esc(explain_record(record, transcript) if ok else status)}</pre>
+<pre>{esc(explain_record(record, transcript, envelopes) if ok else status)}</pre>
 </body></html>
 """
 

@@ -16,7 +16,7 @@ def drive_with_probes(attack, a, y=None, decimals=None):
         probe = next(run)
         while True:
             probes.append(probe)
-            values = np.atleast_1d(evaluate(probe.metric, probe.predictions, a, y))
+            values = np.atleast_1d(evaluate(probe.metric, probe.matrix(), a, y))
             if decimals is not None:
                 values = np.round(values, decimals)
             probe = run.send(Answer(values, decimals))

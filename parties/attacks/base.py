@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from parley.protocols.errors import AttackError
+from parley.protocols.queries import Edits
 from parley.protocols.registry import Registry
 
 __all__ = [
@@ -33,6 +34,7 @@ PASSIVE = (PASSIVE_OBSERVER,)
 UNKNOWN_ATTACK = "unknown attack {name!r}; known attacks: {known}"
 NOT_ACTIVE = "attack {name!r} is passive (threat models: {models}); it sends no queries"
 NOT_PASSIVE = "attack {name!r} needs to send queries (threat models: {models}); a passive observer cannot run it"
+PROBE_FORM = "a Probe gives either predictions or edits of the kept model it is relative_to (a bug in the attack)"
 NOT_IN_VIEW = "the attacker's view holds no {field}: this attack needs the curious data center's base model"
 
 
@@ -71,14 +73,30 @@ class Probe:
     ``keep`` asks the compliance party to keep this (one-model) probe under the
     name ``name``; a later probe with ``relative_to`` that name travels as the
     entries it changes, which is how flip and block probes stay small on the wire.
+    Such a probe may give only those entries, as ``edits`` of the kept model
+    (``predictions`` None): nothing n-wide is then built for it anywhere on the
+    way (the attack, the adversary, the wire, the compliance party's answer).
+    :meth:`matrix` gives the (m, n) models either way.
     """
 
     metric: str
-    predictions: np.ndarray  # (m, n)
+    predictions: np.ndarray | None  # (m, n); None when ``edits`` gives the models
     purpose: str = ""
     keep: bool = False
     name: str | None = None
     relative_to: str | None = None
+    edits: Edits | None = None
+
+    def __post_init__(self) -> None:
+        if (self.predictions is None) == (self.edits is None) or (self.edits is not None and self.relative_to is None):
+            raise AttackError(PROBE_FORM)
+
+    def matrix(self) -> np.ndarray:
+        """The probe's (m, n) models (expanded from ``edits`` when it is given as edits)."""
+        if self.edits is not None:
+            return self.edits.expand()
+        assert self.predictions is not None  # __post_init__ holds one of the two
+        return np.atleast_2d(self.predictions)
 
 
 @dataclass(frozen=True)

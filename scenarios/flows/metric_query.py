@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from parley.parties.adversary import Adversary, exchanges_from
+from parley.parties.adversary import Adversary
 from parley.parties.attacks import AttackerView, Reconstruction, get_attack, leakage
 from parley.parties.attacks.curious_compliance import compliance_view_accuracy
 from parley.parties.confidential import is_sealed
 from parley.parties.transcript import iter_transcript, read_transcript
 from parley.protocols.errors import AttackError
 from parley.protocols.metrics import AuditEvaluator
+from parley.protocols.queries import apply_edits
 from parley.scenarios.explain import reconstruction_note
 from parley.scenarios.flows import register_flow
 from parley.scenarios.spec import Component
@@ -78,10 +79,12 @@ def _curious_attack(world: World) -> Reconstruction:
                               queries=stats["models_answered"] - models_before, info={"stopped": "budget-exceeded"})
 
 
-def _explain_attack(world: World, reconstruction: Reconstruction, a: np.ndarray) -> None:
-    """What the curious data center learned: after each answer its attack reports on, then its conclusion."""
+def _explain_attack(world: World, reconstruction: Reconstruction, a: np.ndarray, position: dict[str, int]) -> None:
+    """What the curious data center learned: after each answer its attack reports on, then its conclusion.
+
+    ``position``: each envelope's place in the transcript (1-based), by id.
+    """
     steps = world.deployment.call(ADVERSARY, "progress")
-    position = {env.id: number for number, env in enumerate(iter_transcript(world.transcript.path, verify=False), 1)}
     targeted, a_hat = np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int8)
     decided = np.zeros(a.size, dtype=bool)
     # A sentence after every answer up to MAX_PROGRESS_NOTES answers, then after evenly spaced ones and the last.
@@ -147,21 +150,47 @@ def score(reconstruction: Reconstruction, a: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _query_errors(path: Path, a: np.ndarray, y: np.ndarray, opened: list | None = None) -> dict[str, float | None]:
-    """Mean and median |released - exact| over every answered model (the referee recomputes the exact values).
+def _read_back(path: Path, a: np.ndarray, y: np.ndarray, opened: list | None = None
+               ) -> tuple[dict[str, float | None], dict[str, int]]:
+    """One pass over the closed transcript: the referee's query errors, and every envelope's place by id.
 
-    Both are reported: Cauchy noise has no finite mean, so its mean error is ruled by the tails. Under a
-    secure protocol no prediction is on the wire: ``opened`` holds the data center's own (metric, predictions,
-    answer) of its honest queries.
+    Errors: mean and median |released - exact| over every answered model (the referee recomputes
+    the exact values). Both are reported: Cauchy noise has no finite mean, so its mean error is
+    ruled by the tails. The exact values are :func:`parley.protocols.metrics.evaluate`'s bit for
+    bit; a query in edit form is computed from its kept model's exact group sums and its changed
+    entries, as the compliance party answered it (:meth:`parley.protocols.metrics.AuditEvaluator.edited`),
+    never expanded to n wide. Under a secure protocol no prediction is on the wire: ``opened`` holds the
+    data center's own (metric, predictions, answer) of its honest queries, and the errors are theirs.
     """
-    exact = AuditEvaluator(a, y)  # evaluate() bit for bit, the weights of SP, EO and PE computed once
-    pairs = ((e.metric, e.predictions, e.values) for e in exchanges_from(iter_transcript(path, verify=False))) \
-        if opened is None else iter(opened)
-    errors = [np.abs(values - exact(metric, predictions)) for metric, predictions, values in pairs]
+    exact = AuditEvaluator(a, y)
+    errors = [np.abs(values - exact(metric, predictions)) for metric, predictions, values in opened or []]
+    pending: dict[str, dict[str, Any]] = {}
+    kept: dict[str, np.ndarray] = {}
+    position: dict[str, int] = {}
+    # queries and answers are paired as exchanges_from pairs them
+    for number, e in enumerate(iter_transcript(path, verify=False), 1):
+        position[e.id] = number
+        if is_sealed(e.payload):
+            continue
+        if e.kind == "metric-query":
+            pending[e.payload["query_id"]] = e.payload
+        elif e.kind == "metric-answer" and opened is None and e.payload.get("query_id") in pending:
+            q = pending.pop(e.payload["query_id"])
+            if "edit_of" in q:
+                base = kept[q["edit_of"]]
+                values = exact.edited(q["metric"], base, np.atleast_2d(q["indices"]), np.atleast_2d(q["values"]))
+                model = None
+            else:
+                H = np.atleast_2d(np.asarray(q["predictions"], dtype=np.float64))
+                values, model = exact(q["metric"], H), H[0]
+            if q.get("keep"):
+                kept[q["query_id"]] = model if model is not None else apply_edits(
+                    base, np.atleast_2d(q["indices"]), np.atleast_2d(q["values"]))[0]
+            errors.append(np.abs(np.asarray(e.payload["values"]) - values))
     if not errors:
-        return {"avg_query_error": None, "median_query_error": None}
+        return {"avg_query_error": None, "median_query_error": None}, position
     flat = np.concatenate(errors)
-    return {"avg_query_error": float(flat.mean()), "median_query_error": float(np.median(flat))}
+    return {"avg_query_error": float(flat.mean()), "median_query_error": float(np.median(flat))}, position
 
 
 @register_flow("metric-query")
@@ -176,8 +205,10 @@ def metric_query_flow(world: World) -> dict[str, Any]:
     # The curious compliance party: how well it reads the base model's predictions from the first honest query.
     model_metrics["compliance_view_accuracy"] = compliance_view_accuracy(
         iter_transcript(world.transcript.path, verify=False), COMPLIANCE, DATA_CENTER, base)
+    opened = world.deployment.call(DATA_CENTER, "opened") if getattr(world.protocol, "secure", False) else None
+    query_errors, position = _read_back(world.transcript.path, a, world.split.y_audit, opened)
     if scenario.threat_model == "curious-data-center":
-        _explain_attack(world, reconstruction, a)
+        _explain_attack(world, reconstruction, a, position)
     overhearing = scenario.threat_model == "passive-observer" or scenario.observer is not None
     seen = read_transcript(world.transcript.path, verify=False) if overhearing else []
     if scenario.threat_model == "passive-observer":
@@ -191,9 +222,7 @@ def metric_query_flow(world: World) -> dict[str, Any]:
                             "observer_revealed": int(overheard.indices.size)}
     return {
         **score(reconstruction, a),
-        **_query_errors(world.transcript.path, a, world.split.y_audit,
-                        world.deployment.call(DATA_CENTER, "opened") if getattr(world.protocol, "secure", False)
-                        else None),
+        **query_errors,
         **model_metrics,
         **observer_metrics,
         **{f"attack_{k}": v for k, v in reconstruction.info.items()},

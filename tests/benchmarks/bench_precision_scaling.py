@@ -7,7 +7,9 @@ makes the whole run O(n^2 / K); the exponent printed is the least-squares slope 
 against log n over the sizes, per backend (fixed costs flatten it at small n: the slope between the
 two largest sizes is printed too).
 
-Each run is a child process (its own Ray instance, started before the clock starts). With
+Each run is a child process (its own Ray instance, started before the clock starts); the peak
+proportional set size of that child's process tree (the run and every Ray process it started,
+sampled every 0.25 s from Ray's start to the end: :mod:`proc_memory`) is printed beside its time. With
 ``--baseline PATH`` (a checkout of another parley, e.g. ``git worktree add /tmp/before <commit>``)
 every run is made twice in a row, once with that code and once with this one, so the machine's load
 hits both alike, and the ratio of their times is printed.
@@ -33,22 +35,30 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def one(n: int, backend: str) -> dict:
-    """One run in this process; the Ray instance is started before the clock."""
+    """One run in this process; the Ray instance is started before the clock, the memory sampler before Ray."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from proc_memory import PeakSampler
+
     from parley.scenarios.catalog import scenario_path
     from parley.scenarios.runner import run
     from parley.scenarios.spec import Scenario
 
-    if backend == "ray":
-        from parley.parties.actors import ensure_ray
+    with PeakSampler() as memory:
+        if backend == "ray":
+            from parley.parties.actors import ensure_ray
 
-        ensure_ray()
-    scenario = Scenario.from_toml(scenario_path("adult-reveal-precision")).with_values({
-        "name": f"reveal-precision-{n}", "dataset.name": "synthetic", "dataset.audit_size": n,
-        "dataset.minority": n // 10, "dataset.train_size": 2000, "backend": backend})
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as out:
-        metrics = run(scenario, out=out).metrics
-    return {"n": n, "backend": backend, "wall_s": round(time.perf_counter() - start, 2),
+            ensure_ray()
+        scenario = Scenario.from_toml(scenario_path("adult-reveal-precision")).with_values({
+            "name": f"reveal-precision-{n}", "dataset.name": "synthetic", "dataset.audit_size": n,
+            "dataset.minority": n // 10, "dataset.train_size": 2000, "backend": backend})
+        start, cpu = time.perf_counter(), time.process_time()
+        with tempfile.TemporaryDirectory() as out:
+            metrics = run(scenario, out=out).metrics
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    # cpu_s: this process's CPU time over the run (all of it in process; the driver's share over Ray), which the
+    # machine's load does not stretch as it stretches wall_s
+    return {"n": n, "backend": backend, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "peak_gib": round(memory.peak / 2**30, 3),
             "queries": metrics["queries"], "exact_recovery": metrics["exact_recovery"]}
 
 
@@ -60,6 +70,8 @@ def child(n: int, backend: str, code: Path) -> dict:
 
 
 def slope(rows: list[dict]) -> float:
+    if len(rows) < 2:  # one size: no growth to measure
+        return float("nan")
     x = np.log([r["n"] for r in rows])
     y = np.log([r["wall_s"] for r in rows])
     return float(np.polyfit(x, y, 1)[0])
@@ -84,8 +96,9 @@ def main() -> None:
             for label, code in codes.items():  # back to back: the load hits both alike
                 row = child(n, backend, code)
                 rows[label].append(row)
-                print(f"{backend:>5} n={n:>7,} {label:>8}: {row['wall_s']:7.1f} s, {row['queries']} queries, "
-                      f"exact={row['exact_recovery']}", file=sys.stderr, flush=True)
+                print(f"{backend:>5} n={n:>9,} {label:>8}: {row['wall_s']:7.1f} s (cpu {row.get('cpu_s')} s), "
+                      f"peak {row.get('peak_gib')} GiB, {row['queries']} queries, exact={row['exact_recovery']}",
+                      file=sys.stderr, flush=True)
         result[backend] = {}
         for label in codes:
             exponent, top = slope(rows[label]), slope(rows[label][-2:])
@@ -98,6 +111,11 @@ def main() -> None:
                                                                           strict=True)]
             result[backend]["speedup"] = ratios
             print(f"{backend:>5}: baseline time / current time by n: {ratios}", file=sys.stderr)
+    if {"local", "ray"} <= set(args.backends):
+        over = [round(r["wall_s"] / c["wall_s"], 2) for r, c in zip(result["ray"]["current"]["rows"],
+                                                                    result["local"]["current"]["rows"], strict=True)]
+        result["ray_over_local"] = over
+        print(f"over Ray / in process by n: {over}", file=sys.stderr)
     result["all_exact"] = all(r["exact_recovery"] for b in args.backends for k in codes
                               for r in result[b][k]["rows"])
     print(json.dumps(result))

@@ -60,7 +60,7 @@ def _play(attack: str, a: np.ndarray, view: AttackerView, decimals: int | None, 
     probe = next(gen)
     try:
         while True:
-            H = np.atleast_2d(np.asarray(probe.predictions, dtype=np.float64))
+            H = np.asarray(probe.matrix(), dtype=np.float64)
             asked += H.shape[0]
             exact = evaluate("sp", H, a)
             probe = gen.send(Answer(exact if decimals is None else np.round(exact, decimals), decimals))

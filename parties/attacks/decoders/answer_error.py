@@ -6,17 +6,26 @@ conclusion, so the model must bound the error from above. It has two parts.
 
 The exact answer's own float64 error
 ------------------------------------
-The compliance party computes SP = H @ w with w_j = 1/N1 or -1/N0 in float64
-(:mod:`parley.protocols.metrics`). Higham's bound for a dot product in any
-summation order gives |fl(SP) - SP| <= gamma_n * sum_j |H_ij w_j| + 2u <=
-2 (n + 1) u for H in [0, 1] (u = 2^-53; sum_j |w_j| = 2). That worst case
-grows with n and is far above what occurs (a random walk of n roundings), so
-parley uses an *allowance* of ``safety_ulps / 2`` ulps of 1 per answer
-(``safety_ulps`` ulps for a difference of two answers; default 16), as the
-precision and paired designs always did; ``safety_ulps = n + 1`` makes it the
-proven worst case. The general decoders use ``1e-9 * max(1, |SP|)``
-(:func:`parley.parties.attacks.decoders.sp_decoders.default_tol`), above the
-worst case for every n below 4 million.
+The compliance party releases SP *correctly rounded* (:mod:`parley.protocols.metrics`,
+"Correctly rounded answers"): the exact group sums S1, S0 of the float64 scores are
+integers in units of 2^-1074, SP = (S1 N0 - S0 N1) / (N0 N1) is one exact rational,
+and it is rounded once to the nearest float64. So, with u = 2^-53 and |SP| <= 1 for
+H in [0, 1],
+
+    |fl(SP) - SP| <= u |SP| <= u = ulp(1) / 2,                                   (E)
+
+whatever n, and whether the answer was computed from the whole model or updated
+from a kept model's sums by the entries an edit-form query changes (both round the
+same rational once, so they are the same bits). parley's *allowance* of
+``safety_ulps / 2`` ulps of 1 per answer (``safety_ulps`` ulps for a difference of
+two answers; default 16, as the precision and paired designs always used) is
+therefore a proven bound for every ``safety_ulps >= 1``, with a factor 16 to spare
+at the default. (With a float dot product in some summation order, as the answers
+were computed before, only Higham's gamma_n sum_j |H_ij w_j| + 2u <= 2 (n + 1) u
+would hold, growing with n; against a compliance party that computes so, the
+allowance is a heuristic again and ``safety_ulps = n + 1`` the proven worst case.)
+The general decoders use ``1e-9 * max(1, |SP|)``
+(:func:`parley.parties.attacks.decoders.sp_decoders.default_tol`), above both.
 
 Rounding to d decimals (``numpy.round``)
 ----------------------------------------

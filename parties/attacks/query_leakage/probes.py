@@ -15,7 +15,8 @@ import numpy as np
 #: Designed moves use b * (1 - 1e-9) so that float64 rounding never takes |h - h0| above b.
 _INSIDE = 1.0 - 1e-9
 
-__all__ = ["flip_one", "uniform_perturbations", "random_binary", "precision_block", "max_deviation"]
+__all__ = ["flip_one", "uniform_perturbations", "random_binary", "precision_block", "precision_block_values",
+           "max_deviation"]
 
 
 def flip_one(h0: np.ndarray, indices: np.ndarray) -> np.ndarray:
@@ -48,10 +49,17 @@ def precision_block(h0: np.ndarray, block: np.ndarray, b: float) -> tuple[np.nda
     (exact in float64, known to the attacker) are what the decoder uses.
     """
     h0 = np.asarray(h0, dtype=np.float64)
-    signs = np.where(h0[block] + b <= 1.0, 1.0, -1.0)
+    values, signs = precision_block_values(h0, block, b)
     row = h0.copy()
-    row[block] = h0[block] + signs * (b * _INSIDE) * np.exp2(-np.arange(block.size))
+    row[block] = values
     return row, signs
+
+
+def precision_block_values(h0: np.ndarray, block: np.ndarray, b: float) -> tuple[np.ndarray, np.ndarray]:
+    """The scores of :func:`precision_block`'s probe at ``block`` only (its edit form), and the signs used."""
+    start = h0[block]
+    signs = np.where(start + b <= 1.0, 1.0, -1.0)
+    return start + signs * (b * _INSIDE) * np.exp2(-np.arange(block.size)), signs
 
 
 def max_deviation(H: np.ndarray, h0: np.ndarray) -> float:

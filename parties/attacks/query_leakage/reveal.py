@@ -23,7 +23,12 @@ All three are attacks of a curious data center on statistical-parity answers
   n = 1,000 in float64, 2 at four decimals). The first block is narrower so that
   its answer also singles out N1 among every possible size: no query is spent on
   group sizes. Every block's decode is checked; a block that does not decode is
-  asked again in halves.
+  asked again in halves. Each block is asked as its K entries only (edits of the
+  kept base scores, :class:`parley.protocols.queries.Edits`), and the compliance
+  party answers it from the base's exact group sums, so an answer costs O(K), not
+  O(n), anywhere on its way; the answers are correctly rounded, which makes the
+  float64 allowance ``safety_ulps`` a proven bound
+  (:mod:`parley.parties.attacks.decoders.answer_error`, bound (E)).
 """
 
 from __future__ import annotations
@@ -56,12 +61,13 @@ from parley.parties.attacks.query_leakage.probes import (
     _INSIDE,
     flip_one,
     max_deviation,
-    precision_block,
+    precision_block_values,
     random_binary,
     uniform_perturbations,
 )
 from parley.parties.attacks.query_leakage.targeted import decide_from_steps
 from parley.protocols.errors import AttackError, ConfigError
+from parley.protocols.queries import Edits
 
 __all__ = ["CompressedSensingReveal", "LinearReveal", "PrecisionReveal"]
 
@@ -520,6 +526,15 @@ class _Read:
     moves: np.ndarray
     d: float
     err: float = 0.0
+    #: (candidate sizes, bits, decodes) of the last decode: reused while the candidates are the same array
+    decoded: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def decode(self, blocks: _Blocks, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_Blocks.decode` of this block for ``candidates``, decoded once per candidate array."""
+        if self.decoded is None or self.decoded[0] is not candidates:
+            x, ok = blocks.decode(self.d, self.moves, candidates, self.err)
+            self.decoded = (candidates, x, ok)
+        return self.decoded[1], self.decoded[2]
 
 
 @register_attack
@@ -556,13 +571,15 @@ class PrecisionReveal(Attack):
             block, rest = todo[:width], todo[width:]
             if rest.size:
                 pending.insert(0, rest)
-            row, _ = precision_block(h0, block, p.b)
-            answer = yield Probe("sp", row[None, :], f"precision block of {block.size}", relative_to="base")
+            # asked as the block's entries only: nothing n-wide is built for a probe (O(K) per answer)
+            moved, _ = precision_block_values(h0, block, p.b)
+            answer = yield Probe("sp", None, f"precision block of {block.size}", relative_to="base",
+                                 edits=Edits(h0, block[None, :].astype(np.int64), moved[None, :]))
             queries += 1
             value = float(answer.values[0])
-            read = _Read(block, row[block] - h0[block], value - sp0,
+            read = _Read(block, moved - h0[block], value - sp0,
                          difference_error(sp0, value, decimals, p.safety_ulps))
-            _, ok = blocks.decode(read.d, read.moves, candidates, read.err)
+            x, ok = read.decode(blocks, candidates)
             if not ok.any():
                 if not reads:
                     raise AttackError(SIZES_AMBIGUOUS.format(detail=f"block of {block.size}"))
@@ -572,7 +589,9 @@ class PrecisionReveal(Attack):
                 half = block.size // 2
                 pending[:0] = [block[:half], block[half:]]
                 continue
-            candidates = candidates[ok]
+            if not ok.all():  # the sizes this answer rules out; the decode of the rest is kept
+                candidates = candidates[ok]
+                read.decoded = (candidates, x[ok], ok[ok])
             reads.append(read)
             self._reads, self._blocks, self._candidates = reads, blocks, candidates
         if pending:
@@ -625,7 +644,7 @@ class PrecisionReveal(Attack):
         zeros = np.zeros(candidates.size, dtype=np.int64)
         ok = np.ones(candidates.size, dtype=bool)
         for read in reads:
-            x, fine = blocks.decode(read.d, read.moves, candidates, read.err)
+            x, fine = read.decode(blocks, candidates)
             zeros += x.sum(axis=1)
             ok &= fine
         return candidates[ok & (zeros == n - candidates)]
@@ -637,7 +656,7 @@ class PrecisionReveal(Attack):
         if not candidates.size:
             return x_hat, decided
         for read in reads:
-            x, _ = blocks.decode(read.d, read.moves, candidates, read.err)
+            x, _ = read.decode(blocks, candidates)
             x_hat[read.block], decided[read.block] = x[0], (x == x[0]).all(axis=0)
         return x_hat, decided
 
@@ -655,7 +674,7 @@ class PrecisionReveal(Attack):
         if start == len(reads):
             return None
         self._reported, self._reported_sizes = len(reads), self._candidates.size
-        x = [self._blocks.decode(read.d, read.moves, self._candidates, read.err)[0] for read in reads[start:]]
+        x = [read.decode(self._blocks, self._candidates)[0] for read in reads[start:]]
         return Reconstruction(np.concatenate([read.block for read in reads[start:]]),
                               np.concatenate([(~block[0]).astype(np.int8) for block in x]),
                               np.concatenate([(block == block[0]).all(axis=0) for block in x]),

@@ -193,3 +193,34 @@ def test_a_refused_keep_query_keeps_nothing(identities, keyring):
     assert _refusal(world, keyring, refused)[0] == wire.INVALID_QUERY
     reason, detail = _refusal(world, keyring, _edit(dc, "base", np.array([1]), np.array([0.5]), "e"))
     assert reason == wire.INVALID_QUERY and "edit_of 'base' names no model" in detail
+
+
+def test_the_precision_attack_asks_its_blocks_as_edits_and_every_answer_is_exact(identities, keyring, audit_arrays):
+    """Through the adversary and the compliance party: one n-wide query (the kept base), then only block
+    entries on the wire, each answered bit for bit as evaluate() answers the expanded model; A recovered."""
+    from parley.parties.adversary import Adversary
+    from parley.parties.attacks import AttackerView
+    from parley.parties.attacks.query_leakage.reveal import PrecisionReveal
+
+    a, y = audit_arrays
+    world = local_compliance(identities, keyring, audit_arrays)
+    scores = np.random.default_rng(5).random(a.size)
+    view = AttackerView(n=a.size, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8), y=y)
+    adversary = Adversary(identities["data-center"], keyring, PrecisionReveal(None, view, np.random.default_rng(1)),
+                          "compliance", "raw")
+    envelope, kept, edits = adversary.start(), {}, 0
+    while envelope is not None:
+        reply = world.call("compliance", "receive", envelope)
+        q = envelope.payload
+        if "edit_of" in q:
+            edits += 1
+            assert "predictions" not in q and q["indices"].shape[1] <= 60
+            H = queries.apply_edits(kept[q["edit_of"]], q["indices"], q["values"])
+        else:
+            H = np.atleast_2d(q["predictions"])
+            if q.get("keep"):
+                kept[q["query_id"]] = H[0]
+        np.testing.assert_array_equal(reply.payload["values"], metrics.evaluate(q["metric"], H, a, y), strict=True)
+        envelope = adversary.receive(reply)
+    rec = adversary.outcome()
+    assert edits >= 1 and (rec.a_hat == a).all() and rec.info["certified"]

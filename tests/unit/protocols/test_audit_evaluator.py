@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parley.protocols import metrics
 from parley.protocols.base import AuditSet
 from parley.protocols.errors import EmptyGroupError, QueryError
 from parley.protocols.metrics import METRICS, AuditEvaluator, evaluate
@@ -50,12 +49,13 @@ def test_a_query_of_another_length_or_shape_is_refused_as_evaluate_refuses_it():
         assert str(got.value) == str(expected.value)
 
 
-def test_the_audit_set_answers_through_its_evaluator_and_keeps_the_weights_once():
+def test_the_audit_set_answers_through_its_evaluator_and_keeps_the_plan_once():
     a = np.array([0, 1, 1, 0, 1], dtype=np.int8)
     audit = AuditSet(a=a, y=np.array([1, 0, 1, 1, 0], dtype=np.int8))
     H = np.linspace(0, 1, 5)
     assert audit.evaluate("sp", H) == evaluate("sp", H, a)
-    kept = audit._evaluator._weights["sp"]
+    kept = audit.evaluator._slices[("gap", None)]
     assert audit.evaluate("sp", H[::-1]) == evaluate("sp", H[::-1], a)
-    assert audit._evaluator._weights["sp"] is kept  # not rebuilt
-    np.testing.assert_array_equal(kept, metrics._gap_weights("sp", a, None, None))
+    assert audit.evaluator._slices[("gap", None)] is kept  # not rebuilt
+    np.testing.assert_array_equal(kept.groups, a)
+    assert (kept.n0, kept.n1) == (2, 3)

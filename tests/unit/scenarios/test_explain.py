@@ -148,7 +148,7 @@ def test_the_precision_attack_pins_down_a_block_per_answer(audit_arrays):
     final = None
     while final is None:
         try:
-            probe = run.send(Answer(values=evaluate("sp", np.atleast_2d(probe.predictions), a, y)))
+            probe = run.send(Answer(values=evaluate("sp", probe.matrix(), a, y)))
         except StopIteration as stop:
             final = stop.value
         change = attack.progress()  # asked after every answer, as the adversary party asks

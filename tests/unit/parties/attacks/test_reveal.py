@@ -78,7 +78,7 @@ def test_precision_refuses_answers_that_are_not_exact():
     noise = np.random.default_rng(1)
     with pytest.raises(AttackError, match="fits no group size"):
         while True:
-            probe = run.send(Answer(statistical_parity_difference(probe.predictions, a) + noise.normal(0, 1e-3), None))
+            probe = run.send(Answer(statistical_parity_difference(probe.matrix(), a) + noise.normal(0, 1e-3), None))
 
 
 def test_probes_stay_realistic():
