@@ -37,6 +37,7 @@ import binascii
 import hashlib
 import json
 import math
+import re
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ from parley.parties.wire import (
     payload_digest,
     verify_envelope,
 )
-from parley.protocols.errors import IncompleteTranscriptError, ParleyError, TranscriptError, WireError
+from parley.protocols.errors import IncompleteTranscriptError, InternalError, ParleyError, TranscriptError, WireError
 
 __all__ = [
     "GENESIS",
@@ -172,6 +173,14 @@ def keyring_fingerprints(keyring: Keyring) -> dict[str, str]:
     return {name: key_fingerprint(entry) for name, entry in sorted(keyring.entries.items())}
 
 
+def _placeholders(line: str, token: str, count: int) -> list[int]:
+    """The array numbers of the ``count`` placeholders ``{token}{i}.`` in the order they stand in ``line``."""
+    found = [int(match.group(1)) for match in re.finditer(re.escape(token) + r"(\d+)\.", line)]
+    if sorted(found) != list(range(count)):
+        raise InternalError(f"transcript line holds placeholders {found}, expected each of 0..{count - 1} once")
+    return found
+
+
 class TranscriptWriter:
     """Writes the transcript of one run; the network appends every envelope it carries.
 
@@ -235,13 +244,15 @@ class TranscriptWriter:
                           sort_keys=True, separators=(",", ":")) + "\n"
         # Each array's base64 goes where its placeholder stands, encoded and written a piece at a time:
         # JSON never scans megabytes of base64, and the line is never assembled (nor copied) as one string.
-        write, size, rest = self._file.write, 0, line
-        for i, arr in enumerate(arrays):
-            before, rest = rest.split(f"{token}{i}.", 1)
-            size += write(before.encode("ascii"))
-            for piece in array_base64_pieces(arr):
+        # The placeholders stand in the line's (sorted-key) order, not in the order the arrays were met.
+        write, size, at = self._file.write, 0, 0
+        for index in _placeholders(line, token, len(arrays)):
+            start = line.index(f"{token}{index}.", at)
+            size += write(line[at:start].encode("ascii"))
+            for piece in array_base64_pieces(arrays[index]):
                 size += write(piece)
-        size += write(rest.encode("ascii"))
+            at = start + len(f"{token}{index}.")
+        size += write(line[at:].encode("ascii"))
         self._prev = digest
         self.lines += 1
         self.size += size

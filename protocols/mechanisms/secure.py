@@ -57,16 +57,20 @@ pseudorandom sharing of zero of degree 2t (PRSS, Cramer, Damgard & Ishai, TCC 20
 
 ``mpc-dp``: noise inside the computation
 ----------------------------------------
-C and S each draw, independently, the noise of ``dp-counts`` for the same release (discrete
-Laplace, or discrete Gaussian, on every group sum and size: :func:`count_dp.noise_scales`) and
-add Y / lambda_i to their output share (lambda = (3, -3, 1): the Lagrange coefficients at 0 of
-points 1, 2, 3), so Q opens K + Y_C + Y_S. Privacy for A against Q (or any party that does not
-hold Y_C): K + Y_C is exactly the ``dp-counts`` release, and adding the independent Y_S is
-post-processing, so the answer is epsilon-DP (or rho-zCDP) as ``dp-counts`` is; C's ledger
-charges that cost. Against C: C never receives the answer; should Q publish it, C can remove
-Y_C but not Y_S, so C sees the models' group sums only through ``dp-counts``-scale noise. The
-price is a variance twice that of ``dp-counts``. With Q and S colluding, Y_C still protects A;
-C and S colluding hold the predictions (t = 1), as in ``mpc``.
+C and S each draw, independently, the noise of ``dp-counts``'s release with centre c_i = 0 and the
+public worst-case sensitivity S_i = 2^B (discrete Laplace, or discrete Gaussian, on every group-1
+sum and size: :func:`count_dp.noise_scales`, :meth:`MpcDpProtocol.noise`): ``dp-counts`` centres its
+sums at the slice mean and scales their noise to the largest deviation from it, both functions of
+the predictions, which C and S never see, so the secure release stays uncentred. Each adds Y /
+lambda_i to its output share (lambda = (3, -3, 1): the Lagrange coefficients at 0 of points 1, 2,
+3), so Q opens K + Y_C + Y_S. Privacy for A against Q (or any party that does not hold Y_C): K +
+Y_C is that uncentred count release, epsilon-DP (or rho-zCDP) by ``dp-counts``'s proof with c_i = 0,
+S_i = 2^B, and adding the independent Y_S is post-processing; C's ledger charges that cost.
+Against C: C never receives the answer; should Q publish it, C can remove Y_C but not Y_S, so C
+sees the models' group sums only through that noise. The price: a variance twice that of the
+uncentred release, which is itself 1.5 to 1.6 times ``dp-counts``'s SP error (the "plain release"
+of ``tests/benchmarks/bench_count_dp.py``). With Q and S colluding, Y_C still protects A; C and S
+colluding hold the predictions (t = 1), as in ``mpc``.
 
 The guarantee is for semi-honest parties. In particular C cannot check that the shares it
 receives encode predictions in [0, 1]; a querier that shares integers far above 2^B would raise
@@ -95,6 +99,7 @@ from parley.protocols.mechanisms.count_dp import (
     PREDICTION_BITS,
     SLICES,
     CountParams,
+    _draw,
     metrics_from_statistics,
     noise_scales,
 )
@@ -123,6 +128,8 @@ BAD_M = "protocol {name!r}: m must be an int between 1 and {limit} (got {got!r})
 NO_KEYS = "protocol {name!r} holds no pairwise keys for party {party} (a bug in the world that built it)"
 #: Models one query may carry (the same cap a plain metric query has on its predictions matrix).
 MAX_MODELS = 100_000
+#: What one person's flip moves an uncentred group-1 sum by at most, in lattice units: a prediction r_ij <= 2^B.
+SUM_SENSITIVITY = 1 << PREDICTION_BITS
 
 
 @lru_cache(maxsize=1)
@@ -466,16 +473,23 @@ class MpcDpProtocol(SecureProtocol):
         return ApproxDP(epsilon=self.params.epsilon, delta=self.params.delta)
 
     def noise(self, m: int, slices: int, rng: np.random.Generator) -> list[int]:
-        from parley.protocols.dp.lattice import RandomBits, discrete_gaussian, discrete_laplace
+        """One party's noise: per slice, a draw for each model's (uncentred) group-1 sum, then one for the size.
+
+        The sums are not centred (the parties computing the noise never see the predictions, so neither the
+        slice mean nor the largest deviation from it): a flip moves K_i by r_ij <= 2^B, the public worst case,
+        so each sum's draw is ``dp-counts``'s per-unit scale times the sensitivity 2^B, the size's times 1:
+        the privacy loss is sum_i r_ij / (tau_s 2^B) + 1 / tau_n <= m / tau_s + 1 / tau_n = epsilon (Gaussian:
+        sum_i r_ij^2 / (2 sigma_s^2 2^2B) + 1 / (2 sigma_n^2) <= rho), exactly as ``dp-counts``'s proof with
+        c_i = 0 and S_i = 2^B.
+        """
+        from parley.protocols.dp.lattice import RandomBits
 
         scales = noise_scales(m, self.params)
-        draw = discrete_laplace if self.params.noise == "laplace" else discrete_gaussian
         bits = RandomBits(rng)
         values: list[int] = []
         for _ in range(slices):
-            for key in ["sum"] * m + ["size"]:
-                scale: Fraction = scales[key]
-                values.append(int(draw(bits, scale.numerator, scale.denominator)))
+            values += [_draw(self.params.noise, scales["sum"], SUM_SENSITIVITY, bits) for _ in range(m)]
+            values.append(_draw(self.params.noise, scales["size"], 1, bits))
         return values
 
     def notes(self, m: int) -> dict[str, Any]:
@@ -505,10 +519,13 @@ class MpcDpProtocol(SecureProtocol):
             # the noise is the sum of two independent draws (compliance party's and helper's), each at this scale
             "noise_shares": 2,
         }
+        # the released sums are uncentred (centre 0) with sensitivity 2^B: in real units, one unit per scale
+        notes["centre"] = np.zeros((len(K), m))
+        per_model = np.ones((len(K), m))
         if self.params.noise == "laplace":
-            notes["scale"] = {"sum": float(scales["sum"]) / unit, "size": float(scales["size"])}
+            notes["scale"] = {"sum": float(scales["sum"]) * per_model, "size": float(scales["size"])}
         else:
             notes["delta"] = self.params.delta
             notes[RHO_KEY] = float(scales["rho"])
-            notes["sigma"] = {"sum": float(scales["sum"]) ** 0.5 / unit, "size": float(scales["size"]) ** 0.5}
+            notes["sigma"] = {"sum": float(scales["sum"]) ** 0.5 * per_model, "size": float(scales["size"]) ** 0.5}
         return notes

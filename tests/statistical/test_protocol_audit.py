@@ -53,6 +53,19 @@ def test_audit_bound_stays_at_or_below_the_claim(name, params):
     assert result.epsilon_lower <= params["epsilon"], result
 
 
+@pytest.mark.parametrize("params", [{"epsilon": 1.0}, {"epsilon": 1.0, "noise": "gaussian", "delta": 1e-3}])
+def test_mpc_dp_audit_bound_stays_at_or_below_the_claim(params):
+    """The three parties' computation (``simulate``: the same functions the parties run), audited on the pair
+    where one person's flip moves a sum most: the noise C and S add inside must cover the uncentred sums."""
+    cls = get_protocol("mpc-dp")
+    protocol = cls(cls.Params(**params))
+    query, y = _query(), np.ones(N, dtype=np.int8)
+    a, a_prime = _pair()
+    result = audit_epsilon(lambda a_, rng: protocol.simulate(query, AuditSet(a=a_, y=y), rng)["values"], a, a_prime,
+                           runs=RUNS // 10, alpha=ALPHA, rng=np.random.default_rng(5), delta=params.get("delta", 0.0))
+    assert result.epsilon_lower <= params["epsilon"], result
+
+
 def test_laplace_with_half_the_noise_is_caught():
     cls = get_protocol("laplace")
 

@@ -134,3 +134,19 @@ def test_envelope_errors_name_the_field(transcript):
     with pytest.raises(TranscriptError, match="missing field .nonce.") as exc:
         verify_transcript(transcript)
     assert exc.value.line == 2
+
+
+def test_arrays_met_out_of_key_order_are_written_where_they_stand(tmp_path, identities, keyring):
+    """The writer meets a payload's arrays in insertion order, JSON writes them in sorted-key order (a secure
+    protocol's ``mpc-partial`` carries several); each must land in its own place, and the line verify."""
+    path = tmp_path / "transcript.jsonl"
+    dc = identities["data-center"]
+    payload = {"z": np.arange(6, dtype=np.uint32).reshape(2, 3), "b": [np.full(3, 7.5), {"a": np.array([1, 2])}],
+               "query_id": "q0"}
+    with TranscriptWriter(path, keyring, identities) as log:
+        log.append(dc.seal("compliance", "metric-query", "raw", payload))
+    verify_transcript(path)
+    (back,) = read_transcript(path)
+    np.testing.assert_array_equal(back.payload["z"], payload["z"])
+    np.testing.assert_array_equal(back.payload["b"][0], payload["b"][0])
+    np.testing.assert_array_equal(back.payload["b"][1]["a"], payload["b"][1]["a"])
