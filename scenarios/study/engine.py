@@ -18,13 +18,14 @@ to ``results-stale.csv``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,21 @@ WORKER_DIED = "worker died while running the cell ({error}); gave up after {atte
 BAD_WORKERS = "--workers must be at least 1, got {workers}"
 #: Key of a worker's row that carries the cell's run folder, file by file, back to the driver.
 FILES_KEY = "_files"
+#: Key of a worker's row that carries the worker's clock readings for :attr:`StudyRun.timeline`.
+TIMELINE_KEY = "_timeline"
+#: When this module was imported (in a study worker: part of the worker's start-up).
+_IMPORTED_AT = time.time()
+
+
+def _process_started_at() -> float | None:
+    """The wall-clock time this process started (Linux ``/proc``), or None where it cannot be read."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 class StudyWorker:
@@ -53,8 +69,12 @@ class StudyWorker:
     def __init__(self, reuse_hosts: bool = True) -> None:
         from parley.scenarios.runner import PARTY_SLOTS
 
+        self._clock: dict[str, Any] = {"worker": f"{os.getpid()}@{os.uname().nodename}",
+                                       "process_started": _process_started_at(), "imported": _IMPORTED_AT,
+                                       "init_started": time.time()}
         # Boot every party host now, in parallel, rather than one by one inside the first cell.
         self.hosts: dict[str, Any] | None = start_hosts(list(PARTY_SLOTS)) if reuse_hosts else None
+        self._clock["ready"] = time.time()
 
     def run_cell(self, cell: Cell, table: Table | None, keep_run: bool) -> dict[str, Any]:
         """Run one cell in a folder of this node's own; the row, with the folder's files if ``keep_run``.
@@ -65,6 +85,7 @@ class StudyWorker:
         from parley.scenarios.runner import run
 
         started = time.perf_counter()
+        cell_started = time.time()
         row: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id()[:12], "status": "ok", "failure": ""}
         folder = Path(tempfile.mkdtemp(prefix=f"parley-cell-{cell.cell}-r{cell.repeat}-"))
         try:
@@ -82,6 +103,7 @@ class StudyWorker:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         row["cell_wall_s"] = round(time.perf_counter() - started, 3)
+        row[TIMELINE_KEY] = {**self._clock, "cell_started": cell_started, "cell_ended": time.time()}
         return row
 
 
@@ -109,6 +131,11 @@ class StudyRun:
     failed: int
     wall_s: float
     results: pd.DataFrame
+    #: Where the time went, in seconds since :func:`run_study` began (wall clock of each process):
+    #: ``ray_up``, ``tables_put``, ``cells_done``, ``outputs_written`` and ``workers``, per worker
+    #: (``pid@node``) its ``process_started``, ``imported`` (the engine module), ``ready`` (hosts booted)
+    #: and its ``cells`` as ``[cell, repeat, started, ended]`` (benchmarks read it; not written to disk).
+    timeline: dict[str, Any] = field(default_factory=dict)
 
 
 def _table_key(params: Any) -> str | None:
@@ -168,6 +195,20 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
     from parley.scenarios.study.report import write_outputs
 
     started = time.perf_counter()
+    began = time.time()
+    timeline: dict[str, Any] = {"workers": {}}
+
+    def mark(event: str) -> None:
+        timeline[event] = round(time.time() - began, 3)
+
+    def clock(reading: dict[str, Any], cell: Cell) -> None:
+        worker = timeline["workers"].setdefault(reading["worker"], {"cells": []})
+        for key in ("process_started", "imported", "init_started", "ready"):
+            if reading.get(key) is not None:
+                worker[key] = round(reading[key] - began, 3)
+        worker["cells"].append([cell.cell, cell.repeat, round(reading["cell_started"] - began, 3),
+                                round(reading["cell_ended"] - began, 3)])
+
     if workers is not None and workers < 1:
         raise ConfigError(BAD_WORKERS.format(workers=workers))
     out = Path(out)
@@ -191,11 +232,13 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
     failed = 0
     if cells:
         ensure_ray(address)
+        mark("ray_up")
         if workers is None:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         # The workers boot while the tables load.
         pool: list[Any] = [_RemoteWorker.remote(reuse_hosts) for _ in range(min(workers, len(cells)))]
         refs = _put_tables(cells)
+        mark("tables_put")
         cells_dir = out / "cells"
         queue = deque((cell, 1) for cell in cells)
         in_flight: dict[Any, tuple[Any, Cell, int]] = {}
@@ -228,6 +271,9 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
                     failure = WORKER_DIED.format(error=type(exc).__name__, attempts=attempt)
                     outcome = {"status": "error", "failure": failure}
                 files = outcome.pop(FILES_KEY, None)
+                reading = outcome.pop(TIMELINE_KEY, None)
+                if reading is not None:
+                    clock(reading, cell)
                 if files is not None:
                     _write_run(cells_dir / f"{cell.cell}-r{cell.repeat}", files)
                 row = _row(cell, outcome, attempt, study.outputs.metrics)
@@ -240,9 +286,11 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
                 submit(worker)
         finally:
             bar.close()
+        mark("cells_done")
         for worker in pool:
             ray.kill(worker)
     results = load_results(results_path)
     write_outputs(study, results, out)
+    mark("outputs_written")
     return StudyRun(out=out, ran=len(cells), skipped=len(finished), failed=failed,
-                    wall_s=round(time.perf_counter() - started, 3), results=results)
+                    wall_s=round(time.perf_counter() - started, 3), results=results, timeline=timeline)
