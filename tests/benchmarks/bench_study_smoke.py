@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -60,6 +61,7 @@ def stable_rows(path: Path) -> list[dict[str, Any]]:
 
 def _measure(workers: int, extra: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     with tempfile.TemporaryDirectory() as folder:
+        load = os.getloadavg()[0]
         started = time.time()
         proc = subprocess.run([sys.executable, __file__, "--child", str(workers), "--out", folder,
                                "--extra", json.dumps(extra)], capture_output=True, text=True, check=False)
@@ -69,6 +71,7 @@ def _measure(workers: int, extra: dict[str, Any]) -> tuple[dict[str, Any], list[
         line = next(x for x in proc.stdout.splitlines() if x.startswith("TIMELINE "))
         record = json.loads(line.removeprefix("TIMELINE "))
         record["command_s"] = round(command, 3)
+        record["load"] = load
         return record, stable_rows(Path(folder) / "results.csv")
 
 
@@ -78,11 +81,13 @@ def _summary(record: dict[str, Any]) -> dict[str, Any]:
     workers = timeline["workers"].values()
     first = [min(c[3] - c[2] for c in w["cells"][:1]) for w in workers]
     later = [c[3] - c[2] for w in workers for c in w["cells"][1:]]
+    later_cpu = [c[4] for w in workers for c in w["cells"][1:]]
     return {"command": record["command_s"], "study": record["wall_s"], "after_ray": timeline["cells_done"] - ray_up,
             "ray_up": ray_up, "imports": record["imported"],
             "worker_ready": max(w["ready"] for w in workers) - ray_up,
             "first_cell": max(first), "later_cell_median": statistics.median(later) if later else 0.0,
-            "outputs": timeline["outputs_written"] - timeline["cells_done"]}
+            "later_cell_cpu_median": statistics.median(later_cpu) if later_cpu else 0.0,
+            "outputs": timeline["outputs_written"] - timeline["cells_done"], "load": record["load"]}
 
 
 def main() -> None:
