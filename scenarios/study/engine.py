@@ -99,7 +99,7 @@ class StudyWorker:
         try:
             try:
                 result = run(Scenario.from_dict(cell.scenario), out=folder, table=table, hosts=self.hosts,
-                             fresh=True, in_process=self.in_process)
+                             fresh=True, in_process=self.in_process, reports=keep_run)
                 row.update(result.metrics)
             except ParleyError as exc:
                 row.update(status="error", failure=f"{type(exc).__name__}: {exc}")
