@@ -1,18 +1,19 @@
 """Running a study's cells in parallel on Ray, locally or on a cluster.
 
-``workers`` study-worker actors (one CPU each) take cells one at a time. Each
-worker keeps its party host actors across cells (a new party object is loaded
-for every cell, so no state leaks between cells) and receives each data set's
-parsed table from the object store, where the driver put it once for the whole
-study. A cell whose worker dies is run again on a fresh worker, up to
-``Study.max_attempts`` times; a cell that fails records its error in its row;
-the study goes on either way. A worker runs its cell in a folder of its own
-node and returns the folder's files with the row; the driver writes them under
-``cells/`` (a worker may run on another machine, where the driver's paths do not
-exist). The driver rewrites ``results.csv`` after every finished row, so an
-interrupted study resumes where it stopped; rows of cells the study no longer
-has (its base, fixed or grid values, its seed or its repeats changed) are moved
-to ``results-stale.csv``.
+``workers`` study-worker actors (one CPU each) take cells one at a time. A
+worker runs each cell's parties as objects in its own process (new objects for
+every cell, so no state leaks between cells; the wire, transcript and ledger are
+those of any run), or, with ``party_hosts="actors"``, in party host actors it
+keeps across cells; and it receives each data set's parsed table from the
+object store, where the driver put it once for the whole study. A cell whose
+worker dies is run again on a fresh worker, up to ``Study.max_attempts`` times;
+a cell that fails records its error in its row; the study goes on either way.
+A worker runs its cell in a folder of its own node and returns the folder's
+files with the row; the driver writes them under ``cells/`` (a worker may run
+on another machine, where the driver's paths do not exist). The driver rewrites
+``results.csv`` after every finished row, so an interrupted study resumes where
+it stopped; rows of cells the study no longer has (its base, fixed or grid
+values, its seed or its repeats changed) are moved to ``results-stale.csv``.
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ class StudyRun:
     results: pd.DataFrame
     #: Where the time went, in seconds since :func:`run_study` began (wall clock of each process):
     #: ``ray_up``, ``tables_put``, ``cells_done``, ``outputs_written`` and ``workers``, per worker
-    #: (``pid@node``) its ``process_started``, ``imported`` (the engine module), ``ready`` (hosts booted)
+    #: (``pid@node``) its ``process_started``, ``imported`` (the engine module), ``ready`` (its party hosts
+    #: booted, if any)
     #: and its ``cells`` as ``[cell, repeat, started, ended, cpu_s]``, ``cpu_s`` the CPU time the worker's
     #: process spent on the row (party host processes not counted). Benchmarks read it; not written to disk.
     timeline: dict[str, Any] = field(default_factory=dict)

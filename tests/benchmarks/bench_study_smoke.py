@@ -12,10 +12,12 @@ are compared. Three ratios, from the widest to the narrowest span:
   start-up and the rows).
 
 Every run's ``results.csv`` must hold the same values (the columns that measure time or name the
-node aside): the benchmark stops otherwise.
+node aside): the benchmark stops otherwise. ``--baseline PATH`` runs a source copy of another parley
+commit (one that has :attr:`StudyRun.timeline`, e.g. ``git archive 6e73b98 | tar -x -C PATH``) in
+the same rounds, alternated with this checkout, and its results must be the same too.
 
-Run: ``PYTHONPATH=. python tests/benchmarks/bench_study_smoke.py [--rounds 3] [--party-hosts ...]``.
-The last line is one JSON object.
+Run: ``PYTHONPATH=. python tests/benchmarks/bench_study_smoke.py [--rounds 3] [--party-hosts ...]
+[--baseline PATH]``. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -59,12 +61,19 @@ def stable_rows(path: Path) -> list[dict[str, Any]]:
     return frame.sort_values(["cell", "repeat"]).to_dict("records")
 
 
-def _measure(workers: int, extra: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+#: This checkout's root (the child processes import parley from here unless given a baseline).
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _measure(workers: int, extra: dict[str, Any], code: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One study in a fresh process importing parley from ``code``; its summary and its stable rows."""
     with tempfile.TemporaryDirectory() as folder:
         load = os.getloadavg()[0]
         started = time.time()
+        env = {**os.environ, "PYTHONPATH": str(code)}  # the Ray workers inherit it and import the same parley
         proc = subprocess.run([sys.executable, __file__, "--child", str(workers), "--out", folder,
-                               "--extra", json.dumps(extra)], capture_output=True, text=True, check=False)
+                               "--extra", json.dumps(extra)], capture_output=True, text=True, check=False,
+                              env=env, cwd=code)
         command = time.time() - started
         if proc.returncode != 0:
             raise SystemExit(f"the study failed:\n{proc.stderr[-3000:]}")
@@ -81,7 +90,7 @@ def _summary(record: dict[str, Any]) -> dict[str, Any]:
     workers = timeline["workers"].values()
     first = [min(c[3] - c[2] for c in w["cells"][:1]) for w in workers]
     later = [c[3] - c[2] for w in workers for c in w["cells"][1:]]
-    later_cpu = [c[4] for w in workers for c in w["cells"][1:]]
+    later_cpu = [c[4] for w in workers for c in w["cells"][1:] if len(c) > 4]  # older timelines lack it
     return {"command": record["command_s"], "study": record["wall_s"], "after_ray": timeline["cells_done"] - ray_up,
             "ray_up": ray_up, "imports": record["imported"],
             "worker_ready": max(w["ready"] for w in workers) - ray_up,
@@ -95,6 +104,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--party-hosts", choices=("worker", "actors"), default=None,
                         help="run_study's party_hosts (default: run_study's own default)")
+    parser.add_argument("--baseline", help="a source copy of another parley commit, run alternated with this one")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--extra", default="{}", help=argparse.SUPPRESS)
@@ -103,25 +113,36 @@ def main() -> None:
         _child(args.child, args.out, json.loads(args.extra))
         return
     extra = {} if args.party_hosts is None else {"party_hosts": args.party_hosts}
-    runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
+    codes = {"this": ROOT, **({"baseline": Path(args.baseline).resolve()} if args.baseline else {})}
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = {(code, w): [] for code in codes for w in (1, 2)}
     reference = None
     for _ in range(args.rounds):
-        for workers in (1, 2):
-            record, rows = _measure(workers, extra)
-            if reference is None:
-                reference = rows
-            elif rows != reference:
-                raise SystemExit("results.csv differs between runs of the same study")
-            summary = _summary(record)
-            runs[workers].append(summary)
-            print(f"workers={workers} " + " ".join(f"{k}={v:.2f}" for k, v in summary.items()), file=sys.stderr)
-    medians = {w: {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0]} for w, rows in runs.items()}
-    ratios = {span: round(medians[1][span] / medians[2][span], 3) for span in ("command", "study", "after_ray")}
-    print(f"smoke, medians of {args.rounds}: 1 worker {medians[1]}, 2 workers {medians[2]}; 1/2 = {ratios}",
-          file=sys.stderr)
-    print(json.dumps({"benchmark": "study-smoke", "rounds": args.rounds, "party_hosts": args.party_hosts,
-                      "median_1_worker": medians[1], "median_2_workers": medians[2], "speedup": ratios,
-                      "target_speedup": 1.7}))
+        for code, path in codes.items():
+            for workers in (1, 2):
+                record, rows = _measure(workers, extra if code == "this" else {}, path)
+                if reference is None:
+                    reference = rows
+                elif rows != reference:
+                    raise SystemExit(f"results.csv differs ({code}, {workers} workers) from the first run's")
+                summary = _summary(record)
+                runs[code, workers].append(summary)
+                print(f"{code} workers={workers} " + " ".join(f"{k}={v:.2f}" for k, v in summary.items()),
+                      file=sys.stderr)
+    medians = {key: {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0]} for key, rows in runs.items()}
+    out: dict[str, Any] = {"benchmark": "study-smoke", "rounds": args.rounds, "party_hosts": args.party_hosts,
+                           "target_speedup": 1.7}
+    for code in codes:
+        ratios = {span: round(medians[code, 1][span] / medians[code, 2][span], 3)
+                  for span in ("command", "study", "after_ray")}
+        print(f"{code}: smoke, medians of {args.rounds}: 1 worker {medians[code, 1]}, 2 workers {medians[code, 2]}; "
+              f"1/2 = {ratios}", file=sys.stderr)
+        out[code] = {"median_1_worker": medians[code, 1], "median_2_workers": medians[code, 2], "speedup": ratios}
+    if args.baseline:
+        out["baseline_over_this"] = {
+            f"{w}_workers_{span}": round(medians["baseline", w][span] / medians["this", w][span], 3)
+            for w in (1, 2) for span in ("command", "study", "after_ray")}
+        print(f"baseline / this (time): {out['baseline_over_this']}", file=sys.stderr)
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
