@@ -19,7 +19,11 @@
 Every grid's ``results.csv`` must hold the same values whatever the worker count and
 the party hosts (the columns that measure time or name the node aside).
 
-Run: ``PYTHONPATH=. python tests/benchmarks/bench_study.py [--rounds 1]``. The last line is one JSON object.
+``--worker-niceness 0`` sets ``RAY_worker_niceness`` before Ray starts (see
+``bench_study_smoke.py``: Ray's workers run at nice 15 and yield to every other job on the machine).
+
+Run: ``PYTHONPATH=. python tests/benchmarks/bench_study.py [--rounds 1] [--worker-niceness N]``. The last
+line is one JSON object.
 """
 
 from __future__ import annotations
@@ -92,7 +96,10 @@ def _overhead(study: Study, inline_s: float, reference: dict[str, Any], **kwargs
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1, help="alternated 1-worker/2-worker pairs per grid")
+    parser.add_argument("--worker-niceness", type=int, help="RAY_worker_niceness (Ray's default: 15)")
     args = parser.parse_args()
+    if args.worker_niceness is not None:
+        os.environ["RAY_worker_niceness"] = str(args.worker_niceness)  # noqa: SIM112 (Ray spells it so)
     ensure_ray(num_cpus=2)
     reference: dict[str, Any] = {}
     heavy, light = Study.from_dict(HEAVY), Study.from_dict(LIGHT)
@@ -121,6 +128,7 @@ def main() -> None:
                 "actors_fresh": _overhead(tiny, inline_s, reference, party_hosts="actors", reuse_hosts=False)}
     print(f"per-cell overhead and start-up (in-process cell {inline_s:.3f} s): {overhead}", file=sys.stderr)
     print(json.dumps({"benchmark": "study", "rounds": args.rounds, "load_average": round(load, 2),
+                      "worker_niceness": args.worker_niceness,
                       "cells": len(heavy.cells()), "target_speedup": 1.7,
                       "speedup": figures["worker"]["heavy"]["speedup"],
                       "light_speedup": figures["worker"]["light"]["speedup"],

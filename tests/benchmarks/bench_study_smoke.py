@@ -16,8 +16,13 @@ node aside): the benchmark stops otherwise. ``--baseline PATH`` runs a source co
 commit (one that has :attr:`StudyRun.timeline`, e.g. ``git archive 6e73b98 | tar -x -C PATH``) in
 the same rounds, alternated with this checkout, and its results must be the same too.
 
+Ray starts its worker processes at nice 15 (``RAY_worker_niceness``): on a machine shared with other
+jobs a study's workers get only what those leave, and a second worker adds little. ``--worker-niceness 0``
+gives them the priority of every other process (Ray reads the variable when the study starts its
+instance), so that the ratio measures the engine rather than the neighbours.
+
 Run: ``PYTHONPATH=. python tests/benchmarks/bench_study_smoke.py [--rounds 3] [--party-hosts ...]
-[--baseline PATH]``. The last line is one JSON object.
+[--baseline PATH] [--worker-niceness N]``. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -65,12 +70,15 @@ def stable_rows(path: Path) -> list[dict[str, Any]]:
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _measure(workers: int, extra: dict[str, Any], code: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _measure(workers: int, extra: dict[str, Any], code: Path,
+             niceness: int | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One study in a fresh process importing parley from ``code``; its summary and its stable rows."""
     with tempfile.TemporaryDirectory() as folder:
         load = os.getloadavg()[0]
         started = time.time()
         env = {**os.environ, "PYTHONPATH": str(code)}  # the Ray workers inherit it and import the same parley
+        if niceness is not None:
+            env["RAY_worker_niceness"] = str(niceness)
         proc = subprocess.run([sys.executable, __file__, "--child", str(workers), "--out", folder,
                                "--extra", json.dumps(extra)], capture_output=True, text=True, check=False,
                               env=env, cwd=code)
@@ -105,6 +113,7 @@ def main() -> None:
     parser.add_argument("--party-hosts", choices=("worker", "actors"), default=None,
                         help="run_study's party_hosts (default: run_study's own default)")
     parser.add_argument("--baseline", help="a source copy of another parley commit, run alternated with this one")
+    parser.add_argument("--worker-niceness", type=int, help="RAY_worker_niceness for the studies (Ray's default: 15)")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--extra", default="{}", help=argparse.SUPPRESS)
@@ -119,7 +128,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for code, path in codes.items():
             for workers in (1, 2):
-                record, rows = _measure(workers, extra if code == "this" else {}, path)
+                record, rows = _measure(workers, extra if code == "this" else {}, path, args.worker_niceness)
                 if reference is None:
                     reference = rows
                 elif rows != reference:
@@ -130,7 +139,7 @@ def main() -> None:
                       file=sys.stderr)
     medians = {key: {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0]} for key, rows in runs.items()}
     out: dict[str, Any] = {"benchmark": "study-smoke", "rounds": args.rounds, "party_hosts": args.party_hosts,
-                           "target_speedup": 1.7}
+                           "worker_niceness": args.worker_niceness, "target_speedup": 1.7}
     for code in codes:
         ratios = {span: round(medians[code, 1][span] / medians[code, 2][span], 3)
                   for span in ("command", "study", "after_ray")}
