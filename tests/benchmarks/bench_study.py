@@ -67,14 +67,28 @@ def _run(study: Study, workers: int, reference: dict[str, Any], **kwargs: Any) -
         return done
 
 
+def _cpu_share(done: StudyRun) -> float:
+    """CPU time the workers' processes spent on the rows over the rows' wall time (party host actors not counted).
+
+    With the parties inside the workers it says how much of a core each row got: 1.0 on an idle core,
+    0.5 when two runnable processes share it.
+    """
+    cells = [c for w in done.timeline["workers"].values() for c in w["cells"]]
+    return round(sum(c[4] for c in cells) / sum(c[3] - c[2] for c in cells), 3)
+
+
 def _speedup(study: Study, rounds: int, reference: dict[str, Any], **kwargs: Any) -> dict[str, float]:
-    """Median wall time with 1 and 2 workers over ``rounds`` alternated pairs, and their ratio."""
+    """Median wall time with 1 and 2 workers over ``rounds`` alternated pairs, their ratio, the rows' CPU share."""
     walls: dict[int, list[float]] = {1: [], 2: []}
+    shares: dict[int, list[float]] = {1: [], 2: []}
     for _ in range(rounds):
         for workers in (1, 2):
-            walls[workers].append(_run(study, workers, reference, **kwargs).wall_s)
+            done = _run(study, workers, reference, **kwargs)
+            walls[workers].append(done.wall_s)
+            shares[workers].append(_cpu_share(done))
     one, two = statistics.median(walls[1]), statistics.median(walls[2])
-    return {"wall_1_worker_s": round(one, 3), "wall_2_workers_s": round(two, 3), "speedup": round(one / two, 3)}
+    return {"wall_1_worker_s": round(one, 3), "wall_2_workers_s": round(two, 3), "speedup": round(one / two, 3),
+            "cpu_share_1_worker": statistics.median(shares[1]), "cpu_share_2_workers": statistics.median(shares[2])}
 
 
 def _startup(done: StudyRun) -> dict[str, float]:
