@@ -16,10 +16,11 @@ node aside): the benchmark stops otherwise. ``--baseline PATH`` runs a source co
 commit (one that has :attr:`StudyRun.timeline`, e.g. ``git archive 6e73b98 | tar -x -C PATH``) in
 the same rounds, alternated with this checkout, and its results must be the same too.
 
-Ray starts its worker processes at nice 15 (``RAY_worker_niceness``): on a machine shared with other
-jobs a study's workers get only what those leave, and a second worker adds little. ``--worker-niceness 0``
-gives them the priority of every other process (Ray reads the variable when the study starts its
-instance), so that the ratio measures the engine rather than the neighbours.
+Ray starts its worker processes at nice 15 (``RAY_worker_niceness``), below the study's own driver and
+Ray's daemons; ``--worker-niceness 0`` gives them the same priority (Ray reads the variable when the
+study starts its instance). On Linux with ``sched_autogroup_enabled = 1`` niceness ranks processes
+within their session only, and the kernel shares the CPU between sessions first: while other sessions
+run, a study gets its session's share whatever its number of workers (docs/design.md, "Performance").
 
 Run: ``PYTHONPATH=. python tests/benchmarks/bench_study_smoke.py [--rounds 3] [--party-hosts ...]
 [--baseline PATH] [--worker-niceness N]``. The last line is one JSON object.
