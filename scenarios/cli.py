@@ -127,6 +127,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="study field (repeats=3, grid.protocol.decimals=[2,4]) or base-scenario field "
                             "(dataset.audit_size=500); repeatable")
     study.add_argument("--no-runs", action="store_true", help="do not keep each cell's run folder under cells/")
+    study.add_argument("--party-hosts", choices=("worker", "actors"), default="worker",
+                       help="where a cell's parties run: inside its study worker's process (default), or each "
+                            "in a Ray actor of its own, restored if its process dies")
     study.add_argument("--replace", action="store_true",
                        help="delete another study's or a run's results that the study folder holds (refused "
                             "without it)")
@@ -252,7 +255,8 @@ def _cmd_study(args: argparse.Namespace) -> int:
     out = _out_folder(args.out if args.out is not None else Path("studies") / study.name, "study", study.name,
                       args.replace)
     _join(args.address)
-    done = run_study(study, out, workers=args.workers, address=args.address, keep_runs=not args.no_runs)
+    done = run_study(study, out, workers=args.workers, address=args.address, keep_runs=not args.no_runs,
+                     party_hosts=args.party_hosts)
     print(f"study {study.name}: {done.ran} rows run, {done.skipped} already done, {done.failed} failed, "
           f"{done.wall_s:.1f} s")
     print(f"results: {out / 'results.csv'}\nsummary: {out / 'summary.md'}")

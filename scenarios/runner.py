@@ -107,7 +107,7 @@ def leakage_bound(epsilon: float, delta: float) -> float:
 
 def run(scenario: Scenario, out: str | Path | None = None, address: str | None = None, *,
         table: Table | None = None, hosts: dict | None = None, split: Any = None, fresh: bool = False,
-        progress: Display | None = None) -> Result:
+        progress: Display | None = None, in_process: bool = False, reports: bool = True) -> Result:
     """Run ``scenario``; write ``result.json``, ``transcript.jsonl`` and ``report.md`` into ``out``.
 
     Parameters
@@ -133,6 +133,13 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         Where to show the run's status while it goes (``parley run`` passes a
         :class:`parley.scenarios.progress.StatusLine` on a terminal): messages, queries answered to the
         adversary, people pinned down, epsilon spent, time left where known. Erased before ``run`` returns.
+    in_process : bool
+        Run the parties as plain objects in this process whatever the scenario's ``backend`` (a study
+        worker, a Ray actor of its own, does so by default; :mod:`parley.scenarios.study.engine`). The
+        wire is the same: every envelope signed, verified, logged in the transcript; the same ledger.
+    reports : bool
+        Write ``report.md`` and ``report.html`` (default). A study whose run folders are not kept turns
+        them off: drawing the report's figures took most of a small cell's time, for files deleted at once.
 
     Raises
     ------
@@ -145,7 +152,7 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
     # The folder is locked for this run; a failed run must not leave an older run's results behind.
     with claim(run_dir, LEDGER_FILE, _STALE, fresh=fresh, written=("transcript.jsonl",)):
-        return _run_in(scenario, run_dir, started, address, table, hosts, split, progress)
+        return _run_in(scenario, run_dir, started, address, table, hosts, split, progress, in_process, reports)
 
 
 #: An earlier run's outputs, removed before a run starts (its ledger is handled apart, by ``claim``;
@@ -173,9 +180,10 @@ def _querier_spent(by_account: dict[str, float]) -> float | None:
 
 
 def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | None, table: Table | None,
-            hosts: dict | None, split: Any, display: Display | None = None) -> Result:
+            hosts: dict | None, split: Any, display: Display | None = None, in_process: bool = False,
+            reports: bool = True) -> Result:
     """The run proper, in a folder :func:`parley.scenarios.run_folder.claim` holds."""
-    world = build_world(scenario, run_dir, address, table, hosts, split)
+    world = build_world(scenario, run_dir, address, table, hosts, split, in_process)
     if display is not None:
         _watch(world, display)
     try:
@@ -234,6 +242,7 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
         "versions": dict(_versions()),
     })
     inside(run_dir, "result.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    write_report(record, run_dir)
-    write_html_report(record, run_dir)
+    if reports:
+        write_report(record, run_dir)
+        write_html_report(record, run_dir)
     return Result(record=record, run_dir=run_dir)

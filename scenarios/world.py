@@ -85,8 +85,8 @@ class World:
         self.learned.append((self.network.messages if after is None else int(after), sentence))
 
 
-def _deployment(scenario: Scenario, address: str | None, hosts: dict | None) -> Any:
-    if scenario.backend == "local":
+def _deployment(scenario: Scenario, address: str | None, hosts: dict | None, in_process: bool) -> Any:
+    if scenario.backend == "local" or in_process:
         return LocalDeployment()
     from parley.parties.actors import RayDeployment, ensure_ray
 
@@ -95,11 +95,12 @@ def _deployment(scenario: Scenario, address: str | None, hosts: dict | None) -> 
 
 
 def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: Table | None,
-                hosts: dict | None, split: Any = None) -> World:
+                hosts: dict | None, split: Any = None, in_process: bool = False) -> World:
     """Spawn the run's random streams, load the data and start the compliance party and the data center.
 
     ``split`` replaces the seed's split (the whole-scenario privacy audit runs one fixed audit set and
-    its neighbour under many seeds); every other stream still comes from the seed.
+    its neighbour under many seeds); every other stream still comes from the seed. ``in_process`` puts
+    the parties in this process whatever the scenario's ``backend`` (see :func:`parley.scenarios.runner.run`).
     """
     streams = spawn_streams(scenario.seed)
     data_rng, dc_rng, comp_rng, adv_rng, obs_rng, flow_rng = (streams[name] for name in STREAMS)
@@ -120,7 +121,7 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     keyring = Keyring()
     for identity in identities.values():
         keyring.add(identity.key_entry())
-    deployment = _deployment(scenario, address, hosts)
+    deployment = _deployment(scenario, address, hosts, in_process)
     transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
     network = Network(deployment, transcript)
     # At the end every party signs the final head: the routed ones in their own process, the others (a passive

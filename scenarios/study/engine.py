@@ -1,30 +1,32 @@
 """Running a study's cells in parallel on Ray, locally or on a cluster.
 
-``workers`` study-worker actors (one CPU each) take cells one at a time. Each
-worker keeps its party host actors across cells (a new party object is loaded
-for every cell, so no state leaks between cells) and receives each data set's
-parsed table from the object store, where the driver put it once for the whole
-study. A cell whose worker dies is run again on a fresh worker, up to
-``Study.max_attempts`` times; a cell that fails records its error in its row;
-the study goes on either way. A worker runs its cell in a folder of its own
-node and returns the folder's files with the row; the driver writes them under
-``cells/`` (a worker may run on another machine, where the driver's paths do not
-exist). The driver rewrites ``results.csv`` after every finished row, so an
-interrupted study resumes where it stopped; rows of cells the study no longer
-has (its base, fixed or grid values, its seed or its repeats changed) are moved
-to ``results-stale.csv``.
+``workers`` study-worker actors (one CPU each) take cells one at a time. A
+worker runs each cell's parties as objects in its own process (new objects for
+every cell, so no state leaks between cells; the wire, transcript and ledger are
+those of any run), or, with ``party_hosts="actors"``, in party host actors it
+keeps across cells; and it receives each data set's parsed table from the
+object store, where the driver put it once for the whole study. A cell whose
+worker dies is run again on a fresh worker, up to ``Study.max_attempts`` times;
+a cell that fails records its error in its row; the study goes on either way.
+A worker runs its cell in a folder of its own node and returns the folder's
+files with the row; the driver writes them under ``cells/`` (a worker may run
+on another machine, where the driver's paths do not exist). The driver rewrites
+``results.csv`` after every finished row, so an interrupted study resumes where
+it stopped; rows of cells the study no longer has (its base, fixed or grid
+values, its seed or its repeats changed) are moved to ``results-stale.csv``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,18 +45,45 @@ __all__ = ["StudyRun", "run_study", "StudyWorker"]
 
 WORKER_DIED = "worker died while running the cell ({error}); gave up after {attempts} attempts"
 BAD_WORKERS = "--workers must be at least 1, got {workers}"
+BAD_PARTY_HOSTS = "--party-hosts must be one of {allowed}, got {value!r}"
+#: Where a cell's parties run: inside its study worker's process, or each in a party host actor of its own.
+PARTY_HOSTS = ("worker", "actors")
 #: Key of a worker's row that carries the cell's run folder, file by file, back to the driver.
 FILES_KEY = "_files"
+#: Key of a worker's row that carries the worker's clock readings for :attr:`StudyRun.timeline`.
+TIMELINE_KEY = "_timeline"
+#: When this module was imported (in a study worker: part of the worker's start-up).
+_IMPORTED_AT = time.time()
+
+
+def _process_started_at() -> float | None:
+    """The wall-clock time this process started (Linux ``/proc``), or None where it cannot be read."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 class StudyWorker:
-    """Runs cells; keeps its party hosts between cells unless ``reuse_hosts`` is False."""
+    """Runs cells: their parties in this process (``party_hosts="worker"``) or in party host actors.
 
-    def __init__(self, reuse_hosts: bool = True) -> None:
+    With ``"actors"`` the worker keeps its party hosts between cells unless ``reuse_hosts`` is False.
+    """
+
+    def __init__(self, party_hosts: str = "worker", reuse_hosts: bool = True) -> None:
         from parley.scenarios.runner import PARTY_SLOTS
 
+        self._clock: dict[str, Any] = {"worker": f"{os.getpid()}@{os.uname().nodename}",
+                                       "process_started": _process_started_at(), "imported": _IMPORTED_AT,
+                                       "init_started": time.time()}
+        self.in_process = party_hosts == "worker"
         # Boot every party host now, in parallel, rather than one by one inside the first cell.
-        self.hosts: dict[str, Any] | None = start_hosts(list(PARTY_SLOTS)) if reuse_hosts else None
+        self.hosts: dict[str, Any] | None = (start_hosts(list(PARTY_SLOTS)) if reuse_hosts and not self.in_process
+                                             else None)
+        self._clock["ready"] = time.time()
 
     def run_cell(self, cell: Cell, table: Table | None, keep_run: bool) -> dict[str, Any]:
         """Run one cell in a folder of this node's own; the row, with the folder's files if ``keep_run``.
@@ -65,12 +94,13 @@ class StudyWorker:
         from parley.scenarios.runner import run
 
         started = time.perf_counter()
+        cell_started, cpu_started = time.time(), time.process_time()
         row: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id()[:12], "status": "ok", "failure": ""}
         folder = Path(tempfile.mkdtemp(prefix=f"parley-cell-{cell.cell}-r{cell.repeat}-"))
         try:
             try:
                 result = run(Scenario.from_dict(cell.scenario), out=folder, table=table, hosts=self.hosts,
-                             fresh=True)
+                             fresh=True, in_process=self.in_process, reports=keep_run)
                 row.update(result.metrics)
             except ParleyError as exc:
                 row.update(status="error", failure=f"{type(exc).__name__}: {exc}")
@@ -82,6 +112,8 @@ class StudyWorker:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         row["cell_wall_s"] = round(time.perf_counter() - started, 3)
+        row[TIMELINE_KEY] = {**self._clock, "cell_started": cell_started, "cell_ended": time.time(),
+                             "cell_cpu_s": time.process_time() - cpu_started}
         return row
 
 
@@ -109,6 +141,13 @@ class StudyRun:
     failed: int
     wall_s: float
     results: pd.DataFrame
+    #: Where the time went, in seconds since :func:`run_study` began (wall clock of each process):
+    #: ``ray_up``, ``tables_put``, ``cells_done``, ``outputs_written`` and ``workers``, per worker
+    #: (``pid@node``) its ``process_started``, ``imported`` (the engine module), ``ready`` (its party hosts
+    #: booted, if any)
+    #: and its ``cells`` as ``[cell, repeat, started, ended, cpu_s]``, ``cpu_s`` the CPU time the worker's
+    #: process spent on the row (party host processes not counted). Benchmarks read it; not written to disk.
+    timeline: dict[str, Any] = field(default_factory=dict)
 
 
 def _table_key(params: Any) -> str | None:
@@ -141,7 +180,7 @@ def _row(cell: Cell, outcome: dict[str, Any], attempts: int, keep: tuple[str, ..
 
 def run_study(study: Study, out: str | Path, workers: int | None = None, address: str | None = None,
               keep_runs: bool = True, progress: bool = True, reuse_hosts: bool = True,
-              on_row: Callable[[dict[str, Any]], None] | None = None) -> StudyRun:
+              on_row: Callable[[dict[str, Any]], None] | None = None, party_hosts: str = "worker") -> StudyRun:
     """Run every cell of ``study`` not yet in ``out/results.csv``; write the table, summary and plots.
 
     Parameters
@@ -161,15 +200,38 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
     progress : bool
         Show a progress bar with ETA on stderr.
     reuse_hosts : bool
-        Keep party host actors across a worker's cells (default); False starts fresh actors per cell.
+        With ``party_hosts="actors"``: keep party host actors across a worker's cells (default); False
+        starts fresh actors per cell.
     on_row : callable, optional
         Called with each finished row (tests use it to act mid-study).
+    party_hosts : {"worker", "actors"}
+        Where a cell's parties run. ``"worker"`` (default): as objects inside the study worker's own
+        process (itself a Ray actor), so a worker starts one process, not five; ``"actors"``: each in a
+        :class:`~parley.parties.actors.PartyHost` actor of its own, restored after a crash of its process
+        (what a campaign that kills party processes needs). The wire is the same either way (signed,
+        verified, logged envelopes, the same ledger), and so are the results.
     """
     from parley.scenarios.study.report import write_outputs
 
     started = time.perf_counter()
+    began = time.time()
+    timeline: dict[str, Any] = {"workers": {}}
+
+    def mark(event: str) -> None:
+        timeline[event] = round(time.time() - began, 3)
+
+    def clock(reading: dict[str, Any], cell: Cell) -> None:
+        worker = timeline["workers"].setdefault(reading["worker"], {"cells": []})
+        for key in ("process_started", "imported", "init_started", "ready"):
+            if reading.get(key) is not None:
+                worker[key] = round(reading[key] - began, 3)
+        worker["cells"].append([cell.cell, cell.repeat, round(reading["cell_started"] - began, 3),
+                                round(reading["cell_ended"] - began, 3), round(reading["cell_cpu_s"], 3)])
+
     if workers is not None and workers < 1:
         raise ConfigError(BAD_WORKERS.format(workers=workers))
+    if party_hosts not in PARTY_HOSTS:
+        raise ConfigError(BAD_PARTY_HOSTS.format(allowed=", ".join(map(repr, PARTY_HOSTS)), value=party_hosts))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_study_marker(out, study.name, study.model_dump(mode="json"))  # the folder knows its study
@@ -191,11 +253,13 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
     failed = 0
     if cells:
         ensure_ray(address)
+        mark("ray_up")
         if workers is None:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         # The workers boot while the tables load.
-        pool: list[Any] = [_RemoteWorker.remote(reuse_hosts) for _ in range(min(workers, len(cells)))]
+        pool: list[Any] = [_RemoteWorker.remote(party_hosts, reuse_hosts) for _ in range(min(workers, len(cells)))]
         refs = _put_tables(cells)
+        mark("tables_put")
         cells_dir = out / "cells"
         queue = deque((cell, 1) for cell in cells)
         in_flight: dict[Any, tuple[Any, Cell, int]] = {}
@@ -219,7 +283,7 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
                 try:
                     outcome = ray.get(ready[0])
                 except ray.exceptions.RayActorError as exc:
-                    worker = _RemoteWorker.remote(reuse_hosts)  # replace the dead worker
+                    worker = _RemoteWorker.remote(party_hosts, reuse_hosts)  # replace the dead worker
                     pool.append(worker)
                     if attempt < study.max_attempts:
                         queue.appendleft((cell, attempt + 1))
@@ -228,6 +292,9 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
                     failure = WORKER_DIED.format(error=type(exc).__name__, attempts=attempt)
                     outcome = {"status": "error", "failure": failure}
                 files = outcome.pop(FILES_KEY, None)
+                reading = outcome.pop(TIMELINE_KEY, None)
+                if reading is not None:
+                    clock(reading, cell)
                 if files is not None:
                     _write_run(cells_dir / f"{cell.cell}-r{cell.repeat}", files)
                 row = _row(cell, outcome, attempt, study.outputs.metrics)
@@ -240,9 +307,11 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
                 submit(worker)
         finally:
             bar.close()
+        mark("cells_done")
         for worker in pool:
             ray.kill(worker)
     results = load_results(results_path)
     write_outputs(study, results, out)
+    mark("outputs_written")
     return StudyRun(out=out, ran=len(cells), skipped=len(finished), failed=failed,
-                    wall_s=round(time.perf_counter() - started, 3), results=results)
+                    wall_s=round(time.perf_counter() - started, 3), results=results, timeline=timeline)

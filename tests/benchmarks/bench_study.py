@@ -1,91 +1,155 @@
-"""Study engine: speedup of 2 workers over 1, and the per-cell overhead of the engine.
+"""Study engine: speedup of 2 workers over 1, a worker's start-up, and the per-cell overhead of the engine.
 
 * speedup: one grid of 16 Adult cells whose base model is gradient boosting on
   ~42,000 rows (a few seconds of work per cell, like the cells of a real study)
-  run with 1 worker, then with 2, each into a fresh folder; ratio of wall times.
-  Ray is started once, before both. The same ratio for the light grid (logistic
-  regression, under a second per cell) is printed too: there the workers'
-  start-up weighs more.
+  run with 1 worker, then with 2, each into a fresh folder; ratio of wall times
+  (median over ``--rounds`` alternated pairs). Ray is started once, before all.
+  The same ratio for the light grid (logistic regression, well under a second per
+  cell) is printed too: there the workers' start-up weighs more. Both with the
+  party hosts inside the study workers (``party_hosts="worker"``, the default) and,
+  as the baseline, in party host actors of their own (``party_hosts="actors"``).
+* worker start-up: from :func:`run_study`'s start to the moment the last worker is
+  ready (:attr:`StudyRun.timeline`, Ray already up), and the first row's extra time
+  over the median row (the imports a fresh worker process does in its first cell).
 * per-cell overhead: tiny synthetic cells (one query each) through the study
   engine with 1 worker: the median cell time inside the engine minus the same
-  cell run in-process in this driver, with party host actors reused across cells
-  (the default) and with fresh actors per cell; plus the one-off start-up of a
-  worker (its first cell's extra time).
+  cell run in-process in this driver, with the parties inside the worker, in
+  party host actors reused across cells, and in fresh actors per cell.
 
-Run: ``python tests/benchmarks/bench_study.py``. The last line is one JSON object.
+Every grid's ``results.csv`` must hold the same values whatever the worker count and
+the party hosts (the columns that measure time or name the node aside).
+
+``--worker-niceness 0`` sets ``RAY_worker_niceness`` before Ray starts (see
+``bench_study_smoke.py``: Ray's workers run at nice 15 and yield to every other job on the machine).
+
+Run: ``PYTHONPATH=. python tests/benchmarks/bench_study.py [--rounds 1] [--worker-niceness N]``. The last
+line is one JSON object.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from parley.parties.actors import ensure_ray
 from parley.scenarios.runner import run
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study import Study
-from parley.scenarios.study.engine import run_study
+from parley.scenarios.study.engine import StudyRun, run_study
+from tests.benchmarks.bench_study_smoke import stable_rows
 
 LIGHT = {"name": "bench-speedup", "scenario": "adult-raw-double-query",
          "grid": {"dataset.audit_size": [500, 1000], "attack.name": ["single-query", "double-query"],
                   "protocol.decimals": [6, 8], "attack.targets": [10, 20]}}
-HEAVY = {**LIGHT, "set": {"model.estimator": "sklearn.ensemble.HistGradientBoostingClassifier",
-                          "model.params": {"max_iter": 200}}}
+HEAVY = {**LIGHT, "name": "bench-speedup-heavy",
+         "set": {"model.estimator": "sklearn.ensemble.HistGradientBoostingClassifier",
+                 "model.params": {"max_iter": 200}}}
 TINY_SCENARIO = {"dataset": {"name": "synthetic", "audit_size": 100, "minority": 20, "train_size": 200},
                  "attack": {"name": "single-query", "targets": 1}}
 TINY_CELLS = 12
 
 
-def _run(study: Study, workers: int, **kwargs):
+def _run(study: Study, workers: int, reference: dict[str, Any], **kwargs: Any) -> StudyRun:
+    """Run ``study`` into a fresh folder; its results must equal the first run's of the same study."""
     with tempfile.TemporaryDirectory() as out:
         done = run_study(study, Path(out), workers=workers, progress=False, keep_runs=False, **kwargs)
-        assert done.failed == 0, done.results[["status", "error"]]
+        assert done.failed == 0, done.results[["status", "failure"]]
+        rows = stable_rows(Path(out) / "results.csv")
+        if reference.setdefault(study.name, rows) != rows:
+            raise SystemExit(f"{study.name}: results.csv differs with workers={workers}, {kwargs}")
         return done
 
 
-def _wall(study: Study, workers: int, **kwargs) -> float:
-    return _run(study, workers, **kwargs).wall_s
+def _cpu_share(done: StudyRun) -> float:
+    """CPU time the workers' processes spent on the rows over the rows' wall time (party host actors not counted).
+
+    With the parties inside the workers it says how much of a core each row got: 1.0 on an idle core,
+    0.5 when two runnable processes share it.
+    """
+    cells = [c for w in done.timeline["workers"].values() for c in w["cells"]]
+    return round(sum(c[4] for c in cells) / sum(c[3] - c[2] for c in cells), 3)
 
 
-def _steady_and_startup(study: Study, inline_s: float, **kwargs) -> tuple[float, float]:
-    """Median per-cell engine time minus in-process time, and the first cell's extra time."""
-    walls = _run(study, 1, **kwargs).results["cell_wall_s"].astype(float)
-    steady = float(walls.iloc[1:].median())
-    return steady - inline_s, float(walls.iloc[0]) - steady
+def _speedup(study: Study, rounds: int, reference: dict[str, Any], **kwargs: Any) -> dict[str, float]:
+    """Median wall time with 1 and 2 workers over ``rounds`` alternated pairs, their ratio, the rows' CPU share."""
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    shares: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(rounds):
+        for workers in (1, 2):
+            done = _run(study, workers, reference, **kwargs)
+            walls[workers].append(done.wall_s)
+            shares[workers].append(_cpu_share(done))
+    one, two = statistics.median(walls[1]), statistics.median(walls[2])
+    return {"wall_1_worker_s": round(one, 3), "wall_2_workers_s": round(two, 3), "speedup": round(one / two, 3),
+            "cpu_share_1_worker": statistics.median(shares[1]), "cpu_share_2_workers": statistics.median(shares[2])}
+
+
+def _startup(done: StudyRun) -> dict[str, float]:
+    """When the last worker was ready (since run_study began) and the first rows' extra time over the median."""
+    workers = done.timeline["workers"].values()
+    cells = [c[3] - c[2] for w in workers for c in w["cells"]]
+    firsts = [w["cells"][0][3] - w["cells"][0][2] for w in workers]
+    return {"worker_ready_s": round(max(w["ready"] for w in workers), 3),
+            "first_cell_extra_s": round(max(firsts) - statistics.median(cells), 3)}
+
+
+def _overhead(study: Study, inline_s: float, reference: dict[str, Any], **kwargs: Any) -> dict[str, float]:
+    """Median per-cell engine time minus in-process time, and the worker's start-up (1 worker)."""
+    done = _run(study, 1, reference, **kwargs)
+    walls = done.results["cell_wall_s"].astype(float)
+    return {"per_cell_s": round(float(walls.iloc[1:].median()) - inline_s, 3), **_startup(done)}
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1, help="alternated 1-worker/2-worker pairs per grid")
+    parser.add_argument("--worker-niceness", type=int, help="RAY_worker_niceness (Ray's default: 15)")
+    args = parser.parse_args()
+    if args.worker_niceness is not None:
+        os.environ["RAY_worker_niceness"] = str(args.worker_niceness)  # noqa: SIM112 (Ray spells it so)
     ensure_ray(num_cpus=2)
+    reference: dict[str, Any] = {}
     heavy, light = Study.from_dict(HEAVY), Study.from_dict(LIGHT)
-    _wall(light.with_overrides(["grid.dataset.audit_size=[500]", "grid.attack.name=['single-query']",
-                                "grid.protocol.decimals=[6]", "grid.attack.targets=[10]"]), 1)  # warm-up
-    one, two = _wall(heavy, 1), _wall(heavy, 2)
-    light_one, light_two = _wall(light, 1), _wall(light, 2)
-    cells = len(heavy.cells())
-    print(f"speedup: {cells} gradient-boosting cells, 1 worker {one:.1f} s, 2 workers {two:.1f} s -> "
-          f"x{one / two:.2f}; light cells {light_one:.1f} s vs {light_two:.1f} s -> x{light_one / light_two:.2f}",
-          file=sys.stderr)
+    warm = light.with_overrides(["name=bench-warm", "grid.dataset.audit_size=[500]",
+                                 "grid.attack.name=['single-query']", "grid.protocol.decimals=[6]",
+                                 "grid.attack.targets=[10]"])
+    _run(warm, 1, reference)  # the first Ray workers of the session start here
+    load = os.getloadavg()[0]
+    figures: dict[str, Any] = {}
+    for hosts in ("worker", "actors"):
+        figures[hosts] = {"heavy": _speedup(heavy, args.rounds, reference, party_hosts=hosts),
+                          "light": _speedup(light, args.rounds, reference, party_hosts=hosts)}
+        print(f"party hosts in {hosts}: {len(heavy.cells())} gradient-boosting cells {figures[hosts]['heavy']}; "
+              f"light cells {figures[hosts]['light']}", file=sys.stderr)
 
     tiny = Study.from_dict({"name": "bench-overhead", "scenario": TINY_SCENARIO,
                             "grid": {"attack.targets": list(range(1, TINY_CELLS + 1))}})
     inline = []
     for cell in tiny.cells():
         start = time.perf_counter()
-        run(Scenario.from_dict({**cell.scenario, "backend": "local"}), out=tempfile.mkdtemp())
+        # As the engine runs a row whose folder is not kept: no report.md, no report.html.
+        run(Scenario.from_dict({**cell.scenario, "backend": "local"}), out=tempfile.mkdtemp(), reports=False)
         inline.append(time.perf_counter() - start)
-    inline_s = sum(inline) / len(inline)
-    reused, startup = _steady_and_startup(tiny, inline_s)
-    fresh, _ = _steady_and_startup(tiny, inline_s, reuse_hosts=False)
-    print(f"per-cell overhead: reused party hosts {reused:.3f} s, fresh actors per cell {fresh:.3f} s "
-          f"(in-process cell {inline_s:.3f} s); worker start-up {startup:.2f} s once", file=sys.stderr)
-    print(json.dumps({"benchmark": "study", "cells": cells, "wall_1_worker_s": one, "wall_2_workers_s": two,
-                      "speedup": round(one / two, 3), "target_speedup": 1.6,
-                      "light_speedup": round(light_one / light_two, 3),
-                      "per_cell_overhead_s": {"reused_hosts": round(reused, 3), "fresh_actors": round(fresh, 3)},
-                      "worker_startup_s": round(startup, 3), "inline_cell_s": round(inline_s, 3)}))
+    inline_s = statistics.median(inline)
+    overhead = {"worker": _overhead(tiny, inline_s, reference),
+                "actors_reused": _overhead(tiny, inline_s, reference, party_hosts="actors"),
+                "actors_fresh": _overhead(tiny, inline_s, reference, party_hosts="actors", reuse_hosts=False)}
+    print(f"per-cell overhead and start-up (in-process cell {inline_s:.3f} s): {overhead}", file=sys.stderr)
+    print(json.dumps({"benchmark": "study", "rounds": args.rounds, "load_average": round(load, 2),
+                      "worker_niceness": args.worker_niceness,
+                      "cells": len(heavy.cells()), "target_speedup": 1.7,
+                      "speedup": figures["worker"]["heavy"]["speedup"],
+                      "light_speedup": figures["worker"]["light"]["speedup"],
+                      "baseline_actors": {"speedup": figures["actors"]["heavy"]["speedup"],
+                                          "light_speedup": figures["actors"]["light"]["speedup"]},
+                      "grids": figures, "overhead": overhead, "inline_cell_s": round(inline_s, 3)}))
 
 
 if __name__ == "__main__":

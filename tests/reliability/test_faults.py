@@ -122,8 +122,8 @@ def test_a_study_survives_hosts_and_workers_killed_at_random_times(ray_session, 
     base = Scenario.from_toml(scenario_path("adult-conceal")).to_dict()
     study = Study.from_dict({"name": "faults", "scenario": base, "repeats": 2,
                              "grid": {"attack.max_queries": [20, 30, 40]}, "max_attempts": 3})
-    with StudyKiller(seed=SEED, every_s=(0.5, 2.5), limit=6) as killer:
-        done = run_study(study, tmp_path, workers=2, progress=False)
+    with StudyKiller(seed=SEED, every_s=(0.5, 2.5), limit=6) as killer:  # party processes to kill: actors
+        done = run_study(study, tmp_path, workers=2, progress=False, party_hosts="actors")
     rows = done.results
     assert len(rows) == 6
     assert (rows["status"] == "ok").all(), rows[["status", "failure"]]

@@ -123,3 +123,20 @@ def test_console_script_help():
     assert "run" in out and "verify" in out and "list" in out
     listing = subprocess.run(["parley", "list"], check=True, capture_output=True, text=True).stdout
     assert DEFAULT_SCENARIO in listing and "double-query" in listing and "raw" in listing
+
+
+def test_a_run_without_reports_writes_the_same_result(tmp_path):
+    """``reports=False`` (a study row whose folder is not kept) leaves out report.md and report.html, nothing else."""
+    scenario = Scenario.from_dict({
+        "name": "no-reports", "backend": "local", "seed": 4,
+        "dataset": {"name": "synthetic", "audit_size": 200, "minority": 30, "train_size": 500},
+        "protocol": {"name": "laplace", "epsilon": 2.0},
+        "attack": {"name": "compressed-sensing", "b": 0.1, "max_queries": 10, "stop": "cap", "decoder": "robust",
+                   "n0_prior": 0.15}})
+    full = run(scenario, out=tmp_path / "full")
+    bare = run(scenario, out=tmp_path / "bare", reports=False)
+    assert {"report.md", "report.html"} <= {p.name for p in full.run_dir.iterdir()}
+    assert {p.name for p in bare.run_dir.iterdir()} == {p.name for p in full.run_dir.iterdir()} - {
+        "report.md", "report.html"}
+    assert _stable(bare.record) == _stable(full.record)
+    assert verify_transcript(bare.transcript_path) == bare.record["metrics"]["messages"]

@@ -11,9 +11,11 @@ import textwrap
 import pandas as pd
 import pytest
 
+from parley.protocols.errors import ConfigError
 from parley.scenarios.cli import main
 from parley.scenarios.study import Study
-from parley.scenarios.study.engine import run_study
+from parley.scenarios.study.engine import BAD_PARTY_HOSTS, run_study
+from tests.benchmarks.bench_study_smoke import stable_rows
 from tests.reliability.faults import job_actor_pids
 
 pytestmark = pytest.mark.ray
@@ -35,6 +37,53 @@ def test_smoke_study_then_rerun_adds_nothing(ray_session, tmp_path, capsys):
     assert main(["study", "smoke", "--out", str(tmp_path), "--workers", "2"]) == 0
     assert "0 rows run, 12 already done" in capsys.readouterr().out
     assert len(pd.read_csv(tmp_path / "results.csv")) == 12
+
+
+#: Rounded, Laplace, smooth-Cauchy and count-level DP answers, each with an attack that reads them: rows that
+#: depend on every random stream of a run (the draw, the targets, the probes, the noise) and on the ledger.
+ROBUST = {"b": 0.1, "max_queries": 20, "stop": "cap", "decoder": "robust", "n0_prior": 0.15}
+FLOWS = Study.from_dict({"name": "where-parties-run", "scenario": {**SYNTHETIC, "name": "hosts"}, "seed": 3,
+                         "grid": {"protocol,attack": [
+                             [{"name": "raw", "decimals": 2}, {"name": "double-query", "targets": 6}],
+                             [{"name": "laplace", "epsilon": 2.0}, {"name": "compressed-sensing", **ROBUST}],
+                             [{"name": "smooth-cauchy", "epsilon": 1.0, "out_of_range": "raw"},
+                              {"name": "compressed-sensing", **ROBUST}],
+                             [{"name": "dp-counts", "epsilon": 1.0}, {"name": "likelihood"}]]}})
+
+
+def test_parties_inside_the_workers_give_the_rows_of_party_actors(ray_session, tmp_path):
+    """Two workers with the parties in their own processes (the default) against one worker with party actors:
+    the same results.csv, timings and nodes aside; only the actors path starts party processes."""
+    seen: dict[str, list[int]] = {"actors": [], "worker": []}
+    before = set(job_actor_pids("PartyHost"))  # other tests' hosts may still be ending: only new ones count
+
+    def party_processes(where: str) -> None:
+        seen[where].append(len(set(job_actor_pids("PartyHost")) - before))
+
+    baseline = run_study(FLOWS, tmp_path / "actors", workers=1, progress=False, party_hosts="actors",
+                         on_row=lambda row: party_processes("actors"))
+    before |= set(job_actor_pids("PartyHost", alive=False))
+    done = run_study(FLOWS, tmp_path / "worker", workers=2, progress=False,
+                     on_row=lambda row: party_processes("worker"))
+    assert baseline.failed == 0 and done.failed == 0, done.results[["status", "failure"]]
+    rows = stable_rows(tmp_path / "worker" / "results.csv")
+    assert rows == stable_rows(tmp_path / "actors" / "results.csv")
+    assert len({row["leakage"] for row in rows}) == len(rows)  # every row its own: equal tables by no accident
+    assert sum(row["epsilon_spent"] is not None for row in rows) == 3  # the DP rows spent from their ledger
+    assert min(seen["actors"]) >= 4 and seen["worker"] == [0] * len(FLOWS.cells())
+    # Every worker said when it was ready and ran its rows after that.
+    workers = done.timeline["workers"]
+    assert sum(len(w["cells"]) for w in workers.values()) == len(FLOWS.cells())
+    assert all(w["ready"] <= cell[2] for w in workers.values() for cell in w["cells"])
+    for folder in (tmp_path / "worker" / "cells").iterdir():  # kept run folders hold the reports
+        assert {"report.md", "report.html", "transcript.jsonl", "result.json"} <= {p.name for p in folder.iterdir()}
+
+
+def test_unknown_party_hosts_is_refused_before_anything_runs(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        run_study(FLOWS, tmp_path, party_hosts="threads")
+    assert str(error.value) == BAD_PARTY_HOSTS.format(allowed="'worker', 'actors'", value="threads")
+    assert not (tmp_path / "results.csv").exists()
 
 
 def test_failing_cell_records_its_error_and_the_study_goes_on(ray_session, tmp_path):
