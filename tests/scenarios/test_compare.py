@@ -47,7 +47,7 @@ def test_the_likelihood_column_applies_to_every_dp_protocol_and_to_nothing_else(
     assert [c.label for c in p.columns] == [LIKELIHOOD]
     dp = {r.label for r in p.rows if r.flow == "metric-query" and "epsilon" in r.protocol}
     assert dp == {"laplace ε=1", "smooth-cauchy ε=1", "dp-counts ε=1", "dp-counts gaussian ε=1",
-                  "smooth-laplace ε=0.5"}
+                  "smooth-laplace ε=0.5", "mpc-dp ε=1"}
     assert {row for row, _ in p.cells} == dp
     assert p.reasons[("raw", LIKELIHOOD)] == NO_NOISE_LAW.format(attack="likelihood", protocol="raw")
     assert p.reasons[("cov-threshold m=100", LIKELIHOOD)].startswith("attack 'likelihood' reads")
