@@ -16,6 +16,7 @@ from scipy import stats
 
 from parley.parties.attacks.curious_compliance import read_predictions, view_accuracy
 from parley.parties.compliance import Compliance
+from parley.parties.ledger import ID_REUSED
 from parley.parties.party import REFUSAL
 from parley.parties.secure import HELPER_ROLE, ID_REUSED_HELPER, Helper, SecureQuerier, pair_keys
 from parley.parties.wire import Identity, Keyring
@@ -39,7 +40,8 @@ ALPHA = 0.01
 class Trio:
     """The compliance party, the helper and a querier (its SecureQuerier driven by the test) in-process."""
 
-    def __init__(self, protocol: str, a: np.ndarray, y: np.ndarray, seed: int = 0, **params) -> None:
+    def __init__(self, protocol: str, a: np.ndarray, y: np.ndarray, seed: int = 0, ledger_path: str | None = None,
+                 **params) -> None:
         cls = get_protocol(protocol)
         self.protocol = cls(cls.Params(**params))
         self.ids = {name: Identity.generate(name, role) for name, role in
@@ -54,7 +56,7 @@ class Trio:
                 for i, name in enumerate(("compliance", "data-center", "mpc-helper"))}
         self.compliance = Compliance(self.ids["compliance"], self.keyring, AuditSet(a=a, y=y),
                                      self.protocol.keyed(keys["compliance"]), ["data-center"],
-                                     np.random.default_rng(seed))
+                                     np.random.default_rng(seed), ledger_path=ledger_path)
         self.helper = Helper(self.ids["mpc-helper"], self.keyring, self.protocol.keyed(keys["mpc-helper"]),
                              ["data-center"], a.shape[0], np.random.default_rng(seed + 1))
         self.querier = SecureQuerier(self.protocol.keyed(keys["data-center"]), keys["data-center"], y, "mpc-helper")
@@ -153,6 +155,34 @@ def test_the_helper_answers_a_query_id_once(audit):
     np.testing.assert_array_equal(first.payload["output"], again.payload["output"])  # no fresh noise
     other = trio.helper.receive(trio.seal("mpc-helper", "mpc-query", {**header, "m": 2}))
     assert other.kind == REFUSAL and other.payload["detail"] == ID_REUSED_HELPER.format(query_id="once")
+
+
+@pytest.mark.parametrize("ledger", [None, "memory", "file"])
+def test_a_reused_query_id_is_refused_by_the_compliance_party_with_or_without_a_ledger(audit, tmp_path, ledger):
+    """Two mpc replies to one id share the sharing of A and the zero-share: their difference gives the querier A.
+
+    The querier plays that attack (the identity model, then the zero model, under one id): the second request
+    is refused with the ledger's reused-id refusal whether or not the party keeps a ledger (an mpc reply is
+    free, so the ledger holds no record of it); an identical retry gets the same reply, and the party serves on.
+    """
+    a, y = audit
+    path = {None: None, "memory": ":memory:", "file": str(tmp_path / "ledger.sqlite")}[ledger]
+    trio = Trio("mpc", a, y, ledger_path=path)
+    assert (trio.compliance.ledger is None) == (ledger is None)
+    request = trio.querier.share({"metric": "sp", "predictions": np.eye(a.size), "query_id": "same-id"})
+    first = trio.compliance.receive(trio.seal("compliance", "mpc-query", request))
+    assert first.kind == "mpc-partial"
+    other = trio.compliance.receive(trio.seal("compliance", "mpc-query", trio.querier.share(
+        {"metric": "sp", "predictions": np.zeros((a.size, a.size)), "query_id": "same-id"})))
+    assert other.kind == REFUSAL and other.payload["reason"] == "invalid-query"
+    assert other.payload["detail"] == ID_REUSED.format(query_id="same-id")
+    retry = trio.compliance.receive(trio.seal("compliance", "mpc-query", request))  # a new envelope, same request
+    assert retry.kind == "mpc-partial" and retry.payload["query_id"] == "same-id"
+    for field in ("output", "a_share"):
+        np.testing.assert_array_equal(retry.payload[field], first.payload[field])
+    H = np.zeros((1, a.size))
+    H[0, :10] = 1.0
+    assert trio.ask(H, query_id="fresh")["values"][0] == pytest.approx(evaluate("sp", H, a, y)[0], abs=1e-15)
 
 
 def test_the_compliance_party_sees_shares_independent_of_the_predictions(audit):
