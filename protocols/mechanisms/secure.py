@@ -108,7 +108,7 @@ from parley.protocols.queries import validate_query_id
 
 __all__ = ["COMPLIANCE_ID", "HELPER_ID", "LAGRANGE_AT_ZERO", "PRIME", "QUERIER_ID", "MpcDpProtocol", "MpcParams",
            "MpcProtocol", "PairKeys", "SecureProtocol", "CLEAR_QUERY", "BAD_SHARES", "NO_KEYS", "decode_field",
-           "encode_field", "exact_metric", "output_share", "querier_rows", "share_rows"]
+           "encode_field", "exact_metric", "field_bytes", "output_share", "querier_rows", "share_rows"]
 
 #: The field of the shares: GF(p) with the Mersenne prime p = 2^127 - 1 (sums of 2^20 predictions at 2^-52 fit).
 PRIME = (1 << 127) - 1
@@ -204,6 +204,11 @@ def decode_field(limbs: Any, shape: tuple[int, ...], name: str, what: str) -> np
     if value.size and not bool((value < PRIME).all()):
         raise QueryError(BAD_SHARES.format(name=name, what=what, shape=want, got="a value >= p"))
     return value
+
+
+def field_bytes(rows: int, n: int) -> int:
+    """Bytes of a (rows, n) array of field elements on the wire (:func:`encode_field`: 4 uint32 limbs each)."""
+    return rows * n * LIMBS * 4
 
 
 def _inv(x: int) -> int:
@@ -393,7 +398,11 @@ class SecureProtocol(Protocol):
                 **self.notes(m)}
 
     def helper_respond(self, payload: Mapping[str, Any], n: int, rng: np.random.Generator) -> dict[str, Any]:
-        """S's part: its output share d_S (steps 3-4)."""
+        """S's part: its output share d_S (steps 3-4).
+
+        Its work, (m + 1) n PRF outputs per slice, is set by the header's m; the helper party bounds it
+        before calling (:class:`parley.parties.secure.Helper`, the payload limit of the compliance party's shares).
+        """
         if self.keys is None:
             raise InternalError(NO_KEYS.format(name=self.name, party="helper"))
         metric, m, query_id = self.header(payload)

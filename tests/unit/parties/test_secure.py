@@ -18,10 +18,11 @@ from parley.parties.attacks.curious_compliance import read_predictions, view_acc
 from parley.parties.compliance import Compliance
 from parley.parties.ledger import ID_REUSED
 from parley.parties.party import REFUSAL
-from parley.parties.secure import HELPER_ROLE, ID_REUSED_HELPER, Helper, SecureQuerier, pair_keys
+from parley.parties.payload_limits import MAX_PAYLOAD_BYTES, PAYLOAD_TOO_LARGE
+from parley.parties.secure import HELPER_ROLE, HELPER_TOO_LARGE, ID_REUSED_HELPER, Helper, SecureQuerier, pair_keys
 from parley.parties.wire import Identity, Keyring
 from parley.protocols import AuditSet, get_protocol
-from parley.protocols.mechanisms.count_dp import COUNT_METRICS, noise_scales
+from parley.protocols.mechanisms.count_dp import COUNT_METRICS, SLICES, noise_scales
 from parley.protocols.mechanisms.secure import (
     BAD_SHARES,
     CLEAR_QUERY,
@@ -29,6 +30,7 @@ from parley.protocols.mechanisms.secure import (
     PairKeys,
     decode_field,
     encode_field,
+    field_bytes,
     output_share,
     querier_a_share,
 )
@@ -183,6 +185,34 @@ def test_a_reused_query_id_is_refused_by_the_compliance_party_with_or_without_a_
     H = np.zeros((1, a.size))
     H[0, :10] = 1.0
     assert trio.ask(H, query_id="fresh")["values"][0] == pytest.approx(evaluate("sp", H, a, y)[0], abs=1e-15)
+
+
+@pytest.mark.parametrize("metric", ["sp", "eodds"])
+def test_the_helper_refuses_work_beyond_the_compliance_party_payload_limit(audit, metric):
+    """A small request whose header's m would have the helper derive more rows than C could receive as shares.
+
+    The querier sends n padded shares of A (1.9 KB here) with the smallest m whose rows, as shares, exceed the
+    payload limit: refused as too large, naming m and the limit, before any work (nothing answered), and the
+    helper serves on. The largest m within the limit is what C's payload limit allows it to compute too.
+    """
+    a, y = audit
+    trio = Trio("mpc", a, y)
+    slices = len(SLICES[metric])
+    m = MAX_PAYLOAD_BYTES // (slices * a.size * 16)  # (m + 1) slices rows of n field elements of 16 bytes
+    assert field_bytes(slices * m, a.size) <= MAX_PAYLOAD_BYTES < field_bytes(slices * (m + 1), a.size)
+    header = {"metric": metric, "m": m, "query_id": "huge", "a_share": encode_field(np.zeros(a.size, dtype=object))}
+    refusal = trio.helper.receive(trio.seal("mpc-helper", "mpc-query", header))
+    assert refusal.kind == REFUSAL and refusal.payload["reason"] == PAYLOAD_TOO_LARGE
+    rows = slices * (m + 1)
+    assert refusal.payload["detail"] == HELPER_TOO_LARGE.format(m=m, metric=metric, rows=rows, n=a.size,
+                                                                size=field_bytes(rows, a.size),
+                                                                limit=MAX_PAYLOAD_BYTES)
+    assert f"m = {m} " in refusal.payload["detail"] and f"{MAX_PAYLOAD_BYTES:,}" in refusal.payload["detail"]
+    assert trio.helper.answered == 0
+    H = np.zeros((1, a.size))
+    H[0, :10] = 1.0
+    assert trio.ask(H, metric)["values"][0] == pytest.approx(evaluate(metric, H, a, y)[0], abs=1e-15)
+    assert trio.helper.answered == 1
 
 
 def test_the_compliance_party_sees_shares_independent_of_the_predictions(audit):
