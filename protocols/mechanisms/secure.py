@@ -63,7 +63,8 @@ sum and size: :func:`count_dp.noise_scales`, :meth:`MpcDpProtocol.noise`): ``dp-
 sums at the slice mean and scales their noise to the largest deviation from it, both functions of
 the predictions, which C and S never see, so the secure release stays uncentred. Each adds Y /
 lambda_i to its output share (lambda = (3, -3, 1): the Lagrange coefficients at 0 of points 1, 2,
-3), so Q opens K + Y_C + Y_S. Privacy for A against Q (or any party that does not hold Y_C): K +
+3), so Q opens K + Y_C + Y_S. Privacy for A against a Q that encodes as above (or any party that
+does not hold Y_C): K +
 Y_C is that uncentred count release, epsilon-DP (or rho-zCDP) by ``dp-counts``'s proof with c_i = 0,
 S_i = 2^B, and adding the independent Y_S is post-processing; C's ledger charges that cost.
 Against C: C never receives the answer; should Q publish it, C can remove Y_C but not Y_S, so C
@@ -72,10 +73,14 @@ uncentred release, which is itself 1.5 to 1.6 times ``dp-counts``'s SP error (th
 of ``tests/benchmarks/bench_count_dp.py``). With Q and S colluding, Y_C still protects A; C and S
 colluding hold the predictions (t = 1), as in ``mpc``.
 
-The guarantee is for semi-honest parties. In particular C cannot check that the shares it
-receives encode predictions in [0, 1]; a querier that shares integers far above 2^B would raise
-the answer's sensitivity to one person's A beyond what the noise is calibrated for (a range
-proof inside the computation is the remedy; not built, docs/protocols/secure-computation.md).
+The guarantee is for semi-honest parties, the querier included, and parley's adversary is the
+querier (the data center). C cannot check that the shares it receives encode predictions in
+[0, 1]: they are uniform whatever they encode. ``mpc-dp``'s epsilon holds only against a querier
+that encodes as the protocol says. One that shares arbitrary field elements as weights, e.g.
+2^(40 + j) for person j, opens K = sum_j a_j 2^(40 + j) with noise calibrated to 2^B = 2^20, far
+below bit 40: one query, charged epsilon, reveals all of A. The remedy is a range proof inside the
+computation (the querier shares the bits of each value, the parties check b (1 - b) = 0); not built
+(docs/protocols/secure-computation.md, "A querier that deviates").
 """
 
 from __future__ import annotations

@@ -319,6 +319,48 @@ def test_mpc_dp_opens_dp_counts_noise_twice_and_charges_its_epsilon(audit):
     assert spent == pytest.approx(300.0)
 
 
+DEVIATING_HEADING = "### A querier that deviates"
+DEVIATING_CLAIM = "`mpc-dp`'s ε holds only against a querier that encodes as the protocol says"
+
+
+def test_a_querier_that_deviates_from_the_encoding_reads_all_of_A_from_one_mpc_dp_answer_as_the_docs_say():
+    """The limit of mpc-dp's guarantee, played and documented: weights 2^(40 + j) instead of predictions.
+
+    The compliance party cannot see what its shares encode; the noise is calibrated to 2^B = 2^20 and stays
+    below bit 40, so one answer charged epsilon gives every a_j. docs/protocols/secure-computation.md must say
+    so (a range proof would make the attack fail here, and the page would then have to change too).
+    """
+    from pathlib import Path
+
+    from parley.protocols.mechanisms.secure import open_output, share_rows
+
+    rng = np.random.default_rng(4)
+    n = 80
+    a = rng.integers(0, 2, n).astype(np.int8)
+    y = rng.integers(0, 2, n).astype(np.int8)
+    trio = Trio("mpc-dp", a, y, epsilon=0.1)
+    q, qid = trio.querier, "deviating"
+    R = np.zeros((2, n), dtype=object)
+    R[0] = [1 << (40 + j) for j in range(n)]  # one "model": person j's weight in its own bit
+    R[1] = 1
+    share_c, share_q = share_rows(R, q.keys, qid)
+    q._pending[qid] = {"metric": "sp", "m": 1, "own": share_q, "totals": [[0]], "sizes": [n], "predictions": None}
+    partial = trio.compliance.receive(trio.seal("compliance", "mpc-query", {"metric": "sp", "m": 1, "query_id": qid,
+                                                                            "shares": encode_field(share_c)}))
+    assert partial.kind == "mpc-partial"  # uniform shares: nothing for the compliance party to refuse
+    reply = trio.helper.receive(trio.seal("mpc-helper", "mpc-query", q.from_compliance(partial)))
+    d_c = decode_field(partial.payload["output"], (2,), "mpc-dp", "output")
+    d_s = decode_field(reply.payload["output"], (2,), "mpc-dp", "output")
+    K = open_output(d_c, output_share(share_q, querier_a_share(q.keys, qid, n), q.keys, qid), d_s)[0]
+    K += 1 << 39  # round to the nearest multiple of 2^40 (noise of either sign)
+    a_hat = np.array([(K >> (40 + j)) & 1 for j in range(n)])
+    np.testing.assert_array_equal(a_hat, a)
+    assert trio.compliance.stats()["epsilon_spent"]["data-center"] == pytest.approx(0.1)  # one answer's epsilon
+    page = (Path(__file__).resolve().parents[3] / "docs" / "protocols" / "secure-computation.md").read_text()
+    assert DEVIATING_HEADING in page
+    assert DEVIATING_CLAIM in " ".join(page.split())  # the claim, however the page wraps it
+
+
 def test_field_encoding_round_trips():
     values = np.array([0, 1, PRIME - 1, 1 << 100], dtype=object)
     np.testing.assert_array_equal(decode_field(encode_field(values), (4,), "mpc", "x"), values)
