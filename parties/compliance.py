@@ -205,25 +205,32 @@ class Compliance(Party):
                    **self.answer_protocol.respond(envelope.kind, envelope.payload, self.holdings, self.rng)}
         if cost is not None:
             payload = self._charge(envelope, query_id, cost, payload)
-        elif self.ledger is None:
-            # A free reply may still be random (noise, a soft policy's coins): a retry gets the same one.
+        else:
+            # A free reply may still be random (noise, a soft policy's coins): a retry gets the same one. It is
+            # kept with or without a ledger (which records only charged replies): under mpc two replies to one
+            # id share the sharing of A and the zero-share, and their difference would give the querier A.
             self._free_replies[(envelope.sender, query_id)] = (envelope.digest, payload)
         self.requests_answered += 1
         return self.seal(envelope.sender, self.answer_protocol.requests[envelope.kind], payload)
 
     def _answered_before(self, envelope: Envelope, query_id: str) -> dict[str, Any] | None:
-        """The reply already given to this querier's ``query_id`` (ledger, else memory), or None.
+        """The reply already given to this querier's ``query_id`` (ledger, else the free replies kept), or None.
 
-        Raises WireError (``invalid-query``) when the id was answered for a different request.
+        Raises WireError (``invalid-query``) when the id was answered for a different request. A free reply
+        is kept in memory even when there is a ledger (the ledger holds charged replies only), so a reused
+        id is refused the same way with or without one.
         """
         if self.ledger is not None:
-            return self.ledger.recorded(self._account(envelope), query_id, request=envelope.digest)
+            stored_charged = self.ledger.recorded(self._account(envelope), query_id, request=envelope.digest)
+            if stored_charged is not None:
+                return stored_charged
         stored = self._free_replies.get((envelope.sender, query_id))
         if stored is None:
             return None
         if stored[0] != envelope.digest:
             raise WireError(INVALID_QUERY, ID_REUSED.format(query_id=query_id))
         return stored[1]
+
     def _released(self) -> list[dict[str, Any]]:
         """Reply payloads on record in the ledger, oldest first (what :meth:`Protocol.admit` judges by)."""
         if self.ledger is None:

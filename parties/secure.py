@@ -25,13 +25,16 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from parley.parties.adversary import Adversary
 from parley.parties.data_center import DataCenter
 from parley.parties.party import REFUSAL, Party
+from parley.parties.payload_limits import MAX_PAYLOAD_BYTES, PAYLOAD_TOO_LARGE
 from parley.parties.wire import INVALID_PAYLOAD, INVALID_QUERY, Envelope, Identity, Keyring
 from parley.protocols.errors import QueryError, RefusedError, WireError
+from parley.protocols.mechanisms.count_dp import SLICES
 from parley.protocols.mechanisms.secure import (
     PairKeys,
     SecureProtocol,
     decode_field,
     encode_field,
+    field_bytes,
     open_output,
     output_share,
     querier_a_share,
@@ -41,12 +44,15 @@ from parley.protocols.mechanisms.secure import (
 from parley.protocols.queries import apply_edits, validate_query_id
 
 __all__ = ["Helper", "SecureAdversary", "SecureDataCenter", "SecureQuerier", "pair_keys", "HELPER_ROLE",
-           "NOT_PENDING", "ID_REUSED_HELPER"]
+           "NOT_PENDING", "ID_REUSED_HELPER", "HELPER_TOO_LARGE"]
 
 #: The role of the helper in keyrings (what it may send: ``parley.parties.party.ROLE_SENDS``).
 HELPER_ROLE = "mpc-helper"
 NOT_PENDING = "an {kind} for query {got!r}, which is not the query this querier is computing ({pending!r})"
 ID_REUSED_HELPER = "query id {query_id!r} was already computed for a different request"
+HELPER_TOO_LARGE = ("an mpc-query of m = {m} models ({metric}, {rows} rows) over n = {n} people asks the helper for "
+                    "{size:,} bytes of shares, above the limit of {limit:,} bytes that bounds the compliance party's "
+                    "shares of the same query")
 _INFO = b"parley-mpc-pair-key-v1"
 
 
@@ -222,6 +228,15 @@ class Helper(Party):
 
     It answers a query id once per querier; a retry of the same request gets the same reply
     (its noise is never redrawn), a different request under a used id is refused.
+
+    Its work is bounded as the compliance party's is. The request is small (the header and n padded
+    shares of A), but the header's m sets the work: S derives its share of the (m + 1) n rows from
+    the PRF. The compliance party computes on the same rows only after they arrived as shares,
+    within :data:`~parley.parties.payload_limits.MAX_PAYLOAD_BYTES`; S refuses (``payload-too-large``,
+    :data:`HELPER_TOO_LARGE`) a header whose rows, as shares, would exceed that limit, before any PRF
+    output is drawn. (Answering only headers the compliance party signed would bound S by what C
+    accepted; it needs a signed header inside the querier's request and is not built: the bound here
+    is as strong for the helper's resources, since C accepts nothing larger.)
     """
 
     handlers = {"mpc-query": "_on_query", REFUSAL: "_on_refusal"}
@@ -245,6 +260,12 @@ class Helper(Party):
             if stored[0] != envelope.digest:
                 raise WireError(INVALID_QUERY, ID_REUSED_HELPER.format(query_id=query_id))
             return self.seal(envelope.sender, "mpc-partial", stored[1])
+        metric, m, _ = self.secure.header(envelope.payload)
+        rows = len(SLICES[metric]) * (m + 1)
+        size = field_bytes(rows, self.n)
+        if size > MAX_PAYLOAD_BYTES:
+            raise WireError(PAYLOAD_TOO_LARGE, HELPER_TOO_LARGE.format(m=m, metric=metric, rows=rows, n=self.n,
+                                                                       size=size, limit=MAX_PAYLOAD_BYTES))
         reply = self.secure.helper_respond(envelope.payload, self.n, self.rng)
         self._replies[(envelope.sender, query_id)] = (envelope.digest, reply)
         self.answered += 1

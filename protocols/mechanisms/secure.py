@@ -63,7 +63,8 @@ sum and size: :func:`count_dp.noise_scales`, :meth:`MpcDpProtocol.noise`): ``dp-
 sums at the slice mean and scales their noise to the largest deviation from it, both functions of
 the predictions, which C and S never see, so the secure release stays uncentred. Each adds Y /
 lambda_i to its output share (lambda = (3, -3, 1): the Lagrange coefficients at 0 of points 1, 2,
-3), so Q opens K + Y_C + Y_S. Privacy for A against Q (or any party that does not hold Y_C): K +
+3), so Q opens K + Y_C + Y_S. Privacy for A against a Q that encodes as above (or any party that
+does not hold Y_C): K +
 Y_C is that uncentred count release, epsilon-DP (or rho-zCDP) by ``dp-counts``'s proof with c_i = 0,
 S_i = 2^B, and adding the independent Y_S is post-processing; C's ledger charges that cost.
 Against C: C never receives the answer; should Q publish it, C can remove Y_C but not Y_S, so C
@@ -72,10 +73,14 @@ uncentred release, which is itself 1.5 to 1.6 times ``dp-counts``'s SP error (th
 of ``tests/benchmarks/bench_count_dp.py``). With Q and S colluding, Y_C still protects A; C and S
 colluding hold the predictions (t = 1), as in ``mpc``.
 
-The guarantee is for semi-honest parties. In particular C cannot check that the shares it
-receives encode predictions in [0, 1]; a querier that shares integers far above 2^B would raise
-the answer's sensitivity to one person's A beyond what the noise is calibrated for (a range
-proof inside the computation is the remedy; not built, docs/protocols/secure-computation.md).
+The guarantee is for semi-honest parties, the querier included, and parley's adversary is the
+querier (the data center). C cannot check that the shares it receives encode predictions in
+[0, 1]: they are uniform whatever they encode. ``mpc-dp``'s epsilon holds only against a querier
+that encodes as the protocol says. One that shares arbitrary field elements as weights, e.g.
+2^(40 + j) for person j, opens K = sum_j a_j 2^(40 + j) with noise calibrated to 2^B = 2^20, far
+below bit 40: one query, charged epsilon, reveals all of A. The remedy is a range proof inside the
+computation (the querier shares the bits of each value, the parties check b (1 - b) = 0); not built
+(docs/protocols/secure-computation.md, "A querier that deviates").
 """
 
 from __future__ import annotations
@@ -108,7 +113,7 @@ from parley.protocols.queries import validate_query_id
 
 __all__ = ["COMPLIANCE_ID", "HELPER_ID", "LAGRANGE_AT_ZERO", "PRIME", "QUERIER_ID", "MpcDpProtocol", "MpcParams",
            "MpcProtocol", "PairKeys", "SecureProtocol", "CLEAR_QUERY", "BAD_SHARES", "NO_KEYS", "decode_field",
-           "encode_field", "exact_metric", "output_share", "querier_rows", "share_rows"]
+           "encode_field", "exact_metric", "field_bytes", "output_share", "querier_rows", "share_rows"]
 
 #: The field of the shares: GF(p) with the Mersenne prime p = 2^127 - 1 (sums of 2^20 predictions at 2^-52 fit).
 PRIME = (1 << 127) - 1
@@ -204,6 +209,11 @@ def decode_field(limbs: Any, shape: tuple[int, ...], name: str, what: str) -> np
     if value.size and not bool((value < PRIME).all()):
         raise QueryError(BAD_SHARES.format(name=name, what=what, shape=want, got="a value >= p"))
     return value
+
+
+def field_bytes(rows: int, n: int) -> int:
+    """Bytes of a (rows, n) array of field elements on the wire (:func:`encode_field`: 4 uint32 limbs each)."""
+    return rows * n * LIMBS * 4
 
 
 def _inv(x: int) -> int:
@@ -393,7 +403,11 @@ class SecureProtocol(Protocol):
                 **self.notes(m)}
 
     def helper_respond(self, payload: Mapping[str, Any], n: int, rng: np.random.Generator) -> dict[str, Any]:
-        """S's part: its output share d_S (steps 3-4)."""
+        """S's part: its output share d_S (steps 3-4).
+
+        Its work, (m + 1) n PRF outputs per slice, is set by the header's m; the helper party bounds it
+        before calling (:class:`parley.parties.secure.Helper`, the payload limit of the compliance party's shares).
+        """
         if self.keys is None:
             raise InternalError(NO_KEYS.format(name=self.name, party="helper"))
         metric, m, query_id = self.header(payload)

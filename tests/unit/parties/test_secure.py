@@ -16,11 +16,13 @@ from scipy import stats
 
 from parley.parties.attacks.curious_compliance import read_predictions, view_accuracy
 from parley.parties.compliance import Compliance
+from parley.parties.ledger import ID_REUSED
 from parley.parties.party import REFUSAL
-from parley.parties.secure import HELPER_ROLE, ID_REUSED_HELPER, Helper, SecureQuerier, pair_keys
+from parley.parties.payload_limits import MAX_PAYLOAD_BYTES, PAYLOAD_TOO_LARGE
+from parley.parties.secure import HELPER_ROLE, HELPER_TOO_LARGE, ID_REUSED_HELPER, Helper, SecureQuerier, pair_keys
 from parley.parties.wire import Identity, Keyring
 from parley.protocols import AuditSet, get_protocol
-from parley.protocols.mechanisms.count_dp import COUNT_METRICS, noise_scales
+from parley.protocols.mechanisms.count_dp import COUNT_METRICS, SLICES, noise_scales
 from parley.protocols.mechanisms.secure import (
     BAD_SHARES,
     CLEAR_QUERY,
@@ -28,6 +30,7 @@ from parley.protocols.mechanisms.secure import (
     PairKeys,
     decode_field,
     encode_field,
+    field_bytes,
     output_share,
     querier_a_share,
 )
@@ -39,7 +42,8 @@ ALPHA = 0.01
 class Trio:
     """The compliance party, the helper and a querier (its SecureQuerier driven by the test) in-process."""
 
-    def __init__(self, protocol: str, a: np.ndarray, y: np.ndarray, seed: int = 0, **params) -> None:
+    def __init__(self, protocol: str, a: np.ndarray, y: np.ndarray, seed: int = 0, ledger_path: str | None = None,
+                 **params) -> None:
         cls = get_protocol(protocol)
         self.protocol = cls(cls.Params(**params))
         self.ids = {name: Identity.generate(name, role) for name, role in
@@ -54,7 +58,7 @@ class Trio:
                 for i, name in enumerate(("compliance", "data-center", "mpc-helper"))}
         self.compliance = Compliance(self.ids["compliance"], self.keyring, AuditSet(a=a, y=y),
                                      self.protocol.keyed(keys["compliance"]), ["data-center"],
-                                     np.random.default_rng(seed))
+                                     np.random.default_rng(seed), ledger_path=ledger_path)
         self.helper = Helper(self.ids["mpc-helper"], self.keyring, self.protocol.keyed(keys["mpc-helper"]),
                              ["data-center"], a.shape[0], np.random.default_rng(seed + 1))
         self.querier = SecureQuerier(self.protocol.keyed(keys["data-center"]), keys["data-center"], y, "mpc-helper")
@@ -153,6 +157,62 @@ def test_the_helper_answers_a_query_id_once(audit):
     np.testing.assert_array_equal(first.payload["output"], again.payload["output"])  # no fresh noise
     other = trio.helper.receive(trio.seal("mpc-helper", "mpc-query", {**header, "m": 2}))
     assert other.kind == REFUSAL and other.payload["detail"] == ID_REUSED_HELPER.format(query_id="once")
+
+
+@pytest.mark.parametrize("ledger", [None, "memory", "file"])
+def test_a_reused_query_id_is_refused_by_the_compliance_party_with_or_without_a_ledger(audit, tmp_path, ledger):
+    """Two mpc replies to one id share the sharing of A and the zero-share: their difference gives the querier A.
+
+    The querier plays that attack (the identity model, then the zero model, under one id): the second request
+    is refused with the ledger's reused-id refusal whether or not the party keeps a ledger (an mpc reply is
+    free, so the ledger holds no record of it); an identical retry gets the same reply, and the party serves on.
+    """
+    a, y = audit
+    path = {None: None, "memory": ":memory:", "file": str(tmp_path / "ledger.sqlite")}[ledger]
+    trio = Trio("mpc", a, y, ledger_path=path)
+    assert (trio.compliance.ledger is None) == (ledger is None)
+    request = trio.querier.share({"metric": "sp", "predictions": np.eye(a.size), "query_id": "same-id"})
+    first = trio.compliance.receive(trio.seal("compliance", "mpc-query", request))
+    assert first.kind == "mpc-partial"
+    other = trio.compliance.receive(trio.seal("compliance", "mpc-query", trio.querier.share(
+        {"metric": "sp", "predictions": np.zeros((a.size, a.size)), "query_id": "same-id"})))
+    assert other.kind == REFUSAL and other.payload["reason"] == "invalid-query"
+    assert other.payload["detail"] == ID_REUSED.format(query_id="same-id")
+    retry = trio.compliance.receive(trio.seal("compliance", "mpc-query", request))  # a new envelope, same request
+    assert retry.kind == "mpc-partial" and retry.payload["query_id"] == "same-id"
+    for field in ("output", "a_share"):
+        np.testing.assert_array_equal(retry.payload[field], first.payload[field])
+    H = np.zeros((1, a.size))
+    H[0, :10] = 1.0
+    assert trio.ask(H, query_id="fresh")["values"][0] == pytest.approx(evaluate("sp", H, a, y)[0], abs=1e-15)
+
+
+@pytest.mark.parametrize("metric", ["sp", "eodds"])
+def test_the_helper_refuses_work_beyond_the_compliance_party_payload_limit(audit, metric):
+    """A small request whose header's m would have the helper derive more rows than C could receive as shares.
+
+    The querier sends n padded shares of A (1.9 KB here) with the smallest m whose rows, as shares, exceed the
+    payload limit: refused as too large, naming m and the limit, before any work (nothing answered), and the
+    helper serves on. The largest m within the limit is what C's payload limit allows it to compute too.
+    """
+    a, y = audit
+    trio = Trio("mpc", a, y)
+    slices = len(SLICES[metric])
+    m = MAX_PAYLOAD_BYTES // (slices * a.size * 16)  # (m + 1) slices rows of n field elements of 16 bytes
+    assert field_bytes(slices * m, a.size) <= MAX_PAYLOAD_BYTES < field_bytes(slices * (m + 1), a.size)
+    header = {"metric": metric, "m": m, "query_id": "huge", "a_share": encode_field(np.zeros(a.size, dtype=object))}
+    refusal = trio.helper.receive(trio.seal("mpc-helper", "mpc-query", header))
+    assert refusal.kind == REFUSAL and refusal.payload["reason"] == PAYLOAD_TOO_LARGE
+    rows = slices * (m + 1)
+    assert refusal.payload["detail"] == HELPER_TOO_LARGE.format(m=m, metric=metric, rows=rows, n=a.size,
+                                                                size=field_bytes(rows, a.size),
+                                                                limit=MAX_PAYLOAD_BYTES)
+    assert f"m = {m} " in refusal.payload["detail"] and f"{MAX_PAYLOAD_BYTES:,}" in refusal.payload["detail"]
+    assert trio.helper.answered == 0
+    H = np.zeros((1, a.size))
+    H[0, :10] = 1.0
+    assert trio.ask(H, metric)["values"][0] == pytest.approx(evaluate(metric, H, a, y)[0], abs=1e-15)
+    assert trio.helper.answered == 1
 
 
 def test_the_compliance_party_sees_shares_independent_of_the_predictions(audit):
@@ -257,6 +317,48 @@ def test_mpc_dp_opens_dp_counts_noise_twice_and_charges_its_epsilon(audit):
     assert stats.chisquare(observed, expected(one_laplace)).pvalue < ALPHA  # not a single party's noise
     spent = trio.compliance.stats()["epsilon_spent"]["data-center"]
     assert spent == pytest.approx(300.0)
+
+
+DEVIATING_HEADING = "### A querier that deviates"
+DEVIATING_CLAIM = "`mpc-dp`'s ε holds only against a querier that encodes as the protocol says"
+
+
+def test_a_querier_that_deviates_from_the_encoding_reads_all_of_A_from_one_mpc_dp_answer_as_the_docs_say():
+    """The limit of mpc-dp's guarantee, played and documented: weights 2^(40 + j) instead of predictions.
+
+    The compliance party cannot see what its shares encode; the noise is calibrated to 2^B = 2^20 and stays
+    below bit 40, so one answer charged epsilon gives every a_j. docs/protocols/secure-computation.md must say
+    so (a range proof would make the attack fail here, and the page would then have to change too).
+    """
+    from pathlib import Path
+
+    from parley.protocols.mechanisms.secure import open_output, share_rows
+
+    rng = np.random.default_rng(4)
+    n = 80
+    a = rng.integers(0, 2, n).astype(np.int8)
+    y = rng.integers(0, 2, n).astype(np.int8)
+    trio = Trio("mpc-dp", a, y, epsilon=0.1)
+    q, qid = trio.querier, "deviating"
+    R = np.zeros((2, n), dtype=object)
+    R[0] = [1 << (40 + j) for j in range(n)]  # one "model": person j's weight in its own bit
+    R[1] = 1
+    share_c, share_q = share_rows(R, q.keys, qid)
+    q._pending[qid] = {"metric": "sp", "m": 1, "own": share_q, "totals": [[0]], "sizes": [n], "predictions": None}
+    partial = trio.compliance.receive(trio.seal("compliance", "mpc-query", {"metric": "sp", "m": 1, "query_id": qid,
+                                                                            "shares": encode_field(share_c)}))
+    assert partial.kind == "mpc-partial"  # uniform shares: nothing for the compliance party to refuse
+    reply = trio.helper.receive(trio.seal("mpc-helper", "mpc-query", q.from_compliance(partial)))
+    d_c = decode_field(partial.payload["output"], (2,), "mpc-dp", "output")
+    d_s = decode_field(reply.payload["output"], (2,), "mpc-dp", "output")
+    K = open_output(d_c, output_share(share_q, querier_a_share(q.keys, qid, n), q.keys, qid), d_s)[0]
+    K += 1 << 39  # round to the nearest multiple of 2^40 (noise of either sign)
+    a_hat = np.array([(K >> (40 + j)) & 1 for j in range(n)])
+    np.testing.assert_array_equal(a_hat, a)
+    assert trio.compliance.stats()["epsilon_spent"]["data-center"] == pytest.approx(0.1)  # one answer's epsilon
+    page = (Path(__file__).resolve().parents[3] / "docs" / "protocols" / "secure-computation.md").read_text()
+    assert DEVIATING_HEADING in page
+    assert DEVIATING_CLAIM in " ".join(page.split())  # the claim, however the page wraps it
 
 
 def test_field_encoding_round_trips():
