@@ -110,6 +110,9 @@ NOT_LOADED = "the party host holds no party (its actor restarted after the party
 NOT_LOGGED_THERE = ("the transcript {path} no longer holds envelope {expected!r} at byte {offset} as it was "
                     "written: it was edited or cut, so the party cannot be restored exactly")
 JOURNAL_FAILED = "the restore journal could not be written ({error}); a crash now could not be recovered from"
+JOURNAL_LOST = ("the {slot!r} party's host died and the party cannot be restored: a write to its journal failed "
+                "earlier, so a replay would miss calls it ran")
+NOT_QUEUED = "bug: the call to {method!r} of the {slot!r} party is neither settled nor queued"
 PARTY_BUG = "bug: the party's {method!r} raised\n{detail}"
 ABANDONED = "the call to {method!r} of the {slot!r} party was never waited for before the deployment shut down"
 PARTY_LOST = ("the {slot!r} party was lost: its actor died {times} times during one call to {method!r} (last: {error}) "
@@ -548,40 +551,60 @@ class Pending:
 class _JournalWriter:
     """Writes journal entries in a thread of their own, so a large payload's bytes go to disk while the party works.
 
-    :meth:`sync` waits until everything handed over is written (a restore reads the files then).
+    :meth:`wait` waits until everything handed over is written (a restore reads the files then).
     At most :data:`JOURNAL_BACKLOG` entries wait: a sender faster than the disk waits for it.
+    A journal file whose write failed is *lost*: it misses an entry, so nothing more is written to it
+    and a restore from it is refused (a replay with a gap would rebuild a party that never was);
+    the failure itself waits in :meth:`check` to be reported once.
     """
 
     def __init__(self) -> None:
         self._queue: Queue[Any] = Queue(maxsize=JOURNAL_BACKLOG)
-        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._errors: dict[str, BaseException] = {}  # journal file -> its failed write, not yet reported
+        self.lost: set[str] = set()  # journal files that missed an entry
         self._thread: threading.Thread | None = None
 
     def write(self, fh: IO[bytes], pieces: list[Any]) -> None:
-        self._raise()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="parley-journal", daemon=True)
             self._thread.start()
         self._queue.put((fh, pieces))
 
-    def sync(self) -> None:
+    def wait(self) -> None:
         if self._thread is not None:
             self._queue.join()
-        self._raise()
 
-    def _raise(self) -> None:
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise InternalError(JOURNAL_FAILED.format(error=error)) from error
+    def check(self) -> None:
+        """Raise :class:`InternalError` (:data:`JOURNAL_FAILED`) for a failed write not reported yet."""
+        with self._lock:
+            if not self._errors:
+                return
+            name = next(iter(self._errors))
+            error = self._errors.pop(name)
+        raise InternalError(JOURNAL_FAILED.format(error=error)) from error
+
+    def forget(self, name: str) -> None:
+        """``name`` was closed and removed: its failure no longer matters to any restore."""
+        self.wait()
+        with self._lock:
+            self._errors.pop(name, None)
+            self.lost.discard(name)
+
+    def failed(self, name: str, exc: BaseException) -> None:
+        """A write to journal file ``name`` failed: it is lost, and ``exc`` waits for :meth:`check`."""
+        with self._lock:
+            self.lost.add(name)
+            self._errors.setdefault(name, exc)
 
     def _run(self) -> None:
         while True:
             fh, pieces = self._queue.get()
             try:
-                if self._error is None:
+                if fh.name not in self.lost:
                     fh.writelines(pieces)
-            except BaseException as exc:  # handed to the deployment's thread at its next write or sync
-                self._error = exc
+            except BaseException as exc:  # handed to the deployment's thread at its next submit
+                self.failed(fh.name, exc)
             finally:
                 self._queue.task_done()
 
@@ -631,12 +654,12 @@ class RayDeployment:
         self._kept[slot] = {}
 
     def _close_journal(self, slot: str) -> None:
-        if slot in self._journal:
-            self._writer.sync()
         old = self._journal.pop(slot, None)
         self._kept.pop(slot, None)
         if old is not None:
-            old.close()
+            self._writer.forget(old.name)  # its entries written (or failed) first
+            with contextlib.suppress(OSError):  # a failed flush of a lost journal: it is removed anyway
+                old.close()
             with contextlib.suppress(OSError):
                 os.remove(old.name)
 
@@ -661,6 +684,7 @@ class RayDeployment:
         return tuple(compact(a) for a in args), {k: compact(v) for k, v in kwargs.items()}
 
     def _write_journal(self, slot: str, entry: tuple) -> None:
+        """Hand ``entry`` to the writer thread (a failed write is reported by the next :meth:`submit`)."""
         if slot not in self._journal:
             self._open_journal(slot)
         try:
@@ -695,7 +719,15 @@ class RayDeployment:
         Calls to one party run in submission order (Ray runs one caller's calls to an actor in order),
         so a sender may pipeline: seal, log and submit the next envelope before the reply to the last.
         The journal, the recovery after a crash and the errors are those of :meth:`call`.
+
+        Raises
+        ------
+        InternalError
+            :data:`JOURNAL_FAILED`: a journal write failed since the last submit (a full disk). Raised
+            here, before the call is sent, so no reply is ever lost to it; the party keeps serving, but
+            a crash of its host can no longer be recovered from (:data:`JOURNAL_LOST`).
         """
+        self._writer.check()
         nbytes = sum(_payload_nbytes(a.payload) for a in (*args, *kwargs.values()) if isinstance(a, Envelope))
         call = _Call(slot, method, args, kwargs, self._compact(args, kwargs), nbytes=nbytes)
         queue = self._pending.setdefault(slot, deque())
@@ -731,8 +763,10 @@ class RayDeployment:
 
     def _settle(self, target: _Call) -> None:
         """Settle the calls to ``target``'s party in order, up to and including ``target``."""
-        queue = self._pending[target.slot]
+        queue = self._pending.get(target.slot, deque())
         while not target.settled:
+            if not queue:  # every call before it settled and it is not among them
+                raise InternalError(NOT_QUEUED.format(method=target.method, slot=target.slot))
             call = queue[0]
             try:
                 if call.ref is None:  # not sent yet, or its host died: restore if needed, then send
@@ -758,10 +792,17 @@ class RayDeployment:
 
     def _finish(self, queue: deque[_Call], call: _Call, drawn: list[str], value: Any,
                 error: BaseException | None) -> None:
+        """Settle ``call``, the first in ``queue``, then journal it.
+
+        In that order, and the journal raises nothing here: the party ran the call (it may have charged
+        for it), so its outcome reaches its handle whatever the disk does. A failed write makes the
+        party's journal lost (no restore replays it) and is reported by the next :meth:`submit`.
+        """
         queue.popleft()
         assert call.journal is not None
-        self._write_journal(call.slot, (call.method, *call.journal, drawn))
+        entry = (call.method, *call.journal, drawn)
         self._settled(call, value, error)
+        self._write_journal(call.slot, entry)
 
     @staticmethod
     def _settled(call: _Call, value: Any, error: BaseException | None) -> None:
@@ -814,8 +855,13 @@ class RayDeployment:
         if slot not in self._journal:
             self._open_journal(slot)
         journal = self._journal[slot]
-        self._writer.sync()
-        journal.flush()
+        self._writer.wait()
+        try:
+            journal.flush()
+        except OSError as exc:  # the last entries never reached the file
+            self._writer.failed(journal.name, exc)
+        if journal.name in self._writer.lost:  # the failure itself is reported by the next submit
+            raise PartyLostError(JOURNAL_LOST.format(slot=slot))
         if self._transcript is not None:  # the host reads the envelopes logged so far
             self._transcript.flush()
         self._get(self.hosts[slot].restore.remote(cls, args, kwargs, journal.name, journal.tell(), self._kept[slot],

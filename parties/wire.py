@@ -24,6 +24,7 @@ import os
 import pickle
 import secrets
 import struct
+import sys
 import time
 import uuid
 import weakref
@@ -127,24 +128,39 @@ def _chunk_digests(raw: memoryview | bytes) -> bytes:
     return b"".join(_pool.map(lambda piece: hashlib.sha256(piece).digest(), pieces))
 
 
+#: Buffer types whose bytes no code can change once the buffer exists, by (module, qualified name): ``bytes``
+#: (what the transcript reader and :func:`decode_payload` decode into) and the sealed object-store buffers Ray
+#: deserialises arrays over (``ray._raylet.SubBuffer``). An allow-list on purpose: a read-only *view*
+#: (``memoryview.toreadonly()`` over a bytearray, an ``mmap`` opened ``ACCESS_READ`` over a file another
+#: process writes) forbids writing through itself only, so its bytes can still change under a cached digest.
+IMMUTABLE_BUFFERS = frozenset({("builtins", "bytes"), ("ray._raylet", "SubBuffer")})
+
+
+def _immutable_type(kind: type) -> bool:
+    """Is ``kind`` exactly one of :data:`IMMUTABLE_BUFFERS` (the class itself, never a lookalike or subclass)?"""
+    name = (kind.__module__, kind.__qualname__)
+    if name not in IMMUTABLE_BUFFERS:
+        return False
+    module = sys.modules.get(name[0])  # loaded already if one of its buffers exists: no import (wire needs no Ray)
+    return module is not None and getattr(module, name[1], None) is kind
+
+
 def _immutable(arr: np.ndarray) -> bool:
-    """Can no code in this process change ``arr``'s bytes? (Its memory is a read-only buffer.)
+    """Can no code change ``arr``'s bytes? (Its memory is a buffer on :data:`IMMUTABLE_BUFFERS`.)
 
     True for arrays Ray delivered from its object store and arrays read back from bytes (a
-    transcript); never for an array that owns its memory, whose ``writeable`` flag can be set again.
+    transcript); never for an array that owns its memory, whose ``writeable`` flag can be set again,
+    nor for one over a read-only view of memory that can change (``memoryview.readonly`` says only
+    that the view forbids writes through itself).
     """
     if arr.flags.writeable:
         return False
     root: Any = arr
     while type(root) is np.ndarray and root.base is not None:
         root = root.base
-    if isinstance(root, np.ndarray):
-        return False
-    try:
-        with memoryview(root) as view:
-            return view.readonly
-    except TypeError:
-        return False
+    if type(root) is memoryview:  # a view's bytes are its exporter's: judge the exporter
+        root = root.obj
+    return _immutable_type(type(root))
 
 
 class _HashLists:

@@ -9,6 +9,8 @@ feeds to SHA-256 in each process, so the test reads what was hashed, not what th
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 import pytest
 
@@ -83,3 +85,41 @@ def test_a_read_only_buffer_is_hashed_once_and_its_digest_is_exact(identities):
         HashMeter.uninstall()
     view = received[:200]  # a new array object over the same bytes: hashed on its own
     assert wire.payload_digest({"x": view}) == wire.payload_digest({"x": H[:200]})
+
+
+def _read_only_views(tmp_path):
+    """Read-only arrays over memory that can still change, each with the function that changes it."""
+    n = 3 * wire.CHUNK_BYTES  # above CHUNK_BYTES: the array enters the digest as a hash list (the cached part)
+    buf = bytearray(n)
+    yield np.frombuffer(memoryview(buf).toreadonly(), dtype=np.uint8), lambda: buf.__setitem__(5, 7)
+    path = tmp_path / "shared.bin"
+    path.write_bytes(bytes(n))
+    with open(path, "rb") as fh:
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+    def rewrite() -> None:  # another writer of the file: the mapping sees its bytes
+        with open(path, "r+b") as out:
+            out.seek(10)
+            out.write(b"\x01")
+
+    yield np.frombuffer(mapped, dtype=np.uint8), rewrite
+
+
+def test_a_read_only_view_of_changing_memory_is_never_served_a_stale_digest(identities, keyring, tmp_path):
+    """The adversary: a read-only view over a bytearray or a shared file mapping, changed after it was hashed.
+
+    ``memoryview.readonly`` forbids writes through the view only; the bytes underneath still change. Each
+    digest must be the digest of the bytes as they are, and a receiver must refuse a payload changed after sealing.
+    """
+    for arr, change in _read_only_views(tmp_path):
+        first = wire.payload_digest({"x": arr})
+        change()
+        assert wire.payload_digest({"x": arr}) != first
+        assert wire.payload_digest({"x": arr}) == wire.payload_digest({"x": arr.copy()})
+    buf = bytearray(3 * wire.CHUNK_BYTES)
+    arr = np.frombuffer(memoryview(buf).toreadonly(), dtype=np.uint8)
+    envelope = identities[DC].seal("compliance", "metric-query", "raw", {"x": arr, "query_id": "q"})
+    buf[:] = b"\xff" * len(buf)  # every byte changed after signing
+    with pytest.raises(wire.WireError) as refused:
+        wire.verify_envelope(envelope, keyring, "compliance")
+    assert refused.value.reason == wire.DIGEST_MISMATCH
