@@ -466,7 +466,7 @@ class MpcProtocol(SecureProtocol):
 
 @register_protocol
 class MpcDpProtocol(SecureProtocol):
-    """Secure computation of the ``dp-counts`` release: the compliance party and the helper each add its noise."""
+    """Secure computation of an uncentred ``dp-counts`` release; the compliance party and the helper each add noise."""
 
     name = "mpc-dp"
     Params = CountParams
