@@ -208,10 +208,13 @@ class SecureAdversary(Adversary):
         try:
             return super()._advance(step)
         except QueryError as exc:
+            run = self._run
+            if run is None:  # not a query of a running attack: nothing to refuse it to
+                raise
             self.refusals.append({"reason": INVALID_QUERY, "detail": str(exc)})
             refused = RefusedError(INVALID_QUERY, str(exc))
             try:
-                return self._advance(lambda: self._run.throw(refused))
+                return self._advance(lambda: run.throw(refused))
             except RefusedError:
                 self._run, self._pending = None, None
                 self.failure = f"the attack stopped: its query was {refused}"
