@@ -173,11 +173,15 @@ def keyring_fingerprints(keyring: Keyring) -> dict[str, str]:
     return {name: key_fingerprint(entry) for name, entry in sorted(keyring.entries.items())}
 
 
-def _placeholders(line: str, token: str, count: int) -> list[int]:
-    """The array numbers of the ``count`` placeholders ``{token}{i}.`` in the order they stand in ``line``."""
-    found = [int(match.group(1)) for match in re.finditer(re.escape(token) + r"(\d+)\.", line)]
-    if sorted(found) != list(range(count)):
-        raise InternalError(f"transcript line holds placeholders {found}, expected each of 0..{count - 1} once")
+def _placeholders(line: str, token: str, count: int) -> list[re.Match[str]]:
+    """The ``count`` placeholders ``{token}{i}.`` of ``line`` in the order they stand (none without arrays:
+    with no token, any number followed by a dot would match)."""
+    if count == 0:
+        return []
+    found = list(re.finditer(re.escape(token) + r"(\d+)\.", line))
+    numbers = [int(match.group(1)) for match in found]
+    if sorted(numbers) != list(range(count)):
+        raise InternalError(f"transcript line holds placeholders {numbers}, expected each of 0..{count - 1} once")
     return found
 
 
@@ -246,12 +250,11 @@ class TranscriptWriter:
         # JSON never scans megabytes of base64, and the line is never assembled (nor copied) as one string.
         # The placeholders stand in the line's (sorted-key) order, not in the order the arrays were met.
         write, size, at = self._file.write, 0, 0
-        for index in _placeholders(line, token, len(arrays)):
-            start = line.index(f"{token}{index}.", at)
-            size += write(line[at:start].encode("ascii"))
-            for piece in array_base64_pieces(arrays[index]):
+        for match in _placeholders(line, token, len(arrays)):
+            size += write(line[at:match.start()].encode("ascii"))
+            for piece in array_base64_pieces(arrays[int(match.group(1))]):
                 size += write(piece)
-            at = start + len(f"{token}{index}.")
+            at = match.end()
         size += write(line[at:].encode("ascii"))
         self._prev = digest
         self.lines += 1

@@ -74,12 +74,18 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def measure(label: str, metric: str, H: np.ndarray, a: np.ndarray, y: np.ndarray, log_dir: Path) -> dict:
+def _two_parties() -> tuple[Identity, Identity, Keyring]:
+    """The querier's and the compliance party's identities and the keyring that knows both."""
     querier = Identity.generate("data-center", "data-center")
     compliance = Identity.generate("compliance", "compliance")
     keyring = Keyring()
     for ident in (querier, compliance):
         keyring.add(ident.key_entry())
+    return querier, compliance, keyring
+
+
+def measure(label: str, metric: str, H: np.ndarray, a: np.ndarray, y: np.ndarray, log_dir: Path) -> dict:
+    querier, compliance, keyring = _two_parties()
     deployment = RayDeployment()
     deployment.add("compliance", Compliance, compliance, keyring, AuditSet(a=a, y=y), get_protocol("raw")(),
                    ["data-center"], np.random.default_rng(0))
@@ -125,11 +131,7 @@ def measure(label: str, metric: str, H: np.ndarray, a: np.ndarray, y: np.ndarray
 
 def measure_echo(label: str, H: np.ndarray, repeats: int, burst: int, log_dir: Path) -> dict:
     """Signed echo round trips (deployment call, logged network) and pipelined bursts against a bare echo actor."""
-    querier = Identity.generate("data-center", "data-center")
-    party = Identity.generate("compliance", "compliance")
-    keyring = Keyring()
-    for ident in (querier, party):
-        keyring.add(ident.key_entry())
+    querier, party, keyring = _two_parties()
     deployment = RayDeployment()
     deployment.add("echo", Echo, party, keyring)
     transcript = TranscriptWriter(log_dir / f"echo-{label}.jsonl", keyring)

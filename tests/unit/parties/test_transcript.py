@@ -150,3 +150,12 @@ def test_arrays_met_out_of_key_order_are_written_where_they_stand(tmp_path, iden
     np.testing.assert_array_equal(back.payload["z"], payload["z"])
     np.testing.assert_array_equal(back.payload["b"][0], payload["b"][0])
     np.testing.assert_array_equal(back.payload["b"][1]["a"], payload["b"][1]["a"])
+
+
+def test_a_line_without_arrays_is_written_as_it_is_whatever_numbers_it_holds(tmp_path, identities, keyring):
+    """Without arrays there is no placeholder token: a number followed by a dot (0.5) must not be taken for one."""
+    path = tmp_path / "transcript.jsonl"
+    with TranscriptWriter(path, keyring, identities) as log:
+        size = log._write({"type": "note", "values": [0.5, 12.25]})
+    line = path.read_text().splitlines()[1]
+    assert json.loads(line)["record"] == {"type": "note", "values": [0.5, 12.25]} and size == len(line) + 1
