@@ -86,6 +86,7 @@ class Row:
     flow: str
     learner: dict[str, Any] | None = None
     dataset: dict[str, Any] = field(default_factory=dict)  # size overrides of the flow
+    composition: str | None = None  # the run ledger's composition, when not sequential
 
 
 @dataclass(frozen=True)
@@ -165,8 +166,9 @@ def _rows(quick: bool) -> list[Row]:
         rows += [Row(f"{name} ε={eps:g}", {"name": name, "epsilon": eps}, "metric-query") for eps in EPSILONS[pick]]
     rows += [Row(f"dp-counts ε={eps:g}", {"name": "dp-counts", "epsilon": eps}, "metric-query")
              for eps in EPSILONS[pick]]
+    # the Gaussian answers record their zCDP rho: their runs' ledgers compose them in zCDP (what their epsilon is)
     rows += [Row(f"dp-counts gaussian ε={eps:g}", {"name": "dp-counts", "epsilon": eps, "noise": "gaussian",
-                                                  "delta": COUNT_GAUSSIAN_DELTA}, "metric-query")
+                                                  "delta": COUNT_GAUSSIAN_DELTA}, "metric-query", composition="zcdp")
              for eps in EPSILONS[pick]]
     # Secure computation: mpc opens raw's numbers, mpc-dp the dp-counts release (noise drawn inside the computation)
     rows.append(Row("mpc", {"name": "mpc"}, "metric-query"))
@@ -180,7 +182,7 @@ def _rows(quick: bool) -> list[Row]:
                     "fairness-certificate", {"name": "exponentiated-gradient", "metric": "sp", "tolerance": 0.0}))
     rows += [Row(f"rr-release ε={eps:g}", {"name": "rr-release", "epsilon": eps}, "rr-release", {"name": "two-step"})
              for eps in EPSILONS[pick]]
-    return [Row(r.label, r.protocol, r.flow, r.learner, SIZES[r.flow][pick]) for r in rows]
+    return [Row(r.label, r.protocol, r.flow, r.learner, SIZES[r.flow][pick], r.composition) for r in rows]
 
 
 def _columns(quick: bool) -> list[Column]:
@@ -201,6 +203,8 @@ def _scenario(dataset: str, row: Row, column: Column, backend: str = "ray") -> d
     }
     if row.learner is not None:
         data["learner"] = row.learner
+    if row.composition is not None:
+        data["composition"] = row.composition
     return data
 
 

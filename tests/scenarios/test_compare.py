@@ -14,7 +14,7 @@ from parley.scenarios.compare.plan import BAD_DATASET_FOR_COMPARE, NO_NOISE_LAW,
 from parley.scenarios.compare.run import NO_SAVED_RESULTS, report_from_files
 from parley.scenarios.compare.utility import UTILITY_FILE, UTILITY_LABEL
 from parley.scenarios.runner import leakage_bound
-from parley.scenarios.spec import WRONG_FLOW
+from parley.scenarios.spec import WRONG_FLOW, Scenario
 from tests.browser import CHROMIUM, NO_CHROMIUM, probe_page
 
 ROWS = ("raw", "laplace ε=1", "cov-threshold m=100")
@@ -51,6 +51,15 @@ def test_the_likelihood_column_applies_to_every_dp_protocol_and_to_nothing_else(
     assert {row for row, _ in p.cells} == dp
     assert p.reasons[("raw", LIKELIHOOD)] == NO_NOISE_LAW.format(attack="likelihood", protocol="raw")
     assert p.reasons[("cov-threshold m=100", LIKELIHOOD)].startswith("attack 'likelihood' reads")
+
+
+def test_gaussian_rows_compose_their_answers_in_zcdp_and_no_other_row_does():
+    """The Gaussian answers record their rho: their runs' ledgers compose in zCDP, so epsilon_spent and the leakage
+    bound of those rows are the zCDP totals (6 answers at (1, 1e-6) spend epsilon 2.63, not 6)."""
+    p = plan("adult", quick=True, attacks=("likelihood",))
+    composed = {label: Scenario.from_dict(data).composition for (label, _), data in p.cells.items()}
+    assert composed == {label: "zcdp" if "gaussian" in label else "sequential" for label in composed}
+    assert "dp-counts gaussian ε=1" in composed
 
 
 def test_bad_names_are_config_errors():
