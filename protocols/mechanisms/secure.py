@@ -69,8 +69,9 @@ Y_C is that uncentred count release, epsilon-DP (or rho-zCDP) by ``dp-counts``'s
 S_i = 2^B, and adding the independent Y_S is post-processing; C's ledger charges that cost.
 Against C: C never receives the answer; should Q publish it, C can remove Y_C but not Y_S, so C
 sees the models' group sums only through that noise. The price: a variance twice that of the
-uncentred release, which is itself 1.5 to 1.6 times ``dp-counts``'s SP error (the "plain release"
-of ``tests/benchmarks/bench_count_dp.py``). With Q and S colluding, Y_C still protects A; C and S
+uncentred release, which is itself 1.5 to 2.2 times ``dp-counts``'s one-model SP error (the "plain
+release" of ``tests/benchmarks/bench_count_dp.py``; ``dp-counts`` answers one model with the pair (K, Z),
+which ``mpc-dp`` does not compute). With Q and S colluding, Y_C still protects A; C and S
 colluding hold the predictions (t = 1), as in ``mpc``.
 
 The guarantee is for semi-honest parties, the querier included, and parley's adversary is the

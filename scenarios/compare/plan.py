@@ -254,5 +254,6 @@ def plan(dataset: str = "adult", quick: bool = False, rows: tuple[str, ...] | No
 
 def _secure(row: Row) -> bool:
     """A secure protocol's answers are opened by the querier, never on the wire: the wire audit cannot read them
-    (``mpc-dp`` is audited through ``dp-counts``, whose release it computes)."""
+    (``mpc-dp``'s computation, the uncentred ``dp-counts`` noise drawn by two parties, is audited through its
+    ``simulate`` in tests/statistical/test_protocol_audit.py)."""
     return bool(getattr(protocols.get_protocol(row.protocol["name"]), "secure", False))

@@ -8,9 +8,12 @@ asks for the SP, EO and PE of its base model. Each protocol answers that query `
 seeded generators; the figure is the median |answer - exact| over the releases, all protocols in one run
 on the same input:
 
-* one model, epsilon in ``EPSILONS``: ``dp-counts`` (discrete Laplace, centred sums), the plain count
-  release it replaced (group-1 sum and size, Laplace scales 1.5/epsilon and 3/epsilon: the split of
-  parley before the centring), ``laplace`` and ``smooth-cauchy`` (SP only), beside three references:
+* one model, epsilon in ``EPSILONS``: ``dp-counts`` (discrete Laplace: the pair (K, Z) of group 1's sum
+  and its complement), the centred release it made before (centred sum and size, computed here by giving
+  every slice the centred release), the plain count release before that (group-1 sum and size, Laplace
+  scales 1.5/epsilon and 3/epsilon), ``laplace`` and ``smooth-cauchy`` (SP only); at epsilon >= 0.5 the
+  Gaussian variant (centred, delta = 1e-6) beside the Gaussian pair it does not use (continuous N(0,
+  1/(2 rho)) on K and Z, the same post-processing); beside three references:
   - the *count-level optimum* of the earlier benchmark: Laplace noise of scale 1/epsilon on the group-1
     sum alone, as if the group sizes were free, median SP error ln 2 (1/N0 + 1/N1)/epsilon;
   - *local Laplace*: Laplace noise of scale LS/epsilon added to the exact metric, LS its local
@@ -27,6 +30,9 @@ on the same input:
     is printed): smooth-cauchy's error over that bound caps what any mechanism could gain over it there
     (at epsilon >= ln 3 the argument gives nothing: the geometric mechanism then answers an integer
     query exactly with probability >= 1/2).
+* 2 to 10 models (the base model's scores at thresholds from the 0.5 to the 0.9 quantile), epsilon = 1:
+  ``dp-counts`` (the centred release, shared size) against per-model pairs, continuous Laplace m/epsilon
+  on every K_i and Z_i (l1 sensitivity m of the 2m coordinates), on both inputs.
 * 100 models (the base model's scores at 100 thresholds) at (epsilon, delta) = (1, 1e-6): the
   ``dp-counts`` Gaussian variant (discrete Gaussian, zCDP calibrated by dp-accounting) against the
   Gaussian mechanism at the same joint l2 sensitivity sqrt(m + 1): continuous Gaussian noise of the
@@ -49,7 +55,7 @@ import numpy as np
 
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet, MetricQuery
-from parley.protocols.mechanisms.count_dp import metrics_from_statistics, slices_of, statistics
+from parley.protocols.mechanisms.count_dp import metrics_from_statistics, rho_for, slices_of, statistics
 from parley.protocols.metrics import evaluate
 from parley.scenarios.catalog import scenario_path
 from parley.scenarios.compare.plan import plan
@@ -61,6 +67,7 @@ RELEASES = 400
 EPSILONS = (0.1, 0.5, 1.0, 4.0)
 METRICS = ("sp", "eo", "pe")
 MANY = 100
+FEW = (2, 3, 4, 6, 10)
 DELTA = 1e-6
 
 
@@ -151,6 +158,44 @@ def plain_draw(epsilon: float) -> Callable[..., np.ndarray]:
     return draw
 
 
+def centred_error(epsilon: float, query: MetricQuery, audit: AuditSet, releases: int, seed: int,
+                  **params: Any) -> float:
+    """Median error of ``dp-counts``' centred release (centred sums and one size) on every slice, whatever m: the
+    release a one-model Laplace query got before the pair (K, Z), kept as the reference."""
+    from parley.protocols.mechanisms import count_dp
+
+    rule = count_dp.release_kinds
+    count_dp.release_kinds = lambda m, p, sens: [count_dp.CENTRED] * len(sens)
+    try:
+        return median_error(_protocol("dp-counts", epsilon=epsilon, **params), query, audit, releases, seed)
+    finally:
+        count_dp.release_kinds = rule
+
+
+def pair_counts(metric: str, H: np.ndarray, audit: AuditSet, family: str, scale: float, releases: int,
+                seed: int) -> float:
+    """Median error of per-model pairs: continuous noise of ``scale`` (Laplace b or Gaussian sigma, prediction
+    units) on every model's K_i and Z_i = N - K_i, N_i = K_i + Z_i, the same post-processing as dp-counts.
+
+    The pair release ``dp-counts`` does not build (Gaussian, or m > 1); measured to say why.
+    """
+    masks = slices_of(metric, audit.y)
+    K, N, T, sizes = statistics(H, audit.a, masks)
+    unit = float(1 << 20)
+    k, t = np.array(K, float) / unit, np.array(T, float) / unit
+    z = np.array(N, float)[:, None] - k
+    exact = evaluate(metric, H, audit.a, audit.y)
+    errors = []
+    for r in range(releases):
+        rng = np.random.default_rng([seed, r])
+        noise = (rng.laplace if family == "laplace" else rng.normal)(0.0, scale, (2, *k.shape))
+        noisy_k, noisy_z = k + noise[0], z + noise[1]
+        values = [metrics_from_statistics(metric, noisy_k[:, i:i + 1], noisy_k[:, i] + noisy_z[:, i], t[:, i:i + 1],
+                                          sizes)[0] for i in range(H.shape[0])]
+        errors.append(np.abs(np.array(values) - exact))
+    return float(np.median(np.concatenate(errors)))
+
+
 def one_model(H: np.ndarray, audit: AuditSet, releases: int, world: str) -> list[dict[str, Any]]:
     rows = []
     for epsilon in EPSILONS:
@@ -162,6 +207,14 @@ def one_model(H: np.ndarray, audit: AuditSet, releases: int, world: str) -> list
             row: dict[str, Any] = {"world": world, "n": audit.n, "epsilon": epsilon, "metric": metric, "N0": n0,
                                    "N1": n1}
             row["dp_counts"] = median_error(_protocol("dp-counts", epsilon=epsilon), query, audit, releases, 1)
+            row["centred"] = centred_error(epsilon, query, audit, releases, 1)
+            row["centred_over_dp_counts"] = row["centred"] / row["dp_counts"]
+            if epsilon >= 0.5:  # the Gaussian variant: its centred release against the pair it does not use
+                rho = rho_for(epsilon, DELTA)
+                row["gaussian_centred"] = median_error(_protocol("dp-counts", epsilon=epsilon, noise="gaussian",
+                                                                 delta=DELTA), query, audit, releases, 9)
+                row["gaussian_pair"] = pair_counts(metric, H, audit, "gaussian", math.sqrt(1 / (2 * rho)), releases,
+                                                   10)
             row["plain_counts"] = continuous_counts(metric, H, audit, plain_draw(epsilon), releases, 8)
             row["laplace"] = median_error(_protocol("laplace", epsilon=epsilon), query, audit, releases, 2)
             row["smooth_cauchy"] = (median_error(_protocol("smooth-cauchy", epsilon=epsilon), query, audit,
@@ -209,6 +262,24 @@ def many_models(scores: np.ndarray, audit: AuditSet, releases: int) -> list[dict
     return rows
 
 
+def few_models(scores: np.ndarray, audit: AuditSet, releases: int, world: str) -> list[dict[str, Any]]:
+    """m = 2..10 models (scores at thresholds 0.5..0.9 quantiles), epsilon = 1, Laplace: the centred release
+    dp-counts makes for m > 1 against per-model pairs at DLap(m/epsilon) on every K_i and Z_i."""
+    rows = []
+    for m in FEW:
+        thresholds = np.quantile(scores, np.linspace(0.5, 0.9, m))
+        H = (scores[None, :] >= thresholds[:, None]).astype(np.float64)
+        for metric in METRICS:
+            query = MetricQuery(metric=metric, predictions=H, query_id="bench-few")
+            row: dict[str, Any] = {"world": world, "m": m, "epsilon": 1.0, "metric": metric}
+            row["dp_counts"] = median_error(_protocol("dp-counts", epsilon=1.0), query, audit, releases, 11)
+            row["model_pairs"] = pair_counts(metric, H, audit, "laplace", m / 1.0, releases, 12)
+            row["pairs_over_dp_counts"] = row["model_pairs"] / row["dp_counts"]
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
 def main() -> None:
     releases = int(sys.argv[1]) if len(sys.argv) > 1 else RELEASES
     scores, audit, threshold = honest_world()
@@ -216,7 +287,9 @@ def main() -> None:
     rows = one_model(H, audit, releases, "adult-observer-honest")
     c_scores, c_audit, c_threshold = compare_world()
     rows += one_model((c_scores >= c_threshold).astype(np.float64)[None, :], c_audit, releases, "compare adult")
-    result = {"releases": releases, "one_model": rows,
+    few = few_models(c_scores, c_audit, releases, "compare adult") + few_models(scores, audit, releases,
+                                                                               "adult-observer-honest")
+    result = {"releases": releases, "one_model": rows, "few_models": few,
               "many_models": many_models(scores, audit, max(releases // 4, 25))}
     print(json.dumps(result))
 

@@ -199,7 +199,8 @@ def _count_campaign(draws: int, seed: int, float_control: bool) -> dict[str, obj
     g = 2.0 ** -PREDICTION_BITS
     counts: dict[str, list[int]] = {}
     bounds: dict[str, float] = {}
-    tests = {"lattice": lambda r, side: lattice_possible(r[0], 1.0) and lattice_possible(r[1], g)}
+    # the one-model Laplace release is the pair (K, Z): the size (K + Z)/2^B lies on the 2^-B lattice like the sums
+    tests = {"lattice": lambda r, side: lattice_possible(r[0], g) and lattice_possible(r[1], g)}
     if float_control:
         tests["float"] = lambda r, side: possible(r[0], float(sizes[side]), scale)
     for event, test in tests.items():

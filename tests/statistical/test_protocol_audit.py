@@ -15,6 +15,8 @@ from parley.protocols.base import AuditSet, MetricQuery
 ALPHA = 1e-4
 RUNS = 30_000
 N = 12
+#: The pair release is audited on the coordinate the flip moves (a sharper statistic than the metric): fewer runs.
+PAIR_RUNS = 8_000
 
 
 def _query() -> MetricQuery:
@@ -82,8 +84,17 @@ def test_laplace_with_half_the_noise_is_caught():
     assert result.epsilon_lower > 1.0, result
 
 
+def _centred_everywhere(monkeypatch) -> None:
+    """Give every slice the centred release (m > 1, the Gaussian variant and constant models get it): its audits
+    below keep the one-model probe, where one flip moves the centred sum by S and the size by 1."""
+    from parley.protocols.mechanisms import count_dp
+
+    monkeypatch.setattr(count_dp, "release_kinds", lambda m, params, sens: [count_dp.CENTRED] * len(sens))
+
+
 def test_dp_counts_with_half_the_noise_is_caught(monkeypatch):
-    """Both noise scales of dp-counts halved (true epsilon 2 on this pair): the audit bound passes the claim of 1."""
+    """Both noise scales of dp-counts' centred release halved (true epsilon 2 on this pair): the audit bound passes
+    the claim of 1."""
     from parley.protocols.mechanisms import count_dp
 
     honest = count_dp.noise_scales
@@ -92,10 +103,59 @@ def test_dp_counts_with_half_the_noise_is_caught(monkeypatch):
         scales = honest(m, params)
         return count_dp.NoiseScales(sum=scales["sum"] / 2, size=scales["size"] / 2)
 
+    _centred_everywhere(monkeypatch)
     monkeypatch.setattr(count_dp, "noise_scales", halved)
     protocol = get_protocol("dp-counts")(get_protocol("dp-counts").Params(epsilon=1.0))
     a, a_prime = _pair()
     result = audit_epsilon(_mechanism(protocol), a, a_prime, runs=RUNS, alpha=ALPHA, rng=np.random.default_rng(3))
+    assert result.epsilon_lower > 1.0, result
+
+
+def _pair_coordinate(protocol, query: MetricQuery, coordinate: str):
+    """The one-model release's coordinate that the flip moves: group 1's sum K (a person with r = 2^B) or its
+    complement Z = N - K (a person with r = 0), read from the answer's ``statistics``."""
+    y = np.ones(N, dtype=np.int8)
+
+    def run(a_: np.ndarray, rng: np.random.Generator) -> float:
+        stats = protocol.answer(query, AuditSet(a=a_, y=y), rng)["statistics"]
+        k, n1 = float(stats["sums"][0, 0, 1]), float(stats["sizes"][0, 1])
+        return k if coordinate == "sum" else n1 - k
+    return run
+
+
+def _pair_cases() -> list[tuple[MetricQuery, str]]:
+    """The one-model pair release's most sensitive pairs: the flipped person at r = 2^B (moves K by 2^B) and at
+    r = 0 (moves Z by 2^B); audit_epsilon tries both directions of each pair."""
+    return [(_query(), "sum"), (_far_side_query(), "complement")]
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_dp_counts_one_model_pair_stays_at_or_below_the_claim_on_its_most_sensitive_pairs(case):
+    """The pair (K, Z) under DLap(2^B/epsilon): the coordinate the flip moves by the whole 2^B, audited directly."""
+    from parley.protocols.mechanisms.count_dp import PAIR
+
+    protocol = get_protocol("dp-counts")(get_protocol("dp-counts").Params(epsilon=1.0))
+    query, coordinate = _pair_cases()[case]
+    a, a_prime = _pair()
+    assert protocol.answer(query, AuditSet(a=a, y=np.ones(N, dtype=np.int8)),
+                           np.random.default_rng(0))["release"] == [PAIR]
+    result = audit_epsilon(_pair_coordinate(protocol, query, coordinate), a, a_prime, runs=PAIR_RUNS, alpha=ALPHA,
+                           rng=np.random.default_rng(7 + case))
+    assert result.epsilon_lower <= 1.0, result
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_dp_counts_one_model_pair_with_half_the_noise_is_caught(monkeypatch, case):
+    """The pair's scale halved (2^B/(2 epsilon): true epsilon 2): the same audit passes the claim of 1."""
+    from parley.protocols.mechanisms import count_dp
+
+    honest = count_dp.pair_scale
+    monkeypatch.setattr(count_dp, "pair_scale", lambda params: honest(params) / 2)
+    protocol = get_protocol("dp-counts")(get_protocol("dp-counts").Params(epsilon=1.0))
+    query, coordinate = _pair_cases()[case]
+    a, a_prime = _pair()
+    result = audit_epsilon(_pair_coordinate(protocol, query, coordinate), a, a_prime, runs=PAIR_RUNS, alpha=ALPHA,
+                           rng=np.random.default_rng(7 + case))
     assert result.epsilon_lower > 1.0, result
 
 
@@ -129,6 +189,7 @@ def test_dp_counts_with_an_understated_centred_sensitivity_is_caught(monkeypatch
         return C, [[min(int(r[i, mask].max()) - c, c - int(r[i, mask].min())) for i, c in enumerate(row)]
                    for mask, row in zip(masks, C, strict=True)]
 
+    _centred_everywhere(monkeypatch)
     monkeypatch.setattr(count_dp, "centres", nearer)
     protocol = get_protocol("dp-counts")(get_protocol("dp-counts").Params(epsilon=1.0))
     query, y = _far_side_query(), np.ones(N, dtype=np.int8)

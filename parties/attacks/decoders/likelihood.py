@@ -10,7 +10,9 @@ answer), so an adversary who reads the code can write down the likelihood of eve
 * ``dp-counts``: the noisy centred group-1 sums d_i = sum_j (h_ij - c_i) a_j + Y_i (c_i the public
   slice mean) and size N1 + Y_0, discrete Laplace or discrete Gaussian with public scales b_i and
   b_0, a linear model in A. Row i is divided by b_i / b (b the scale per unit of sensitivity), so
-  every sum has the one law of scale b: d_i / s_i = ((H - c 1^T) a)_i / s_i + Lap(b).
+  every sum has the one law of scale b: d_i / s_i = ((H - c 1^T) a)_i / s_i + Lap(b). A one-model
+  Laplace answer releases instead the pair K = (h a) + Lap(b) and Z = ((1 - h) a) + Lap(b) (``release``
+  ``"sum-pair"``; Z = N1 - K from the answer's sizes): two rows of one law, no size row.
 
 SP answers are c (H a)_i - (H 1)_i / N0 with c = 1/N1 + 1/N0, so every model here is a function of
 s = H a and N1 = sum a: flipping one a_j moves s by one column of H, and the log-likelihood of the
@@ -168,7 +170,7 @@ def model_from_release(metric: str, H: np.ndarray, values: np.ndarray, release: 
     scale factor x S(N0, N1)/epsilon the adversary evaluates for every candidate A.
     """
     from parley.protocols.dp.sensitivity import smooth_sensitivity
-    from parley.protocols.mechanisms.count_dp import PREDICTION_BITS
+    from parley.protocols.mechanisms.count_dp import PAIR, PREDICTION_BITS
     from parley.protocols.mechanisms.smooth_sensitivity import beta_cauchy, beta_laplace
 
     m, n = H.shape
@@ -181,6 +183,11 @@ def model_from_release(metric: str, H: np.ndarray, values: np.ndarray, release: 
         n1_noisy = float(np.asarray(stats["sizes"])[0, 1])
         unit = float(1 << PREDICTION_BITS)
         Hr = np.rint(H * unit) / unit  # the compliance party sums predictions on this grid
+        if list(release.get("release", []))[:1] == [PAIR]:
+            # one model, the pair: K = h a + Lap(b) and Z = (1 - h) a + Lap(b), Z = N - K, no separate size
+            b = float(np.asarray(release["scale"]["sum"], dtype=np.float64)[0, 0])
+            rows = np.vstack([Hr, 1.0 - Hr])
+            return SumModel(rows, np.concatenate([k1, n1_noisy - k1]), NoiseLaw("laplace", b))
         family: Family = "laplace" if "scale" in release else "gaussian"
         notes = release["scale"] if family == "laplace" else release["sigma"]
         centre = np.asarray(release["centre"], dtype=np.float64)[0]

@@ -20,7 +20,8 @@ The attack asks one query of m models (Dinur & Nissim, PODS 2003: random subset 
 model's scores (``design = "uniform"``, realistic). One query is one DP release: the run spends
 epsilon once, so its leakage stands beside the bound of that epsilon. Against ``dp-counts`` it
 reads the released noisy centred group-1 sums and size (the answer's ``statistics`` and ``centre``), a
-linear model in A.
+linear model in A; a one-model query's answer is the pair of group 1's sum and its complement (``release``
+``"sum-pair"``), decoded as two linear rows under its own Laplace law.
 """
 
 from __future__ import annotations

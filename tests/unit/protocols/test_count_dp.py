@@ -20,9 +20,11 @@ from parley.protocols.budget import ApproxDP, PureDP
 from parley.protocols.dp.lattice import RandomBits, discrete_gaussian
 from parley.protocols.errors import QueryError
 from parley.protocols.mechanisms.count_dp import (
+    CENTRED,
     COUNT_METRICS,
     GAUSSIAN_NEEDS_DELTA,
     LAPLACE_IS_PURE,
+    PAIR,
     PREDICTION_BITS,
     PREDICTIONS_OUTSIDE,
     SLICE_TOO_SMALL,
@@ -30,6 +32,8 @@ from parley.protocols.mechanisms.count_dp import (
     centres,
     metrics_from_statistics,
     noise_scales,
+    pair_scale,
+    release_kinds,
     rho_for,
     slices_of,
     statistics,
@@ -292,3 +296,82 @@ def test_rho_is_the_largest_the_accountant_converts_within_epsilon_delta(epsilon
     assert eps_of(rho) <= epsilon < eps_of(rho * 1.001)
     # the textbook bound eps = rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016, Prop. 1.3) is looser
     assert rho + 2 * math.sqrt(rho * math.log(1 / delta)) > epsilon
+
+
+def _pair_vector(metric: str, H: np.ndarray, a: np.ndarray, y: np.ndarray) -> list[tuple[int, int]]:
+    """The one-model pair release's coordinates (K, Z = 2^B N - K) of every slice, lattice units, exact."""
+    masks = slices_of(metric, y)
+    K, N, _, _ = statistics(H, a, masks)
+    return [(K[s][0], (N[s] << PREDICTION_BITS) - K[s][0]) for s in range(len(masks))]
+
+
+@pytest.mark.parametrize("metric", ["sp", "eodds"])
+def test_one_flip_moves_the_pair_by_exactly_two_to_the_b_in_l1(metric):
+    """Every person's flip, binary and soft models: (K, Z) moves by +-(r_j, 2^B - r_j), l1 norm exactly 2^B, in
+    the flipped person's slice only; the l1 loss 2^B / (2^B / epsilon) the proof charges is exactly epsilon."""
+    a, y = _audit(30, 21)
+    rng = np.random.default_rng(22)
+    for H in (rng.integers(0, 2, (1, 30)).astype(float), rng.random((1, 30))):
+        base = _pair_vector(metric, H, a, y)
+        for j in range(30):
+            flipped = a.copy()
+            flipped[j] = 1 - flipped[j]
+            moves = [abs(k - k2) + abs(z - z2) for (k, z), (k2, z2) in zip(base, _pair_vector(metric, H, flipped, y),
+                                                                            strict=True)]
+            assert sorted(moves) == [0] * (len(moves) - 1) + [UNIT]
+    scale = pair_scale(CountParams(epsilon=0.7))
+    assert Fraction(UNIT) / scale == Fraction(0.7)
+
+
+def test_the_release_rule_depends_on_m_the_noise_and_the_public_sensitivity_only():
+    lap, gauss = CountParams(epsilon=1.0), CountParams(epsilon=1.0, noise="gaussian", delta=1e-6)
+    assert release_kinds(1, lap, [[5], [3]]) == [PAIR, PAIR]
+    assert release_kinds(1, lap, [[5], [0]]) == [PAIR, CENTRED]  # a constant model: the exact centred sum
+    assert release_kinds(1, gauss, [[5]]) == [CENTRED] and release_kinds(2, lap, [[5, 4]]) == [CENTRED]
+
+
+@pytest.mark.parametrize("metric", COUNT_METRICS)
+def test_the_pair_release_without_noise_gives_the_exact_metric(metric):
+    """epsilon = 1e9: DLap(2^20 / 1e9) is 0 except with probability about e^-950, so the release is the exact
+    statistics: N = (K + Z)/2^B is group 1's size and the metric is the exact metric of the rounded predictions."""
+    a, y = _audit(40, 23)
+    rng = np.random.default_rng(24)
+    for H in (rng.integers(0, 2, (1, 40)).astype(float), np.round(rng.random((1, 40)) * UNIT) / UNIT):
+        answer = _protocol(epsilon=1e9).answer(MetricQuery(metric=metric, predictions=H, query_id="q"),
+                                               AuditSet(a=a, y=y), np.random.default_rng(25))
+        assert set(answer["release"]) == {PAIR}
+        K, N, _, _ = statistics(H, a, slices_of(metric, y))
+        assert answer["statistics"]["sizes"][:, 1].tolist() == [float(v) for v in N]
+        assert answer["statistics"]["sums"][:, 0, 1].tolist() == [k[0] / UNIT for k in K]
+        np.testing.assert_allclose(answer["values"], evaluate(metric, H, a, y), rtol=0, atol=1e-12)
+
+
+def test_the_pair_release_is_reproducible_on_its_lattice_and_its_noise_has_the_stated_law():
+    """3,000 one-model releases at epsilon = 2: the noise on K and on Z has mean |Y| = 2^B/epsilon (the stated
+    ``scale``; 0.85 times it rejected, t-test alpha = 0.01), the two are uncorrelated (Pearson, alpha = 0.01), every
+    released coordinate lies on the 2^-B lattice, and the same seed gives the same release."""
+    a, y = _audit(40, 26)
+    H = np.zeros((1, 40))
+    H[0, :25] = 1.0
+    H[0, 25:31] = 0.375
+    p, audit = _protocol(epsilon=2.0), AuditSet(a=a, y=y)
+    query = MetricQuery(metric="sp", predictions=H, query_id="q")
+    first = p.answer(query, audit, np.random.default_rng(1))
+    again = p.answer(query, audit, np.random.default_rng(1))
+    assert first["release"] == [PAIR] and np.array_equal(first["values"], again["values"])
+    assert np.array_equal(first["statistics"]["sizes"], again["statistics"]["sizes"])
+    assert first["scale"]["sum"].tolist() == [[0.5]] and first["scale"]["complement"].tolist() == [[0.5]]
+    assert "size" not in first["scale"]
+    (k_exact, z_exact), = _pair_vector("sp", H, a, y)
+    rng = np.random.default_rng(27)
+    noise = []
+    for _ in range(3_000):
+        stats_ = p.answer(query, audit, rng)["statistics"]
+        k, n1 = stats_["sums"][0, 0, 1] * UNIT, stats_["sizes"][0, 1] * UNIT
+        assert k == round(k) and n1 == round(n1) and stats_["sizes"][0].sum() == 40.0
+        noise.append((k - k_exact, n1 - k - z_exact))
+    draws = np.abs(np.array(noise)) / UNIT
+    for column in draws.T:
+        assert stats.ttest_1samp(column, 0.5).pvalue > ALPHA
+        assert stats.ttest_1samp(column, 0.85 * 0.5).pvalue < ALPHA
+    assert stats.pearsonr(np.array(noise)[:, 0], np.array(noise)[:, 1]).pvalue > ALPHA

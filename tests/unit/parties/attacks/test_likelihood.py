@@ -185,3 +185,24 @@ def test_the_bound_check_flags_a_protocol_that_spends_less_noise_than_it_charges
     leaky = _Leaky(_Leaky.Params(epsilon=0.5))
     assert leaky.cost(MetricQuery("sp", np.zeros((1, N)), "q")).epsilon == 0.5
     assert _mean_leakage(leaky, decoder="gibbs") > leakage_bound(0.5, 0.0) + _margin()
+
+
+def test_a_one_model_dp_counts_answer_is_decoded_under_its_pair_law():
+    """m = 1 under discrete Laplace releases the pair K = h a + Y_1, Z = (1 - h) a + Y_2 (scale 1/epsilon, no size
+    of its own): the model has those two rows and that law, and at epsilon = 1e4 the true A outscores every
+    one-flip neighbour."""
+    a, view = synthetic_world(2, 40, 8)
+    H = np.random.default_rng(5).random((1, 40))
+    counts = _protocol("dp-counts", epsilon=1e4).answer(MetricQuery("sp", H, "q"), AuditSet(a=a, y=view.y),
+                                                        np.random.default_rng(6))
+    model = lik.model_from_release("sp", H, counts["values"], answer_from(counts, 1).release)
+    hr = np.rint(H * 2 ** 20) / 2 ** 20
+    assert isinstance(model, lik.SumModel) and model.y0 is None and model.law == lik.NoiseLaw("laplace", 1e-4)
+    np.testing.assert_allclose(model.H, np.vstack([hr, 1.0 - hr]), rtol=0, atol=0)
+    k1, n1 = counts["statistics"]["sums"][0, 0, 1], counts["statistics"]["sizes"][0, 1]
+    assert model.y.tolist() == [k1, n1 - k1]
+    truth = model.loglik(model.H @ a, int(a.sum()))
+    for j in range(40):
+        flipped = a.copy()
+        flipped[j] = 1 - flipped[j]
+        assert model.loglik(model.H @ flipped, int(flipped.sum())) < truth
