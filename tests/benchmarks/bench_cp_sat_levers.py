@@ -19,6 +19,7 @@ The last line is one JSON object.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import statistics
@@ -27,17 +28,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_correction import SEEDS, instance  # noqa: E402
-
-from parley.parties.attacks.solvers.correction import (  # noqa: E402
+from parley.parties.attacks.solvers.correction import (
     CP_SAT_PARAMETERS,
     OPTIMAL,
     FairnessConstraint,
     solve_enumeration,
     solve_general,
 )
+
+# The instances of bench_correction.py, imported from this script's folder.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+_bench_correction = importlib.import_module("bench_correction")
+SEEDS, instance = _bench_correction.SEEDS, _bench_correction.instance
 
 N = 15_000
 BEFORE = {"cp_model_probing_level": 0, "max_presolve_iterations": 1}
