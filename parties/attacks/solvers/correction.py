@@ -77,7 +77,8 @@ from parley.protocols.errors import AttackError
 from parley.protocols.group_gaps import GAP_METRICS, metric_slices, slice_gap, unfairness
 
 __all__ = [
-    "BACKENDS", "CORRECTION_METRICS", "FEASIBLE", "SOLVERS", "TIME_LIMIT", "Correction", "FairnessConstraint",
+    "BACKENDS", "CORRECTION_METRICS", "CP_SAT_PARAMETERS", "FEASIBLE", "SOLVERS", "TIME_LIMIT", "Correction",
+    "FairnessConstraint",
     "INFEASIBLE", "OPTIMAL", "correct", "integer_weights", "metric_slices", "rational_tolerance", "slice_gap",
     "solve_efficient", "solve_enumeration", "solve_general", "solve_released_sp", "unfairness",
 ]
@@ -107,6 +108,7 @@ BAD_SHAPES = "a0, confidence, yhat (and y) must be 1-d arrays of one length; got
 BAD_TOLERANCE = "tolerance must be a finite number >= 0; got {tolerance!r}"
 BAD_GROUPS = "a0 must hold group ids 0..{top}; got values {values}"
 BAD_CONFIDENCE = "confidence must be finite and >= 0"
+BAD_HINT = "hint must be a 1-d array of {n} group ids in 0..{top}; got shape {shape}"
 TOO_LARGE = "the general model takes at most {limit} examples (it has one variable per example and group); got {n}"
 
 #: Added to every tolerance: a certified value computed in floating point must not exclude the truth.
@@ -325,18 +327,25 @@ def _check_bits(bits: int) -> None:
 
 def _cp_fairness(model: Any, count_of: Callable[[int], tuple], variable: Sequence[Any], n_slice: int,
                  positives: int, groups: int, tolerance: float) -> None:
-    """The integer rows of one slice in a CP-SAT model (:func:`rational_tolerance`) and ``N_g >= 1``."""
+    """The integer rows of one slice in a CP-SAT model, counts given per example column (:func:`_cp_group_rows`)."""
     from ortools.sat.python import cp_model
 
-    q = rational_tolerance(n_slice, positives, tolerance)
-    a, b = q.numerator, q.denominator
-    N, P = n_slice, positives
+    counts = []
     for g in range(groups):
         (n_cols, n_coef, n_const), (p_cols, p_coef, p_const) = count_of(g)
         count = cp_model.LinearExpr.weighted_sum([variable[c] for c in n_cols], [int(v) for v in n_coef])
-        count = count + int(n_const)
         pos = cp_model.LinearExpr.weighted_sum([variable[c] for c in p_cols], [int(v) for v in p_coef])
-        pos = pos + int(p_const)
+        counts.append((count + int(n_const), pos + int(p_const)))
+    _cp_group_rows(model, counts, n_slice, positives, tolerance)
+
+
+def _cp_group_rows(model: Any, counts: Sequence[tuple[Any, Any]], n_slice: int, positives: int,
+                   tolerance: float) -> None:
+    """Each group's integer rows (:func:`rational_tolerance`) and ``N_g >= 1``; ``counts`` holds ``(N_g, P_g)``."""
+    q = rational_tolerance(n_slice, positives, tolerance)
+    a, b = q.numerator, q.denominator
+    N, P = n_slice, positives
+    for count, pos in counts:
         # |N P_g - P N_g| <= q N N_g, times b, each row divided by the gcd of its coefficients.
         for slope, upper in ((b * P + a * N, True), (b * P - a * N, False)):
             k = math.gcd(b * N, slope) or 1
@@ -345,18 +354,41 @@ def _cp_fairness(model: Any, count_of: Callable[[int], tuple], variable: Sequenc
         model.add(count >= 1)
 
 
-def _cp_solve(model: Any, time_limit: float | None, workers: int) -> tuple[str, Any]:
-    """Solve with CP-SAT; map its status to parley's (a solution stopped by a limit is "feasible")."""
+#: CP-SAT parameters of the correction models beyond gaps, workers and time (measured one at a time by
+#: tests/benchmarks/bench_cp_sat_levers.py on bench_correction.py's instances, n = 15,000; docs/design.md).
+#: None of them changes the model: CP-SAT still proves optimality, only presolve does less.
+CP_SAT_PARAMETERS: dict[str, Any] = {
+    # Probing and repeated presolve rounds took ~11 s of presolve before ~1 s of search.
+    "cp_model_probing_level": 0,
+    "max_presolve_iterations": 1,
+    # Merging at-most-ones walks the implication graph of the sorted-cell chains (quadratic in a cell's
+    # length); it found nothing to merge on these models and was most of the remaining presolve time.
+    "merge_at_most_one_work_limit": 0.0,
+    # The SAT presolve (bounded variable elimination), the big-linear-overlap search and the symmetry
+    # search found nothing either; SAT inprocessing during the search re-walks the same chains.
+    "cp_model_use_sat_presolve": False,
+    "find_big_linear_overlap": False,
+    "symmetry_level": 0,
+    "use_sat_inprocessing": False,
+    # One worker: deterministic, and the machine's two cores are shared; a fixed seed on top.
+    "random_seed": 1,
+}
+
+
+def _cp_solve(model: Any, time_limit: float | None, workers: int,
+              parameters: dict[str, Any] | None = None) -> tuple[str, Any]:
+    """Solve with CP-SAT; map its status to parley's (a solution stopped by a limit is "feasible").
+
+    ``parameters`` replaces :data:`CP_SAT_PARAMETERS` (``{}``: CP-SAT's defaults).
+    """
     from ortools.sat.python import cp_model
 
     solver = cp_model.CpSolver()
+    for name, value in (CP_SAT_PARAMETERS if parameters is None else parameters).items():
+        setattr(solver.parameters, name, value)
     solver.parameters.num_workers = int(workers)
     solver.parameters.absolute_gap_limit = 0.0  # the paper's optimality tolerances of 0
     solver.parameters.relative_gap_limit = 0.0
-    # Measured (tests/benchmarks/bench_correction.py): probing and repeated presolve rounds cost most of
-    # the time on these models (n = 15,000: ~11 s of presolve, then ~1 s of search); one round without probing.
-    solver.parameters.cp_model_probing_level = 0
-    solver.parameters.max_presolve_iterations = 1
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
     status = solver.solve(model)
@@ -577,7 +609,8 @@ def _efficient_cp_sat(w: np.ndarray, cells: list[np.ndarray], move_index: dict[t
 def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, constraint: FairnessConstraint,
                   y: np.ndarray | None = None, groups: int = 2, time_limit: float | None = 60.0,
                   backend: Backend = "highs", weight_bits: int = WEIGHT_BITS, workers: int = 1,
-                  dominance: bool = True) -> Correction:
+                  dominance: bool = True, cell_counts: bool = True,
+                  parameters: dict[str, Any] | None = None, hint: np.ndarray | None = None) -> Correction:
     """The general integer model of Sec. III-B (App. A-A for ``groups > 2``): one-hot binaries per example.
 
     One binary per example and other group (``move[i, g] = 1``: example ``i``
@@ -590,6 +623,18 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
     less confident one moves too. Swapping a moved example for a less confident unmoved one of
     its cell (same destination) leaves every count unchanged and costs no more, so an optimum
     satisfying the implications exists: the optimal objective is unchanged.
+
+    ``cell_counts`` (CP-SAT only) states the fairness rows over one integer per cell and
+    destination, ``x[c, h] = sum_{i in c} move[i, h]``, instead of over the examples. The
+    Booleans, their feasible assignments and the objective are those of the general model
+    (each ``x`` is defined by its equality, and ``N_g``, ``P_g`` are the same affine functions
+    of the Booleans), so the optimum is the same; the rows shrink from one term per example to
+    ``2 K (K - 1)`` terms per slice, and CP-SAT's presolve no longer rewrites 90,000 row terms
+    at n = 15,000. ``parameters`` replaces :data:`CP_SAT_PARAMETERS` (``{}``: CP-SAT's defaults).
+    With ``dominance = cell_counts = False`` and ``parameters = {}`` the CP-SAT model is the
+    plain general model of Sec. III-B; the tests check that every variant has its optimum.
+    ``hint`` (CP-SAT only): a reconstruction given to CP-SAT as a warm start (``add_hint``; not
+    fixed, so the optimum and its proof do not depend on it).
     """
     start = time.perf_counter()
     _check_solver(backend, weight_bits)
@@ -597,6 +642,11 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
     n = a0.size
     if n * groups > GENERAL_LIMIT:
         raise AttackError(TOO_LARGE.format(limit=GENERAL_LIMIT // groups, n=n))
+    if hint is not None:
+        hint = np.asarray(hint)
+        if hint.shape != (n,) or (n and (not np.issubdtype(hint.dtype, np.integer) or hint.min() < 0
+                                         or hint.max() >= groups)):
+            raise AttackError(BAD_HINT.format(n=n, top=groups - 1, shape=hint.shape))
     size = n * groups
     # Column of "example i moves to group g" (g != a0_i); the column of g = a0_i stays unused (fixed at 0),
     # so the objective sum_i w_i * moved_i has no constant and the solver's absolute gap sees true costs.
@@ -640,7 +690,7 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
         slice_rows.append((count_of, members.size, int(yhat[members].sum())))
     if backend == "cp-sat":
         return _general_cp_sat(a0, w, yhat, slice_rows, column, groups, constraint, time_limit, weight_bits,
-                               workers, dominance, y, start)
+                               workers, dominance, y, start, cell_counts, parameters, hint)
     fairness = _fairness_constraint(slice_rows, size, groups, constraint.tolerance)
     if fairness is not None:
         constraints.append(fairness)
@@ -657,7 +707,8 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
 
 def _general_cp_sat(a0: np.ndarray, w: np.ndarray, yhat: np.ndarray, slice_rows: list, column: np.ndarray,
                     groups: int, constraint: FairnessConstraint, time_limit: float | None, weight_bits: int,
-                    workers: int, dominance: bool, y: np.ndarray | None, start: float) -> Correction:
+                    workers: int, dominance: bool, y: np.ndarray | None, start: float, cell_counts: bool = True,
+                    parameters: dict[str, Any] | None = None, hint: np.ndarray | None = None) -> Correction:
     """The general model for CP-SAT: one Boolean per (example, other group), integer rows and weights."""
     from ortools.sat.python import cp_model
 
@@ -671,19 +722,49 @@ def _general_cp_sat(a0: np.ndarray, w: np.ndarray, yhat: np.ndarray, slice_rows:
     if groups > 2:
         for i in range(n):
             model.add_at_most_one(move[i][g] for g in range(groups) if g != a0[i])
-    for count_of, n_slice, positives in slice_rows:
-        _cp_fairness(model, count_of, variable, n_slice, positives, groups, constraint.tolerance)
-    W, _scale, bound = integer_weights(w, weight_bits)
-    if dominance:
-        for mask in _slices(constraint, y, n):
+    slices = [mask for mask in _slices(constraint, y, n) if mask.any()]
+    # Cells (slice, prediction, guessed group), each sorted by confidence ascending.
+    cells = {(s, p, g): idx[np.argsort(w[idx], kind="stable")]
+             for s, mask in enumerate(slices) for p in (0, 1) for g in range(groups)
+             for idx in [np.flatnonzero(mask & (yhat == p) & (a0 == g))]}
+    if not cell_counts:
+        for count_of, n_slice, positives in slice_rows:
+            _cp_fairness(model, count_of, variable, n_slice, positives, groups, constraint.tolerance)
+    else:
+        for s, mask in enumerate(slices):
+            # x[p, g, h]: examples of cell (s, p, g) moved to h; N_h, P_h are affine in them.
+            x = {}
             for p in (0, 1):
                 for g in range(groups):
-                    idx = np.flatnonzero(mask & (yhat == p) & (a0 == g))
-                    idx = idx[np.argsort(w[idx], kind="stable")]
-                    for lower, higher in zip(idx[:-1].tolist(), idx[1:].tolist(), strict=True):
-                        model.add(moved[higher] <= moved[lower])
+                    idx = cells[(s, p, g)].tolist()
+                    for h in range(groups):
+                        if h != g and idx:
+                            x[(p, g, h)] = model.new_int_var(0, len(idx), f"x{s}_{p}_{g}_{h}")
+                            model.add(cp_model.LinearExpr.sum([move[i][h] for i in idx]) == x[(p, g, h)])
+            counts = []
+            for h in range(groups):
+                per_p = []
+                for p in (0, 1):
+                    into = [x[(p, g, h)] for g in range(groups) if (p, g, h) in x]
+                    out = [x[(p, h, k)] for k in range(groups) if (p, h, k) in x]
+                    per_p.append(cells[(s, p, h)].size + sum(into) - sum(out))
+                counts.append((per_p[0] + per_p[1], per_p[1]))
+            _cp_group_rows(model, counts, int(mask.sum()), int(yhat[mask].sum()), constraint.tolerance)
+    W, _scale, bound = integer_weights(w, weight_bits)
+    if dominance:
+        for idx in cells.values():
+            for lower, higher in zip(idx[:-1].tolist(), idx[1:].tolist(), strict=True):
+                if groups == 2:  # a binary clause, which CP-SAT loads into its implication graph directly
+                    model.add_implication(moved[higher], moved[lower])
+                else:
+                    model.add(moved[higher] <= moved[lower])
     model.minimize(cp_model.LinearExpr.weighted_sum(moved, W.tolist()))
-    status, solver = _cp_solve(model, time_limit, workers)
+    if hint is not None:
+        for i, target in enumerate(np.asarray(hint, dtype=np.int64).tolist()):
+            for g in range(groups):
+                if g != a0[i]:
+                    model.add_hint(move[i][g], target == g)
+    status, solver = _cp_solve(model, time_limit, workers, parameters)
     if status in (INFEASIBLE, TIME_LIMIT):
         return Correction(a0.copy(), float("nan"), status, 0, time.perf_counter() - start)
     a = a0.copy()

@@ -19,6 +19,7 @@ from parley.parties.attacks.reconstruction_correction.baseline_adversary import 
 from parley.parties.attacks.solvers.correction import (
     BAD_BACKEND,
     BAD_BITS,
+    BAD_HINT,
     INFEASIBLE,
     OPTIMAL,
     SLACK,
@@ -113,6 +114,42 @@ def test_cp_sat_solves_three_groups_at_tolerance_zero_where_highs_stops():
     assert general.status == OPTIMAL and abs(general.objective - fixed.objective) <= 1e-9
 
 
+@pytest.mark.parametrize("groups", [2, 3])
+def test_general_model_variants_keep_the_plain_models_optimum(groups):
+    """Cell-count rows, dominance, the tuned parameters and a hint: each variant of the CP-SAT general model
+    reaches exactly the optimum of the plain model (rows over the examples, no dominance, CP-SAT defaults).
+
+    Weights are multiples of 1/1024, so the integer weights are exact and the objectives compare bit for bit.
+    """
+    rng = np.random.default_rng(70 + groups)
+    optimal = infeasible = 0
+    for trial in range(12):
+        n = int(rng.integers(12, 40 if groups == 2 else 24))
+        a0, _, yhat, y = _instance(rng, n, groups)
+        w = rng.integers(1, 1025, n) / 1024.0
+        metric = METRICS[trial % 4]
+        tolerance = (0.0, 0.05, unfairness(metric, yhat, rng.integers(0, groups, n), y, groups))[trial % 3]
+        constraint = FairnessConstraint(metric, tolerance)
+        plain = solve_general(a0, w, yhat, constraint, y, groups, backend="cp-sat", dominance=False,
+                              cell_counts=False, parameters={})
+        variants = [
+            solve_general(a0, w, yhat, constraint, y, groups, backend="cp-sat"),  # the defaults: all levers on
+            solve_general(a0, w, yhat, constraint, y, groups, backend="cp-sat", dominance=False),
+            solve_general(a0, w, yhat, constraint, y, groups, backend="cp-sat", cell_counts=False),
+            solve_general(a0, w, yhat, constraint, y, groups, backend="cp-sat", parameters={}),
+            solve_general(a0, w, yhat, constraint, y, groups, backend="cp-sat", hint=a0),  # a poor warm start
+            solve_general(a0, w, yhat, constraint, y, groups, backend="cp-sat", workers=2),
+        ]
+        for fixed in variants:
+            assert fixed.status == plain.status
+            if plain.status == OPTIMAL:
+                assert fixed.bound == 0.0 and fixed.objective == plain.objective
+                assert unfairness(metric, yhat, fixed.a, y, groups) <= tolerance + SLACK
+        optimal += plain.status == OPTIMAL
+        infeasible += plain.status == INFEASIBLE
+    assert optimal >= 6 and infeasible >= 1  # both outcomes are compared
+
+
 @pytest.mark.parametrize("N, P", [(7, 3), (12, 5), (10, 0), (9, 9), (30, 11), (17, 8)])
 def test_rational_tolerance_admits_exactly_what_the_real_tolerance_admits(N, P):
     """Every count pair (N_g, P_g): |N P_g - P N_g| <= q N N_g iff it holds with e = tolerance + SLACK, exactly."""
@@ -194,6 +231,10 @@ def test_integer_weights_bound_is_the_rounding_error():
      BAD_BACKEND.format(known="highs, cp-sat", backend="cplex")),
     (lambda: solve_efficient(np.zeros(2), np.ones(2), np.ones(2), FairnessConstraint("sp", 0.1), backend="cp-sat",
                              weight_bits=0), BAD_BITS.format(top=60, bits=0)),
+    (lambda: solve_general(np.zeros(3), np.ones(3), np.ones(3), FairnessConstraint("sp", 0.1), backend="cp-sat",
+                           hint=np.array([0, 2, 1])), BAD_HINT.format(n=3, top=1, shape=(3,))),
+    (lambda: solve_general(np.zeros(3), np.ones(3), np.ones(3), FairnessConstraint("sp", 0.1), backend="cp-sat",
+                           hint=np.zeros(2, dtype=int)), BAD_HINT.format(n=3, top=1, shape=(2,))),
 ])
 def test_bad_backend_input_is_named(call, message):
     with pytest.raises(AttackError) as info:
