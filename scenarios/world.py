@@ -162,6 +162,15 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
         deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER],
                        int(split.a_audit.shape[0]), helper_rng)
         network.route(HELPER, HELPER)
+    elif getattr(protocol, "homomorphic", False):
+        # Homomorphic encryption: the data center holds the CKKS secret key; it and the adversary in its name
+        # send ciphertexts. One key pair per querier.
+        from parley.parties.homomorphic import HeDataCenter, HeQuerier
+
+        n_audit = int(split.a_audit.shape[0])
+        dc_class = HeDataCenter
+        dc_extra = {"he": HeQuerier(protocol, n_audit, record=True)}
+        adversary_kwargs = {"he": HeQuerier(protocol, n_audit)}
     deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
                    AuditSet(a=split.a_audit, y=split.y_audit), answering, [DATA_CENTER], comp_rng, **accounting)
     deployment.add(DATA_CENTER, dc_class, identities[DATA_CENTER], keyring,
@@ -174,4 +183,8 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
         from parley.parties.secure import SecureAdversary
 
         world.adversary, world.adversary_kwargs = SecureAdversary, adversary_kwargs
+    elif getattr(protocol, "homomorphic", False):
+        from parley.parties.homomorphic import HeAdversary
+
+        world.adversary, world.adversary_kwargs = HeAdversary, adversary_kwargs
     return world
