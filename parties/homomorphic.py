@@ -4,6 +4,7 @@ Under ``he`` (:mod:`parley.protocols.mechanisms.homomorphic`) a querier never se
 :class:`HeQuerier` turns each ``metric-query`` it would send into an ``he-query`` carrying its
 public key, Galois keys and the predictions' ciphertexts, and turns the compliance party's
 ``he-answer`` (masked, noise-flooded ciphertexts) into the ``metric-answer`` its role expects.
+The public context travels until a query is answered; later queries name it by ``context_id``.
 Two parties, one exchange (two signed envelopes) per query; the secret key never leaves the querier.
 """
 
@@ -18,7 +19,14 @@ from parley.parties.adversary import Adversary
 from parley.parties.data_center import DataCenter
 from parley.parties.wire import INVALID_PAYLOAD, INVALID_QUERY, Envelope, Identity, Keyring
 from parley.protocols.errors import QueryError, RefusedError, WireError
-from parley.protocols.mechanisms.homomorphic import HeProtocol, QuerierKeys, from_bytes, layout, to_bytes
+from parley.protocols.mechanisms.homomorphic import (
+    HeProtocol,
+    QuerierKeys,
+    context_id,
+    from_bytes,
+    layout,
+    to_bytes,
+)
 from parley.protocols.queries import apply_edits, validate_query_id
 
 __all__ = ["HeAdversary", "HeDataCenter", "HeQuerier", "NOT_PENDING", "BAD_REPLY"]
@@ -39,6 +47,7 @@ class HeQuerier:
         self.opened: list[tuple[str, np.ndarray, np.ndarray]] = []
         self.kept: dict[str, np.ndarray] = {}
         self._pending: dict[str, dict[str, Any]] = {}
+        self._context_id: str | None = None
 
     @property
     def keys(self) -> QuerierKeys:
@@ -62,7 +71,10 @@ class HeQuerier:
             self.kept[query_id] = H[0]
         m = int(H.shape[0])
         self._pending[query_id] = {"metric": metric, "m": m, "predictions": H if self.record else None}
-        out: dict[str, Any] = {"metric": metric, "m": m, "query_id": query_id, **self.keys.public_context(),
+        # the public context travels with the first query; later ones name it by its digest
+        context: dict[str, Any] = {"context_id": self._context_id} if self._context_id is not None \
+            else dict(self.keys.public_context())
+        out: dict[str, Any] = {"metric": metric, "m": m, "query_id": query_id, **context,
                                "ciphertexts": [to_bytes(ct) for ct in self.keys.encrypt(H)]}
         if "purpose" in payload:
             out["purpose"] = payload["purpose"]
@@ -84,6 +96,9 @@ class HeQuerier:
         except QueryError as exc:
             raise WireError(INVALID_PAYLOAD, str(exc)) from None
         values = self.protocol.clip(state["metric"], self.keys.answers(cts, self.n, state["m"]))
+        # answered: the compliance party holds the context (a refusal leaves it unsent, so the next query resends it)
+        ctx = self.keys.public_context()
+        self._context_id = context_id(ctx["public_key"], ctx["galois_keys"])
         del self._pending[got]
         if self.record:
             self.opened.append((state["metric"], state["predictions"], values))

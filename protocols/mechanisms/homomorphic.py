@@ -13,6 +13,10 @@ the answer reveals (docs/protocols/secure-computation.md).
 
 Parameters (fixed: :data:`POLY_MODULUS_DEGREE`, :data:`COEFF_MODULUS_BITS`)
 -------------------------------------------------------------------------
+The querier's first query carries its public context (public key and Galois keys: 15 MB at
+n <= 1,024, 18 MB beyond); C keeps it under the SHA-256 of its bytes, and later queries name it
+by that ``context_id`` (a digest C computed, never the querier's claim) and carry ciphertexts only.
+
 N = 8192 (4,096 slots), coefficient moduli of 53, 53, 52 bits and a 60-bit special prime:
 218 bits, the largest modulus the HomomorphicEncryption.org standard (Albrecht et al., 2018,
 Table 1) allows at 128-bit classical security for N = 8192 with a ternary secret; SEAL checks it
@@ -83,7 +87,8 @@ from parley.protocols.metrics import METRICS
 from parley.protocols.queries import validate_query_id
 
 __all__ = ["BAD_BLOB", "BAD_HEADER", "CLEAR_QUERY", "COEFF_MODULUS_BITS", "HE_METRICS", "HeParams", "HeProtocol",
-           "Layout", "NOISE_BOUND_BITS", "POLY_MODULUS_DEGREE", "SLOTS", "TOO_MANY_QUERIES", "compute_answers",
+           "Layout", "NOISE_BOUND_BITS", "POLY_MODULUS_DEGREE", "SLOTS", "TOO_MANY_QUERIES", "UNKNOWN_CONTEXT",
+           "compute_answers", "context_id",
            "flood_sigma", "from_bytes", "layout", "naive_answers", "seal_context", "to_bytes", "weights"]
 
 #: Ring dimension N (4,096 slots).
@@ -107,6 +112,8 @@ BAD_HEADER = "protocol {name!r}: an he-query needs {fields} (got keys: {keys})"
 BAD_M = "protocol {name!r}: m must be an int between 1 and {limit} (got {got!r})"
 BAD_BLOB = "protocol {name!r}: {what} is not a valid {kind} for the he parameters ({detail})"
 BAD_COUNT = "protocol {name!r}: a query of m = {m} models over n = {n} people takes {want} ciphertexts (got {got})"
+UNKNOWN_CONTEXT = ("protocol {name!r}: context_id {got!r} names no public context this compliance party received "
+                   "(send public_key and galois_keys)")
 TOO_MANY_QUERIES = ("protocol {name!r}: this querier has had its {limit} queries; the noise flooding's {bits}-bit "
                     "guarantee holds for at most that many decryptions")
 
@@ -247,6 +254,17 @@ def weights(metric: str, a: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(mask, w1 - w0, 0.0)
 
 
+def context_id(public_key: np.ndarray, galois_keys: np.ndarray) -> str:
+    """SHA-256 (hex) of a public context's bytes: how a later query names a context sent before."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for blob in (public_key, galois_keys):
+        data = np.ascontiguousarray(blob).tobytes()
+        h.update(len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
+
+
 def flood_sigma(params: HeParams) -> float:
     """Per-coefficient standard deviation of the flood, relative to the answer's scale: sqrt(12 tau) 2^(s/2) t."""
     return math.sqrt(12.0 * params.decryptions) * 2.0 ** (params.statistical_security / 2) * 2.0 ** NOISE_BOUND_BITS
@@ -374,6 +392,8 @@ class HeProtocol(Protocol):
         super().__init__(params)
         #: Queries answered by this instance (one querier per run: the data center, or the adversary in its name).
         self._answered = 0
+        #: Public contexts received, by the SHA-256 C computed of their bytes (:func:`context_id`).
+        self._contexts: dict[str, _Keys] = {}
 
     def charges(self) -> bool:
         """No privacy cost: the answer is the metric (up to the flood, which protects the error, not A's answer)."""
@@ -394,11 +414,12 @@ class HeProtocol(Protocol):
 
     def header(self, payload: Mapping[str, Any]) -> tuple[str, int, str]:
         """(metric, m, query id) of an ``he-query``, validated before any ciphertext is loaded."""
-        missing = [f for f in ("metric", "m", "query_id", "public_key", "galois_keys", "ciphertexts")
-                   if f not in payload]
-        if missing:
+        missing = [f for f in ("metric", "m", "query_id", "ciphertexts") if f not in payload]
+        has_keys = "public_key" in payload and "galois_keys" in payload
+        if missing or not (has_keys or "context_id" in payload):
             raise QueryError(BAD_HEADER.format(name=self.name, keys=", ".join(sorted(map(str, payload))),
-                                               fields="metric, m, query_id, public_key, galois_keys and ciphertexts"))
+                                               fields="metric, m, query_id, ciphertexts, and public_key and "
+                                                      "galois_keys or the context_id of an earlier query's"))
         metric = self.check_metric(payload["metric"])
         m = payload["m"]
         if type(m) is not int or not 1 <= m <= MAX_MODELS:
@@ -418,13 +439,26 @@ class HeProtocol(Protocol):
         if self._answered >= self.params.decryptions:
             raise QueryError(TOO_MANY_QUERIES.format(name=self.name, limit=self.params.decryptions,
                                                      bits=self.params.statistical_security))
-        keys = _Keys(from_bytes("PublicKey", payload["public_key"], self.name, "public_key"),
-                     from_bytes("GaloisKeys", payload["galois_keys"], self.name, "galois_keys"))
+        keys = self._context(payload)
         cts = [from_bytes("Ciphertext", blob, self.name, f"ciphertexts[{i}]") for i, blob in enumerate(blobs)]
         answers = compute_answers(cts, weights(metric, audit.a, audit.y), lay, keys, self.params, rng)
         self._answered += 1
         return {"metric": metric, "m": m, "query_id": query_id, "answers": [to_bytes(ct) for ct in answers],
                 "flood_sigma": flood_sigma(self.params), "scale_bits": OUTPUT_SCALE_BITS}
+
+    def _context(self, payload: Mapping[str, Any]) -> _Keys:
+        """The querier's public context: loaded from the payload (and kept under the digest C computes of its
+        bytes), or the one kept under the payload's ``context_id``. A context id C never computed is refused."""
+        if "public_key" in payload and "galois_keys" in payload:
+            pk, gk = payload["public_key"], payload["galois_keys"]
+            keys = _Keys(from_bytes("PublicKey", pk, self.name, "public_key"),
+                         from_bytes("GaloisKeys", gk, self.name, "galois_keys"))
+            self._contexts[context_id(pk, gk)] = keys
+            return keys
+        known = self._contexts.get(payload["context_id"]) if type(payload["context_id"]) is str else None
+        if known is None:
+            raise QueryError(UNKNOWN_CONTEXT.format(name=self.name, got=str(payload["context_id"])[:80]))
+        return known
 
     def simulate(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
         """Both parties' computation of one answer in this process (one key pair per process): what

@@ -20,7 +20,7 @@ from parley.parties.party import REFUSAL
 from parley.parties.wire import Identity, Keyring
 from parley.protocols import AuditSet, get_protocol
 from parley.protocols.base import METRIC_NOT_ANSWERED
-from parley.protocols.mechanisms.homomorphic import BAD_BLOB, CLEAR_QUERY, TOO_MANY_QUERIES
+from parley.protocols.mechanisms.homomorphic import BAD_BLOB, CLEAR_QUERY, TOO_MANY_QUERIES, UNKNOWN_CONTEXT
 from parley.protocols.metrics import evaluate
 
 
@@ -120,3 +120,20 @@ def test_the_curious_compliance_party_reads_a_coin(data):
     assert guess is not None
     half_width = stats.norm.ppf(1 - 1e-4 / 2) * 0.5 / math.sqrt(int(truth.sum()))
     assert abs(view_accuracy(guess, truth) - 0.5) <= half_width
+
+
+def test_the_public_context_travels_once_and_is_named_by_the_digest_the_compliance_party_computed(data):
+    a, y, H = data
+    pair = Pair(a, y)
+    first = pair.payload(H[:1])
+    assert "galois_keys" in first and "context_id" not in first
+    _, reply = pair.send(first)
+    pair.querier.decrypt(reply)
+    later = pair.payload(H[:1])
+    assert "galois_keys" not in later and "public_key" not in later
+    _, reply = pair.send(later)
+    assert reply.kind == "he-answer"
+    assert abs(pair.querier.decrypt(reply)["values"][0] - evaluate("sp", H[:1], a, y)[0]) < 6 * 5.3e-5
+    _, reply = pair.send({**later, "query_id": "forged", "context_id": "0" * 64})
+    assert reply.kind == REFUSAL
+    assert reply.payload["detail"] == UNKNOWN_CONTEXT.format(name="he", got="0" * 64)
