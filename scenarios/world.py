@@ -24,6 +24,7 @@ from parley.parties.network import LocalDeployment, Network
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring
 from parley.protocols.base import AuditSet
+from parley.protocols.mechanisms.homomorphic import HeProtocol
 from parley.protocols.mechanisms.secure import SecureProtocol
 from parley.scenarios.datasets import Table, load_split
 from parley.scenarios.progress import RunProgress
@@ -162,7 +163,7 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
         deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER],
                        int(split.a_audit.shape[0]), helper_rng)
         network.route(HELPER, HELPER)
-    elif getattr(protocol, "homomorphic", False):
+    elif isinstance(protocol, HeProtocol):
         # Homomorphic encryption: the data center holds the CKKS secret key; it and the adversary in its name
         # send ciphertexts. One key pair per querier.
         from parley.parties.homomorphic import HeDataCenter, HeQuerier
@@ -183,7 +184,7 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
         from parley.parties.secure import SecureAdversary
 
         world.adversary, world.adversary_kwargs = SecureAdversary, adversary_kwargs
-    elif getattr(protocol, "homomorphic", False):
+    elif isinstance(protocol, HeProtocol):
         from parley.parties.homomorphic import HeAdversary
 
         world.adversary, world.adversary_kwargs = HeAdversary, adversary_kwargs
