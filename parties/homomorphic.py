@@ -38,9 +38,11 @@ BAD_REPLY = "an he-answer must hold {want} ciphertexts in 'answers' (got {got})"
 class HeQuerier:
     """The querier's keys and its pending queries: encrypts predictions, decrypts answers."""
 
-    def __init__(self, protocol: HeProtocol, n: int, record: bool = False) -> None:
+    def __init__(self, protocol: HeProtocol, n: int, record: bool = False, seed: int | None = None) -> None:
         self.protocol = protocol
         self.n = n
+        #: Seeds SEAL's generator of this querier's keys and encryptions (None: SEAL's own entropy).
+        self.seed = seed
         self._keys: QuerierKeys | None = None  # made in the querier's own process (SEAL objects do not pickle)
         self.record = record
         #: (metric, predictions, decrypted values) of every answer, when ``record`` (the honest queries' error).
@@ -53,7 +55,8 @@ class HeQuerier:
     def keys(self) -> QuerierKeys:
         """The querier's key pair, generated on first use, with Galois keys for its block's rotations only."""
         if self._keys is None:
-            self._keys = QuerierKeys(layout(self.n, 1).block)
+            rng = None if self.seed is None else np.random.default_rng(self.seed)
+            self._keys = QuerierKeys(layout(self.n, 1).block, rng)
         return self._keys
 
     def encrypt(self, payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -170,8 +170,10 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
 
         n_audit = int(split.a_audit.shape[0])
         dc_class = HeDataCenter
-        dc_extra = {"he": HeQuerier(protocol, n_audit, record=True)}
-        adversary_kwargs = {"he": HeQuerier(protocol, n_audit)}
+        # SEAL's randomness (keys, encryptions) seeded from the flow's stream: a run follows its seed
+        seeds = [int(v) for v in rngs["flow"].integers(2**63, size=2)]
+        dc_extra = {"he": HeQuerier(protocol, n_audit, record=True, seed=seeds[0])}
+        adversary_kwargs = {"he": HeQuerier(protocol, n_audit, seed=seeds[1])}
     deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
                    AuditSet(a=split.a_audit, y=split.y_audit), answering, [DATA_CENTER], comp_rng, **accounting)
     deployment.add(DATA_CENTER, dc_class, identities[DATA_CENTER], keyring,

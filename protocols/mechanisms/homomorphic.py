@@ -137,10 +137,25 @@ def _seal() -> Any:
 @lru_cache(maxsize=1)
 def seal_context() -> Any:
     """The SEAL context of the fixed parameters (C builds it itself: it never takes parameters from a querier)."""
+    return _context(None)
+
+
+def seeded_context(rng: np.random.Generator) -> Any:
+    """The same parameters with SEAL's randomness (keys, encryption) drawn from a Blake2xb PRNG seeded by ``rng``.
+
+    Keys and ciphertexts of either context work with the other (SEAL identifies parameters by their hash,
+    which leaves the generator out); seeding makes a run's keys, ciphertexts and bytes follow its seed.
+    """
+    return _context([int(v) for v in rng.integers(0, 2**63, size=8, dtype=np.int64)])
+
+
+def _context(seed: list[int] | None) -> Any:
     s = _seal()
     parms = s.EncryptionParameters(s.SCHEME_TYPE.CKKS)
     parms.set_poly_modulus_degree(POLY_MODULUS_DEGREE)
     parms.set_coeff_modulus(s.CoeffModulus.Create(POLY_MODULUS_DEGREE, list(COEFF_MODULUS_BITS)))
+    if seed is not None:
+        parms.set_random_generator(s.Blake2xbPRNGFactory(seed))
     return s.SEALContext(parms, True, s.SEC_LEVEL_TYPE.TC128)
 
 
@@ -279,6 +294,7 @@ class _Keys:
         self.encoder = s.CKKSEncoder(context)
         self.evaluator = s.Evaluator(context)
         self.encryptor = s.Encryptor(context, public_key)
+        self.public_key = public_key
         self.galois = galois_keys
 
 
@@ -362,7 +378,8 @@ def flood(ct: Any, keys: _Keys, params: HeParams, rng: np.random.Generator) -> A
     pf = s.Plaintext()
     keys.encoder.encode(list(z), ct.parms_id(), ct.scale, pf)
     noise = s.Ciphertext()
-    keys.encryptor.encrypt(pf, noise)
+    # the encryption's own randomness (u, e1, e2) from C's stream too, so that a run follows its seed
+    s.Encryptor(seeded_context(rng), keys.public_key).encrypt(pf, noise)
     keys.evaluator.add_inplace(ct, noise)
     return ct
 
@@ -487,9 +504,10 @@ def _simulation_keys() -> QuerierKeys:
 class QuerierKeys:
     """The querier's CKKS keys: it alone holds the secret key; :meth:`public_context` is what travels."""
 
-    def __init__(self, block: int = SLOTS) -> None:
+    def __init__(self, block: int = SLOTS, rng: np.random.Generator | None = None) -> None:
         s = _seal()
-        context = seal_context()
+        # SEAL draws the keys' and encryptions' randomness from this context's generator: seeded from ``rng``
+        context = seal_context() if rng is None else seeded_context(rng)
         keygen = s.KeyGenerator(context)
         self._secret = keygen.secret_key()
         self.public_key = s.PublicKey()

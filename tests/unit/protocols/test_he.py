@@ -153,3 +153,19 @@ def test_garbled_and_tampered_blobs_are_refused_by_name(keys):
         he.from_bytes("Ciphertext", flipped, "he", "ciphertexts[0]")
     except QueryError as exc:
         assert "ciphertexts[0] is not a valid Ciphertext" in str(exc)
+
+
+def test_seeded_keys_and_flood_follow_the_seed():
+    """Same seed, same bytes: the querier's keys and ciphertexts, and C's flooded reply (a run follows its seed)."""
+    def one(seed: int) -> list[bytes]:
+        keys = he.QuerierKeys(1024, np.random.default_rng(seed))
+        H = np.linspace(0, 1, 50)[None, :]
+        a, y = np.resize([0, 1], 50), np.resize([1, 0, 0], 50)
+        out = he.compute_answers(_sent(keys, H), he.weights("sp", a, y), he.layout(50, 1), _public(keys),
+                                 he.HeParams(), np.random.default_rng(seed))
+        return [keys.public_context()["public_key"].tobytes(), he.to_bytes(keys.encrypt(H)[0]).tobytes(),
+                he.to_bytes(out[0]).tobytes()]
+
+    first, again, other = one(5), one(5), one(6)
+    assert first == again
+    assert all(x != y for x, y in zip(first, other, strict=True))
