@@ -369,9 +369,15 @@ def masked_answers(cts: Sequence[Any], w: np.ndarray, lay: Layout, keys: _Keys) 
     return out
 
 
-def flood(ct: Any, keys: _Keys, params: HeParams, rng: np.random.Generator) -> Any:
-    """(b): ``ct`` plus a fresh public-key encryption of complex Gaussian slot noise (in place; returned)."""
+def flood(ct: Any, keys: _Keys, params: HeParams, rng: np.random.Generator, encryptor: Any = None) -> Any:
+    """(b): ``ct`` plus a fresh public-key encryption of complex Gaussian slot noise (in place; returned).
+
+    ``encryptor``: a public-key encryptor whose randomness comes from C's stream (:func:`seeded_context`);
+    made from ``rng`` when not given.
+    """
     s = _seal()
+    if encryptor is None:
+        encryptor = s.Encryptor(seeded_context(rng), keys.public_key)
     # complex slot noise z with E|z|^2 = N sigma^2 is N(0, sigma^2) on every coefficient (module docstring, (b))
     tau = flood_sigma(params) * math.sqrt(POLY_MODULUS_DEGREE)
     z = (rng.normal(size=SLOTS) + 1j * rng.normal(size=SLOTS)) * (tau / math.sqrt(2.0))
@@ -379,7 +385,7 @@ def flood(ct: Any, keys: _Keys, params: HeParams, rng: np.random.Generator) -> A
     keys.encoder.encode(list(z), ct.parms_id(), ct.scale, pf)
     noise = s.Ciphertext()
     # the encryption's own randomness (u, e1, e2) from C's stream too, so that a run follows its seed
-    s.Encryptor(seeded_context(rng), keys.public_key).encrypt(pf, noise)
+    encryptor.encrypt(pf, noise)
     keys.evaluator.add_inplace(ct, noise)
     return ct
 
@@ -387,7 +393,8 @@ def flood(ct: Any, keys: _Keys, params: HeParams, rng: np.random.Generator) -> A
 def compute_answers(cts: Sequence[Any], w: np.ndarray, lay: Layout, keys: _Keys, params: HeParams,
                     rng: np.random.Generator) -> list[Any]:
     """C's answer ciphertexts: inner products, (a) masked to each block's first slot, (b) noise-flooded."""
-    return [flood(x, keys, params, rng) for x in masked_answers(cts, w, lay, keys)]
+    encryptor = _seal().Encryptor(seeded_context(rng), keys.public_key)
+    return [flood(x, keys, params, rng, encryptor) for x in masked_answers(cts, w, lay, keys)]
 
 
 @register_protocol
