@@ -87,9 +87,9 @@ from parley.protocols.metrics import METRICS
 from parley.protocols.queries import validate_query_id
 
 __all__ = ["BAD_BLOB", "BAD_HEADER", "CLEAR_QUERY", "COEFF_MODULUS_BITS", "HE_METRICS", "HeParams", "HeProtocol",
-           "Layout", "NOISE_BOUND_BITS", "POLY_MODULUS_DEGREE", "SLOTS", "TOO_MANY_QUERIES", "UNKNOWN_CONTEXT",
-           "compute_answers", "context_id",
-           "flood_sigma", "from_bytes", "layout", "naive_answers", "seal_context", "to_bytes", "weights"]
+           "Layout", "NOISE_BOUND_BITS", "POLY_MODULUS_DEGREE", "QuerierKeys", "SLOTS", "TOO_MANY_QUERIES",
+           "UNKNOWN_CONTEXT", "compute_answers", "context_id", "flood", "flood_sigma", "from_bytes", "layout",
+           "masked_answers", "naive_answers", "seal_context", "seeded_context", "to_bytes", "weights"]
 
 #: Ring dimension N (4,096 slots).
 POLY_MODULUS_DEGREE = 8192
@@ -114,8 +114,8 @@ BAD_BLOB = "protocol {name!r}: {what} is not a valid {kind} for the he parameter
 BAD_COUNT = "protocol {name!r}: a query of m = {m} models over n = {n} people takes {want} ciphertexts (got {got})"
 UNKNOWN_CONTEXT = ("protocol {name!r}: context_id {got!r} names no public context this compliance party received "
                    "(send public_key and galois_keys)")
-TOO_MANY_QUERIES = ("protocol {name!r}: this querier has had its {limit} queries; the noise flooding's {bits}-bit "
-                    "guarantee holds for at most that many decryptions")
+TOO_MANY_QUERIES = ("protocol {name!r}: this compliance party has answered its {limit} he queries; the noise "
+                    "flooding's {bits}-bit guarantee holds for at most that many decryptions")
 
 
 class HeParams(ProtocolParams):
@@ -124,7 +124,7 @@ class HeParams(ProtocolParams):
     statistical_security: int = Field(default=30, ge=8, le=48,
                                       description="s: an adversary's advantage from the decryption error <= 2^-s")
     decryptions: int = Field(default=64, ge=1, le=4096,
-                             description="tau: queries per querier the flooding covers (more are refused)")
+                             description="tau: queries the flooding covers (more are refused)")
 
 
 @lru_cache(maxsize=1)
