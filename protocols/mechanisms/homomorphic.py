@@ -54,7 +54,7 @@ Galois keys for the steps 1, 2, ..., B/2), then
     adversary that sees tau decryptions (Li, Micciancio, Schultz & Sorrell, CRYPTO 2022, via Renyi
     divergence; the formula OpenFHE's CKKS noise flooding uses). Parley takes t as a bound on the
     error's Euclidean norm over all N coefficients (at least its largest coefficient), measured
-    2^-48 of the scale at n = 1,000 and 2^-45 at n = 10,000 (``tests/unit/protocols/test_he.py``
+    at most 2^-47.2 of the scale at n = 1,000 and 2^-44.5 at n = 10,000 (``tests/unit/protocols/test_he.py``
     checks it stays below :data:`NOISE_BOUND_BITS`). Complex slot noise with E|z|^2 = N sigma^2 is
     a spherical Gaussian on the coefficients (the canonical embedding is a scaled isometry), so
     it floods every coefficient, the imaginary parts' too. The fresh encryption also re-randomises
