@@ -43,9 +43,9 @@ REFUSAL = "refusal"
 #: refuses a kind it has no handler for.
 ROLE_SENDS: Mapping[str, frozenset[str]] = {
     "data-center": frozenset({"metric-query", "release-request", "hypothesis-query", "certificate-request",
-                              "mpc-query", REFUSAL}),
+                              "mpc-query", "he-query", REFUSAL}),
     "compliance": frozenset({"metric-answer", "attribute-release", "accept-set", "fairness-certificate",
-                             "mpc-partial", REFUSAL}),
+                             "mpc-partial", "he-answer", REFUSAL}),
     # The third computing party of the secure protocols (parley.parties.secure): its output shares only.
     "mpc-helper": frozenset({"mpc-partial", REFUSAL}),
     "observer": frozenset(),

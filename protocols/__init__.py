@@ -17,6 +17,7 @@ from parley.protocols.mechanisms import (  # noqa: F401  (register the protocols
     count_dp,  # noqa: F401  (dp-counts)
     covariance_threshold,  # noqa: F401  (rho-fair hypothesis selection)
     fairness_certificate,  # noqa: F401
+    homomorphic,  # noqa: F401  (he)
     laplace,
     randomized_response,  # noqa: F401  (registers rr-release)
     raw,

@@ -161,6 +161,22 @@ def _secure(kind: str, p: Mapping[str, Any]) -> str:
     return f"{owner} output share of the {metric} statistics of {models}{extra} (alone, uniform: no value in it)"
 
 
+def _homomorphic(kind: str, p: Mapping[str, Any]) -> str:
+    """A message of ``he``: what its ciphertexts hold (pseudorandom to anyone without the secret key)."""
+    metric, m = _metric(p.get("metric", "?")), p.get("m", "?")
+    models = _models(m) if type(m) is int else "? models"
+    if kind == "he-query":
+        cts = p.get("ciphertexts")
+        count = len(cts) if isinstance(cts, list) else "?"
+        context = "with its public key and Galois keys" if "galois_keys" in p else "naming its public context"
+        return (f"an encrypted {metric} query of {models}: {count} CKKS ciphertexts of the predictions under the "
+                f"data center's key, {context}")
+    answers = p.get("answers")
+    count = len(answers) if isinstance(answers, list) else "?"
+    return (f"the {metric} answers of {models} in {count} CKKS ciphertexts, every other slot masked and the "
+            "decryption error noise-flooded (only the data center can decrypt them)")
+
+
 def describe(kind: str, payload: Mapping[str, Any]) -> str:
     """A human summary of one message's payload (what it asks or tells), from the wire alone.
 
@@ -197,6 +213,8 @@ def describe(kind: str, payload: Mapping[str, Any]) -> str:
         return f"a refusal ({p.get('reason', '?')}): {p.get('detail', '')}"
     if kind in ("mpc-query", "mpc-partial"):
         return _secure(kind, p)
+    if kind in ("he-query", "he-answer"):
+        return _homomorphic(kind, p)
     fields = ", ".join(sorted(str(k) for k in p)) or "nothing"
     return f"a {kind} message (fields: {fields})"
 

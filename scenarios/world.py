@@ -24,6 +24,7 @@ from parley.parties.network import LocalDeployment, Network
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring
 from parley.protocols.base import AuditSet
+from parley.protocols.mechanisms.homomorphic import HeProtocol
 from parley.protocols.mechanisms.secure import SecureProtocol
 from parley.scenarios.datasets import Table, load_split
 from parley.scenarios.progress import RunProgress
@@ -162,6 +163,17 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
         deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER],
                        int(split.a_audit.shape[0]), helper_rng)
         network.route(HELPER, HELPER)
+    elif isinstance(protocol, HeProtocol):
+        # Homomorphic encryption: the data center holds the CKKS secret key; it and the adversary in its name
+        # send ciphertexts. One key pair per querier.
+        from parley.parties.homomorphic import HeDataCenter, HeQuerier
+
+        n_audit = int(split.a_audit.shape[0])
+        dc_class = HeDataCenter
+        # SEAL's randomness (keys, encryptions) seeded from the flow's stream: a run follows its seed
+        seeds = [int(v) for v in rngs["flow"].integers(2**63, size=2)]
+        dc_extra = {"he": HeQuerier(protocol, n_audit, record=True, seed=seeds[0])}
+        adversary_kwargs = {"he": HeQuerier(protocol, n_audit, seed=seeds[1])}
     deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
                    AuditSet(a=split.a_audit, y=split.y_audit), answering, [DATA_CENTER], comp_rng, **accounting)
     deployment.add(DATA_CENTER, dc_class, identities[DATA_CENTER], keyring,
@@ -174,4 +186,8 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
         from parley.parties.secure import SecureAdversary
 
         world.adversary, world.adversary_kwargs = SecureAdversary, adversary_kwargs
+    elif isinstance(protocol, HeProtocol):
+        from parley.parties.homomorphic import HeAdversary
+
+        world.adversary, world.adversary_kwargs = HeAdversary, adversary_kwargs
     return world

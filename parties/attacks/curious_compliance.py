@@ -2,7 +2,8 @@
 
 The compliance party holds A honestly but would like the models' predictions (a competitor's model,
 or leverage over the data center). Under ``raw`` and every DP protocol a metric query carries the
-predictions in the clear: the compliance party reads them. Under ``mpc`` and ``mpc-dp`` it receives
+predictions in the clear: the compliance party reads them. Under ``he`` it receives CKKS ciphertexts under
+the data center's key (pseudorandom under RLWE without the secret key). Under ``mpc`` and ``mpc-dp`` it receives
 one Shamir share of each encoded prediction, (2 r + u)/3 in GF(p) with u pseudorandom under a key it
 does not hold (:mod:`parley.protocols.mechanisms.secure`): uniform whatever r is, so no reading of it
 beats a coin. :func:`read_predictions` is the compliance party's best reading of each kind of message
@@ -41,6 +42,13 @@ def read_predictions(kind: str, payload: Any, n: int) -> np.ndarray | None:
             return None
         first = decode_field(shares[:1], (1, n), "mpc", "shares")[0]
         return np.array([int(v) < PRIME // 2 for v in first], dtype=np.int8)
+    if kind == "he-query" and isinstance(payload.get("ciphertexts"), list) and payload["ciphertexts"]:
+        # An RLWE ciphertext is pseudorandom without the secret key: read the last n bytes of the first one
+        # (coefficients of its second component), each thresholded at 128. Any rule is as good.
+        blob = payload["ciphertexts"][0]
+        if not isinstance(blob, np.ndarray) or blob.dtype != np.uint8 or blob.size < n:
+            return None
+        return (blob[-n:] >= 128).astype(np.int8)
     return None
 
 

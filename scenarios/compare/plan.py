@@ -173,6 +173,8 @@ def _rows(quick: bool) -> list[Row]:
     # Secure computation: mpc opens raw's numbers, mpc-dp the dp-counts release (noise drawn inside the computation)
     rows.append(Row("mpc", {"name": "mpc"}, "metric-query"))
     rows += [Row(f"mpc-dp ε={eps:g}", {"name": "mpc-dp", "epsilon": eps}, "metric-query") for eps in EPSILONS[pick]]
+    # Two-party homomorphic encryption: raw's numbers up to the noise flooding (exact decoders give up on them)
+    rows.append(Row("he", {"name": "he"}, "metric-query"))
     epsilons, delta = SMOOTH_LAPLACE
     rows += [Row(f"smooth-laplace ε={eps:g}", {"name": "smooth-laplace", "epsilon": eps, "delta": delta},
                  "metric-query") for eps in epsilons[pick]]

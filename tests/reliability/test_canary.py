@@ -105,6 +105,7 @@ def _catalog() -> list[str]:
 #: added to the catalog without an entry here fails ``test_every_catalog_scenario_is_scanned``.
 SMALL: dict[str, dict[str, object]] = {
     "adult-conceal": {},
+    "adult-he-reveal": {"dataset.audit_size": 300},
     "adult-correction": {"dataset.audit_size": 5000},
     "adult-correction-authors": {"dataset.audit_size": 4000, "dataset.train_size": 2000},
     "adult-likelihood": {},

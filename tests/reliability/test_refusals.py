@@ -51,6 +51,7 @@ PARAMS: dict[str, list[dict[str, Any]]] = {
     "rr-release": [{}, {"releases": 2}],
     "mpc": [{}],
     "mpc-dp": [{"epsilon": 1.0}, {"epsilon": 1.0, "noise": "gaussian", "delta": 1e-6}],
+    "he": [{}],
 }
 #: Seeded pairwise keys of the secure protocols' parties (compliance 0, querier 1, helper 2).
 _SHARED_KEYS = {pair: np.random.default_rng([7, *pair]).bytes(16) for pair in ((0, 1), (0, 2), (1, 2))}
@@ -140,6 +141,9 @@ def _battery(protocol: Protocol) -> Iterator[tuple[str, str, dict[str, Any]]]:
     for label, payload in invalid.items():
         yield f"invalid metric query: {label}", "metric-query", {**payload, "query_id": qid()}
     yield "invalid metric query: empty query id", "metric-query", {"metric": "sp", "predictions": bad, "query_id": ""}
+    if getattr(protocol, "homomorphic", False):  # he's own request: the same models, encrypted
+        yield from _he_battery(protocol, qid)
+        return
     if getattr(protocol, "secure", False):  # the secure protocols' own request: shares of the same models
         yield from _secure_battery(protocol, qid)
         return
@@ -152,6 +156,58 @@ def _battery(protocol: Protocol) -> Iterator[tuple[str, str, dict[str, Any]]]:
         yield f"{kind}: NaN predictions", kind, {"predictions": np.full((1, N_TRAIN), np.nan), "query_id": qid()}
         yield f"{kind}: empty payload", kind, {"query_id": qid()}
         yield f"{kind}: no query id", kind, {"predictions": np.zeros((1, N_TRAIN))}
+
+
+def _he_battery(protocol: Any, qid: Any) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """``he-query`` payloads: every model of the battery encrypted under one querier key, for every metric, and
+    malformed ones (each neighbour's party gets the same bytes)."""
+    from parley.protocols.mechanisms.homomorphic import context_id
+
+    context = _he_keys().public_context()
+    named = {"context_id": context_id(context["public_key"], context["galois_keys"])}
+    first = True
+    for metric in [*METRICS, "bogus"]:
+        for label, H in list(_models(N_AUDIT, 3).items())[:2]:
+            # the context travels with the first answered query; later ones name it (as the querier does)
+            travels = context if first and metric in protocol.metrics else named
+            first = first and travels is not context
+            yield f"{metric}: {label}", "he-query", {"metric": metric, "m": int(H.shape[0]), "query_id": qid(),
+                                                    **travels, "ciphertexts": _he_cts(H)}
+    good = _he_cts(np.zeros((1, N_AUDIT)))
+    invalid: dict[str, dict[str, Any]] = {
+        "no ciphertexts": {"metric": "sp", "m": 1, **named},
+        "too few ciphertexts": {"metric": "sp", "m": 5, **named, "ciphertexts": good},
+        "truncated ciphertext": {"metric": "sp", "m": 1, **named, "ciphertexts": [good[0][:999].copy()]},
+        "garbled galois keys": {"metric": "sp", "m": 1, **context, "galois_keys": context["public_key"],
+                                "ciphertexts": good},
+        "unknown context id": {"metric": "sp", "m": 1, "context_id": "0" * 64, "ciphertexts": good},
+        "m zero": {"metric": "sp", "m": 0, **named, "ciphertexts": good},
+        "ciphertext as floats": {"metric": "sp", "m": 1, **named, "ciphertexts": [good[0].astype(float)]},
+    }
+    for label, payload in invalid.items():
+        yield f"invalid he query: {label}", "he-query", {**payload, "query_id": qid()}
+
+
+_HE_CACHE: dict[str, Any] = {}
+
+
+def _he_keys() -> Any:
+    """One querier key pair for the whole battery (the neighbours' parties must see the same bytes)."""
+    if "keys" not in _HE_CACHE:
+        from parley.protocols.mechanisms.homomorphic import QuerierKeys
+
+        _HE_CACHE["keys"] = QuerierKeys()
+    return _HE_CACHE["keys"]
+
+
+def _he_cts(H: np.ndarray) -> list[np.ndarray]:
+    """H's ciphertexts, made once per matrix (the same bytes for every neighbour)."""
+    from parley.protocols.mechanisms.homomorphic import to_bytes
+
+    key = H.tobytes() + str(H.shape).encode()
+    if key not in _HE_CACHE:
+        _HE_CACHE[key] = [to_bytes(ct) for ct in _he_keys().encrypt(H)]
+    return _HE_CACHE[key]
 
 
 def _secure_battery(protocol: Any, qid: Any) -> Iterator[tuple[str, str, dict[str, Any]]]:
@@ -186,7 +242,7 @@ def _outcomes(protocol: Protocol, a_audit: np.ndarray, a_train: np.ndarray, budg
     keyring.add(dc.key_entry())
     keyring.add(me.key_entry())
     budgets = None if budget is None else {DC: ApproxDP(epsilon=budget, delta=1e-3)}  # pays pure and approx costs
-    if getattr(protocol, "secure", False):
+    if getattr(protocol, "secure", False) and not getattr(protocol, "homomorphic", False):
         from parley.protocols.mechanisms.secure import PairKeys
 
         protocol = protocol.keyed(PairKeys(me=0, keys=_SHARED_KEYS))

@@ -1,0 +1,171 @@
+"""``he``'s computation with real TenSEAL (SEAL) keys: the answer's error, and what the key holder decrypts.
+
+The adversary is the key holder (the data center): it decrypts every slot of what comes back. The
+naive computation (weights, rotate-and-sum; kept as :func:`naive_answers` for this test only) hands
+it A in the partial sums of the other slots; the protocol's masked, flooded answer hands it nothing
+but the answers: its other slots are Gaussian noise of the documented size, and the same decoder
+that reads A from the naive variant reads a coin from them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from parley.parties.attacks.curious_compliance import view_accuracy
+from parley.protocols.errors import QueryError
+from parley.protocols.mechanisms import homomorphic as he
+from parley.protocols.metrics import evaluate
+
+ALPHA = 0.01
+#: The documented error bound: 6 standard deviations of the flood in a slot's real part.
+BOUND_SDS = 6.0
+
+
+@pytest.fixture(scope="module")
+def keys() -> he.QuerierKeys:
+    return he.QuerierKeys()
+
+
+def _public(keys: he.QuerierKeys):
+    """C's view of the context: loaded from the bytes that travel (public key and Galois keys only)."""
+    ctx = keys.public_context()
+    return he._Keys(he.from_bytes("PublicKey", ctx["public_key"], "he", "public_key"),
+                    he.from_bytes("GaloisKeys", ctx["galois_keys"], "he", "galois_keys"))
+
+
+def _sent(keys: he.QuerierKeys, H: np.ndarray) -> list:
+    """The query's ciphertexts as C loads them from the wire."""
+    return [he.from_bytes("Ciphertext", he.to_bytes(ct), "he", "ct") for ct in keys.encrypt(H)]
+
+
+def _slot_sd(params: he.HeParams) -> float:
+    """Standard deviation of the flood in one slot's real part: sigma sqrt(N / 2)."""
+    return he.flood_sigma(params) * math.sqrt(he.POLY_MODULUS_DEGREE / 2)
+
+
+@pytest.mark.parametrize("n,m", [(4, 2), (1000, 5), (5000, 2)])
+def test_answers_are_the_exact_metric_within_the_documented_bound(keys, n, m):
+    """Every metric, one block per model (n = 4, 1,000) and two ciphertexts per model (n = 5,000 > 4,096 slots)."""
+    rng = np.random.default_rng(n)
+    a, y = np.resize([0, 1], n), np.resize([1, 1, 0, 0], n)
+    a = np.where(rng.random(n) < 0.3, 1 - a, a) if n > 4 else a
+    H = rng.random((m, n))
+    H[0] = np.round(H[0])  # a binary model too
+    params = he.HeParams()
+    lay = he.layout(n, m)
+    cts, public = _sent(keys, H), _public(keys)
+    for metric in he.HE_METRICS:
+        exact = evaluate(metric, H, a, y)
+        got = keys.answers(he.compute_answers(cts, he.weights(metric, a, y), lay, public, params, rng), n, m)
+        assert np.all(np.abs(got - exact) <= BOUND_SDS * _slot_sd(params)), (metric, got - exact)
+
+
+def test_the_flood_covers_the_computation_error_it_is_sized_for(keys):
+    """t: the unflooded masked answer's error polynomial, measured with the secret key, stays 8 times below the
+    bound the flood is sized from (Euclidean norm over the coefficients = sqrt(2/N) x the slot errors' norm)."""
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for n, m in ((1000, 4), (10_000, 1)):
+        a, y = rng.integers(0, 2, n), rng.integers(0, 2, n)
+        H = rng.random((m, n))
+        lay = he.layout(n, m)
+        w = he.weights("sp", a, y)
+        exact = H @ w
+        for g, ct in enumerate(he.masked_answers(_sent(keys, H), w, lay, _public(keys))):
+            ideal = np.zeros(he.SLOTS, dtype=complex)
+            for i in range(m):
+                if lay.answer_slot(i)[0] == g:
+                    ideal[lay.answer_slot(i)[1]] = exact[i]
+            t2 = math.sqrt(2 / he.POLY_MODULUS_DEGREE) * np.linalg.norm(keys.decrypt_slots(ct) - ideal)
+            worst = max(worst, t2)
+    assert worst <= 2.0 ** (he.NOISE_BOUND_BITS - 3), math.log2(worst)
+
+
+def _read_a(slots: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """The key holder's decoder: slot r holds the window sum sum_{j >= r} h_j w_j (one model, zero-padded block),
+    so slot r minus slot r + 1 is h_r w_r, and w_r > 0 exactly where a_r = 1."""
+    n = h.shape[0]
+    window = slots.real[: n + 1]
+    return ((window[:n] - window[1: n + 1]) / h > 0).astype(np.int8)
+
+
+def test_naive_variant_hands_the_key_holder_a(keys):
+    """Without the mask, one query of one model (any predictions) reveals every a_j from the other slots."""
+    rng = np.random.default_rng(1)
+    n = 1000
+    a, y = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    h = rng.uniform(0.2, 1.0, n)
+    lay = he.layout(n, 1)
+    naive = he.naive_answers(_sent(keys, h[None, :]), he.weights("sp", a, y), lay, _public(keys))
+    assert np.array_equal(_read_a(keys.decrypt_slots(naive[0]), h), a)
+
+
+def test_masked_flooded_answer_decrypts_to_noise_outside_the_answer_slots(keys):
+    """With (a) + (b) every other slot is N(0, sd^2) in its real and imaginary parts (two-sided KS test against
+    the documented sd, alpha = 0.01), and the naive decoder reads a coin (balanced accuracy within the 99.99 %
+    binomial band of 0.5)."""
+    rng = np.random.default_rng(2)
+    n = 1000
+    a, y = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    h = rng.uniform(0.2, 1.0, n)
+    params = he.HeParams()
+    lay = he.layout(n, 1)
+    out = he.compute_answers(_sent(keys, h[None, :]), he.weights("sp", a, y), lay, _public(keys), params, rng)
+    slots = keys.decrypt_slots(out[0])
+    others = np.delete(slots, 0)
+    sd = _slot_sd(params)
+    assert stats.kstest(np.concatenate([others.real, others.imag]) / sd, "norm").pvalue > ALPHA
+    assert abs(slots[0].real - float(h @ he.weights("sp", a, y))) <= BOUND_SDS * sd
+    accuracy = view_accuracy(_read_a(slots, h), a)
+    half_width = stats.norm.ppf(1 - 1e-4 / 2) * 0.5 / math.sqrt(min((a == 0).sum(), (a == 1).sum()))
+    assert abs(accuracy - 0.5) <= half_width, accuracy
+
+
+def test_secret_key_never_travels(keys):
+    """The public context and the ciphertexts hold no copy of the secret key's serialization (nor any 64-byte
+    piece of it), and C's context has no decryptor to build: it loads a public key and Galois keys only."""
+    secret = keys.secret_key_bytes()
+    pieces = [secret[i: i + 64] for i in range(len(secret) // 2, len(secret) - 64, len(secret) // 16)]
+    travelling = [*keys.public_context().values(), *(he.to_bytes(ct) for ct in keys.encrypt(np.ones((1, 10))))]
+    assert set(keys.public_context()) == {"public_key", "galois_keys"}
+    for blob in travelling:
+        data = blob.tobytes()
+        assert secret not in data
+        assert not any(piece in data for piece in pieces)
+
+
+def test_garbled_and_tampered_blobs_are_refused_by_name(keys):
+    ctx = keys.public_context()
+    ct = he.to_bytes(keys.encrypt(np.ones((1, 10)))[0])
+    flipped = ct.copy()
+    flipped[len(flipped) // 2] ^= 0xFF
+    with pytest.raises(QueryError, match="ciphertexts\\[0\\] is not a valid Ciphertext"):
+        he.from_bytes("Ciphertext", ct[: len(ct) // 2].copy(), "he", "ciphertexts[0]")
+    with pytest.raises(QueryError, match="galois_keys is not a valid GaloisKeys"):
+        he.from_bytes("GaloisKeys", ctx["public_key"], "he", "galois_keys")
+    with pytest.raises(QueryError, match="expected a uint8 vector"):
+        he.from_bytes("PublicKey", ctx["public_key"].astype(np.int64), "he", "public_key")
+    try:  # a flipped byte inside the data: SEAL's range checks refuse it, or it decrypts to garbage (never a crash)
+        he.from_bytes("Ciphertext", flipped, "he", "ciphertexts[0]")
+    except QueryError as exc:
+        assert "ciphertexts[0] is not a valid Ciphertext" in str(exc)
+
+
+def test_seeded_keys_and_flood_follow_the_seed():
+    """Same seed, same bytes: the querier's keys and ciphertexts, and C's flooded reply (a run follows its seed)."""
+    def one(seed: int) -> list[bytes]:
+        keys = he.QuerierKeys(1024, np.random.default_rng(seed))
+        H = np.linspace(0, 1, 50)[None, :]
+        a, y = np.resize([0, 1], 50), np.resize([1, 0, 0], 50)
+        out = he.compute_answers(_sent(keys, H), he.weights("sp", a, y), he.layout(50, 1), _public(keys),
+                                 he.HeParams(), np.random.default_rng(seed))
+        return [keys.public_context()["public_key"].tobytes(), he.to_bytes(keys.encrypt(H)[0]).tobytes(),
+                he.to_bytes(out[0]).tobytes()]
+
+    first, again, other = one(5), one(5), one(6)
+    assert first == again
+    assert all(x != y for x, y in zip(first, other, strict=True))
