@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -160,7 +161,7 @@ class Adversary(Party):
     def _query(self, probe: Probe) -> tuple[str, int, Envelope]:
         """The signed ``metric-query`` of ``probe``, with its query id and number of models."""
         query_id = new_query_id()
-        payload = {"metric": probe.metric, "query_id": query_id}
+        payload: dict[str, Any] = {"metric": probe.metric, "query_id": query_id}
         kept = self._kept.get(probe.relative_to) if probe.relative_to is not None else None
         if probe.edits is not None and kept is not None and self._same_base(probe.edits.base, kept[1]):
             # already in edit form, of the model the compliance party keeps: sent as it is, nothing n-wide built

@@ -4,9 +4,10 @@ An active attack is a generator: it yields :class:`Probe` s (metric queries the
 curious data center submits) and receives the released values of each, then
 returns a :class:`Reconstruction`. Probes whose making does not depend on each
 other's answers may be yielded together as :class:`Probes`: they go on the wire
-together and their answers come back one by one, in order (see :class:`Probes`). Written this way, the attack logic is pure
-and the adversary party only moves messages. A passive attack instead reads the
-(query, answer) exchanges an observer saw on the wire.
+together and their answers come back one by one, in order (see :class:`Probes`).
+Written this way, the attack logic is pure and the adversary party only moves
+messages. A passive attack instead reads the (query, answer) exchanges an observer
+saw on the wire.
 """
 
 from __future__ import annotations
@@ -251,8 +252,8 @@ class Attack(ABC):
         self.view = view
         self.rng = rng
 
-    def run(self) -> Generator[Probe, Answer, Reconstruction]:
-        """Active attack: yield probes, receive released values, return a reconstruction."""
+    def run(self) -> Generator[Probe | Probes | None, Answer, Reconstruction]:
+        """Active attack: yield probes, receive released values, return a reconstruction (see :class:`Probes`)."""
         raise AttackError(NOT_ACTIVE.format(name=self.name, models=", ".join(self.threat_models)))
 
     def progress(self) -> Reconstruction | None:

@@ -11,8 +11,7 @@ from parley.parties.attacks.query_leakage.probes import flip_one, precision_bloc
 from parley.protocols.errors import AttackError
 from parley.protocols.metrics import statistical_parity_difference
 from tests.oracle import drive as _drive
-from tests.oracle import drive_with_probes
-from tests.oracle import synthetic_world
+from tests.oracle import drive_with_probes, synthetic_world
 
 
 def _attack(name, view, seed=0, **params):
