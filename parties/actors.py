@@ -709,18 +709,6 @@ class RayDeployment:
         if slot not in self._loaded:
             self._loaded.append(slot)
 
-    def boot(self, slots: list[str]) -> None:
-        """Start a host for each of ``slots`` that has none yet, all at once, and return without waiting.
-
-        Their processes boot in parallel while the caller goes on (loading data, say); :meth:`add` then
-        waits only for what is left of a boot, where a host started there boots one slot after the other.
-        The hosts are this deployment's as if :meth:`add` had started them (killed at :meth:`shutdown`
-        unless reused).
-        """
-        for slot in slots:
-            if slot not in self.hosts:
-                self.hosts[slot] = _new_host(slot)
-
     def call(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Any:
         """Run ``method`` of the party in ``slot`` and return its result (after every call submitted before it)."""
         return self.submit(slot, method, *args, **kwargs).result()

@@ -104,10 +104,6 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     """
     streams = spawn_streams(scenario.seed)
     data_rng, dc_rng, comp_rng, adv_rng, obs_rng, flow_rng = (streams[name] for name in STREAMS)
-    deployment = _deployment(scenario, address, hosts, in_process)
-    boot = getattr(deployment, "boot", None)
-    if boot is not None:  # party processes boot together, while the data loads (the adversary's if it will act)
-        boot([COMPLIANCE, DATA_CENTER, *([ADVERSARY] if scenario.threat_model == "curious-data-center" else [])])
     if split is None:
         split = load_split(scenario.dataset, data_rng, table)
     protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
@@ -125,6 +121,7 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     keyring = Keyring()
     for identity in identities.values():
         keyring.add(identity.key_entry())
+    deployment = _deployment(scenario, address, hosts, in_process)
     transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
     network = Network(deployment, transcript)
     # At the end every party signs the final head: the routed ones in their own process, the others (a passive

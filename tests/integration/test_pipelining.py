@@ -132,25 +132,3 @@ def test_a_crash_in_the_middle_of_a_pipeline_loses_and_repeats_nothing(ray_sessi
     assert len(answered) == 2
     transcript.abort()
     assert [e.id for e in read_transcript(transcript.path, verify=False)] == [e.id for e in envelopes]
-
-
-def test_hosts_booted_ahead_are_the_ones_the_parties_load_into_and_die_with_the_deployment(
-        ray_session, identities, keyring, audit_arrays, tmp_path):
-    """``boot`` starts hosts at once (a run does it while its data loads); ``add`` loads into them, no second
-    process per slot, and ``shutdown`` kills them as it kills hosts ``add`` started."""
-    import ray
-
-    deployment = RayDeployment()
-    deployment.boot(["compliance", "spare"])
-    booted = dict(deployment.hosts)
-    network, transcript = _world(deployment, identities, keyring, audit_arrays, tmp_path, exact=True)
-    assert deployment.hosts["compliance"] is booted["compliance"]
-    reply = network.send(query(identities[DC], np.full((1, audit_arrays[0].size), 0.5)))
-    assert reply.kind == "metric-answer"
-    names = {slot: ray.get(host.__ray_call__.remote(lambda host: ray.get_runtime_context().get_actor_name()))
-             for slot, host in booted.items()}
-    assert set(names) == {"compliance", "spare"} and all(n.startswith(f"parley-{s}-") for s, n in names.items())
-    deployment.shutdown()
-    for host in booted.values():  # killed: a call to it fails (whenever it is made), it is never restarted
-        with pytest.raises(ray.exceptions.RayActorError):
-            ray.get(host.__ray_call__.remote(lambda host: None))
