@@ -191,7 +191,7 @@ class Adversary(Party):
 
     def _on_answer(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
         got = envelope.payload.get("query_id")
-        if self._run is None and type(got) is str and got in self._dropped:
+        if type(got) is str and got in self._dropped:
             self._dropped.discard(got)  # asked before the attack ended: nobody waits for it any more
             return None
         run = self._run
