@@ -4,18 +4,33 @@ Two threat models:
 
 * curious data center (active): it holds the data center's querier identity and
   view, turns each :class:`~parley.parties.attacks.base.Probe` of its attack into a
-  signed ``metric-query``, and feeds each verified answer back to the attack;
+  signed ``metric-query``, and feeds each verified answer back to the attack. The
+  probes of a :class:`~parley.parties.attacks.base.Probes` leave together, one
+  signed envelope each, in one reply (a list) that the network posts pipelined;
+  their answers are taken one by one, in the order asked;
 * passive observer: it sends nothing; :meth:`Adversary.observe` pairs the
   queries and answers of a transcript and hands them to a passive attack.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
-from parley.parties.attacks.base import Answer, Attack, Exchange, Probe, Reconstruction
+from parley.parties.attacks.base import (
+    ASKED_TOO_EARLY,
+    NOTHING_ASKED,
+    Answer,
+    Attack,
+    Exchange,
+    Probe,
+    Probes,
+    Reconstruction,
+    each_probe,
+)
 from parley.parties.confidential import is_sealed
 from parley.parties.ids import new_query_id
 from parley.parties.party import REFUSAL, Party
@@ -92,9 +107,9 @@ class Adversary(Party):
         super().__init__(identity, keyring, protocol)
         self.attack = attack
         self.compliance = compliance
-        self._run: Generator[Probe, Answer, Reconstruction] | None = None
-        self._pending: str | None = None
-        self._pending_m = 0
+        self._run: Generator[Probe | Probes | None, Answer, Reconstruction] | None = None
+        self._asked: deque[tuple[str, int]] = deque()  # (query id, models) of each query not answered yet, in order
+        self._dropped: set[str] = set()  # queries asked by an attack that has ended: their replies are not for it
         self._result: Reconstruction | None = None
         self.refusals: list[dict] = []
         self._kept: dict[str, tuple[str, np.ndarray]] = {}  # probe name -> (query id, model) kept by compliance
@@ -105,14 +120,29 @@ class Adversary(Party):
         self._pinned = 0
         self._bases_checked: list[tuple[np.ndarray, np.ndarray]] = []  # edit probes' bases found equal to a kept model
 
-    def start(self) -> Envelope | None:
-        """Begin the active attack; returns its first query (None if it needs none)."""
-        self._run = self.attack.run()
-        return self._advance(lambda: next(self._run))
+    @property
+    def _pending(self) -> str | None:
+        """The query whose answer comes next (None: the attack waits for none)."""
+        return self._asked[0][0] if self._asked else None
 
-    def _advance(self, step) -> Envelope | None:
+    @_pending.setter
+    def _pending(self, value: None) -> None:
+        """Only ever set to None: the attack ended, and the replies to what it still awaited are not for it."""
+        assert value is None
+        self._dropped.update(query_id for query_id, _ in self._asked)
+        self._asked.clear()
+
+    def start(self) -> Envelope | list[Envelope] | None:
+        """Begin the active attack; returns its first query, or its first queries when it asks :class:`Probes`."""
+        run = self._run = self.attack.run()
+        return self._advance(lambda: next(run))
+
+    def _advance(self, step: Callable[[], Probe | Probes | None]) -> Envelope | list[Envelope] | None:
+        """Run the attack to its next yield; the envelope(s) of what it asks (a list for :class:`Probes`), or None."""
         try:
-            probe = step()
+            asked = step()
+            if (asked is None) == (not self._asked):  # None exactly while answers of its Probes are to come
+                raise AttackError(NOTHING_ASKED if asked is None else ASKED_TOO_EARLY.format(left=len(self._asked)))
         except StopIteration as stop:
             self._result = stop.value
             self._pending = None
@@ -121,13 +151,22 @@ class Adversary(Party):
             self._run, self._pending = None, None
             self.failure = f"the attack stopped: {exc}"
             return None
-        self._pending = new_query_id()
-        payload = {"metric": probe.metric, "query_id": self._pending}
+        if asked is None:  # it read one answer of its Probes and waits for the next
+            return None
+        sealed = [self._query(probe) for probe in each_probe(asked)]
+        self._asked.extend((query_id, m) for query_id, m, _ in sealed)  # once every one of them is sealed
+        envelopes = [envelope for _, _, envelope in sealed]
+        return envelopes if isinstance(asked, Probes) else envelopes[0]
+
+    def _query(self, probe: Probe) -> tuple[str, int, Envelope]:
+        """The signed ``metric-query`` of ``probe``, with its query id and number of models."""
+        query_id = new_query_id()
+        payload: dict[str, Any] = {"metric": probe.metric, "query_id": query_id}
         kept = self._kept.get(probe.relative_to) if probe.relative_to is not None else None
         if probe.edits is not None and kept is not None and self._same_base(probe.edits.base, kept[1]):
             # already in edit form, of the model the compliance party keeps: sent as it is, nothing n-wide built
             payload.update(edit_of=kept[0], indices=probe.edits.indices, values=probe.edits.values)
-            self._pending_m = probe.edits.m
+            m = probe.edits.m
         else:
             H = probe.matrix()
             edits = edit_form(H, kept[1]) if kept is not None else None
@@ -135,11 +174,11 @@ class Adversary(Party):
                 payload.update(edit_of=kept[0], indices=edits[0], values=edits[1])
             else:
                 payload["predictions"] = H if probe.predictions is None else probe.predictions
-            self._pending_m = int(H.shape[0])
+            m = int(H.shape[0])
         if probe.keep:
             payload["keep"] = True
-            self._kept[probe.name or self._pending] = (self._pending, probe.matrix()[0])
-        return self.seal(self.compliance, "metric-query", payload)
+            self._kept[probe.name or query_id] = (query_id, probe.matrix()[0])
+        return query_id, m, self.seal(self.compliance, "metric-query", payload)
 
     def _same_base(self, base: np.ndarray, kept: np.ndarray) -> bool:
         """Is ``base`` (an edit probe's base) the kept model? Compared in full once per base object."""
@@ -150,13 +189,19 @@ class Adversary(Party):
         self._bases_checked.append((base, kept))
         return True
 
-    def _on_answer(self, envelope: Envelope) -> Envelope | None:
+    def _on_answer(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
         got = envelope.payload.get("query_id")
-        if self._run is None or got != self._pending:
+        if type(got) is str and got in self._dropped:
+            self._dropped.discard(got)  # asked before the attack ended: nobody waits for it any more
+            return None
+        run = self._run
+        if run is None or got != self._pending:
             raise WireError(INVALID_PAYLOAD, UNEXPECTED_ANSWER.format(got=got, pending=self._pending))
-        answer = answer_from(envelope.payload, self._pending_m)
-        self._answered += self._pending_m
-        reply = self._advance(lambda: self._run.send(answer))
+        m = self._asked[0][1]
+        answer = answer_from(envelope.payload, m)
+        self._asked.popleft()
+        self._answered += m
+        reply = self._advance(lambda: run.send(answer))
         known = self.attack.progress()
         if known is not None:
             self._progress.append((envelope.id, known))
@@ -184,13 +229,15 @@ class Adversary(Party):
         has pinned down). Applied in order, the changes give what it had pinned down after each answer."""
         return list(self._progress)
 
-    def _on_refusal(self, envelope: Envelope) -> Envelope | None:
+    def _on_refusal(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
         self.refusals.append(dict(envelope.payload))
-        if self._run is None or self._pending is None:
+        run = self._run
+        if run is None or self._pending is None:
             return None
         refused = RefusedError(envelope.payload.get("reason", "?"), envelope.payload.get("detail", ""))
+        self._asked.popleft()  # queries are answered (or refused) in the order asked: this is the first
         try:
-            return self._advance(lambda: self._run.throw(refused))
+            return self._advance(lambda: run.throw(refused))
         except RefusedError:  # the attack does not handle refusals: it ends here
             self._run, self._pending = None, None
             self.failure = f"the attack stopped: its query was {refused}"

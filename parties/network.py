@@ -12,7 +12,7 @@ process (:class:`LocalDeployment`) or Ray actors
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 from typing import Protocol as TypingProtocol
@@ -179,14 +179,30 @@ class Network:
         self.kinds[envelope.kind] += 1
         return slot
 
-    def exchange(self, first: Envelope | None, limit: int = 1_000_000) -> None:
-        """Carry a conversation to its end: each reply is sent on until someone replies nothing."""
-        envelope, count = first, 0
-        while envelope is not None:
-            count += 1
-            if count > limit:
-                raise ParleyError(TOO_MANY.format(limit=limit))
-            envelope = self.send(envelope)
+    def exchange(self, first: Envelope | list[Envelope] | None, limit: int = 1_000_000) -> None:
+        """Carry a conversation to its end: each reply is sent on until someone replies nothing.
+
+        A reply may be a list of envelopes (an adversary's :class:`~parley.parties.attacks.base.Probes`):
+        they are posted together (:meth:`post`), and each reply is posted on as soon as it is in,
+        oldest delivery first, while later ones are still under way. So one envelope at a time is
+        :meth:`send` after :meth:`send`, and a burst costs one round trip to each party instead of
+        one per envelope. The transcript's order depends only on the replies, never on timing:
+        the envelopes in the order posted, each reply after the replies to everything posted before it.
+        """
+        under_way: deque[Delivery] = deque()
+        count = 0
+
+        def post_all(reply: Envelope | list[Envelope] | None) -> None:
+            nonlocal count
+            for envelope in reply if isinstance(reply, list) else () if reply is None else (reply,):
+                count += 1
+                if count > limit:
+                    raise ParleyError(TOO_MANY.format(limit=limit))
+                under_way.append(self.post(envelope))
+
+        post_all(first)
+        while under_way:
+            post_all(under_way.popleft().result())
 
     def countersign(self, unrouted: Mapping[str, Identity], head: str, messages: int) -> list[dict[str, Any]]:
         """End signatures of every party in the transcript's keyring over ``head`` after ``messages`` envelopes.

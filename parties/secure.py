@@ -201,7 +201,7 @@ class SecureAdversary(Adversary):
         kind, payload = _secure_seal(self.secure, kind, payload)
         return super().seal(recipient, kind, payload)
 
-    def _advance(self, step: Any) -> Envelope | None:
+    def _advance(self, step: Any) -> Envelope | list[Envelope] | None:
         """As the plain adversary's, but a query this querier cannot share (a metric the protocol does not
         compute, predictions outside [0, 1]) is refused here, before any share leaves: the attack sees the
         refusal the compliance party would have signed."""
@@ -220,7 +220,7 @@ class SecureAdversary(Adversary):
                 self.failure = f"the attack stopped: its query was {refused}"
                 return None
 
-    def _on_partial(self, envelope: Envelope) -> Envelope | None:
+    def _on_partial(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
         if envelope.sender == self.compliance:
             return self.seal(self.secure.helper, "mpc-query", self.secure.from_compliance(envelope))
         return self._on_answer(envelope.model_copy(update={"payload": self.secure.open(envelope)}))

@@ -5,23 +5,23 @@ from __future__ import annotations
 import numpy as np
 
 from parley.parties.attacks import Answer, AttackerView
+from parley.parties.attacks.base import answer_all
 from parley.protocols.metrics import evaluate
 
 
 def drive_with_probes(attack, a, y=None, decimals=None):
-    """Answer every probe of ``attack`` exactly (optionally rounded); return (reconstruction, probes)."""
-    run = attack.run()
+    """Answer every probe of ``attack`` exactly (optionally rounded), :class:`Probes` one by one; return
+    (reconstruction, probes)."""
     probes = []
-    try:
-        probe = next(run)
-        while True:
-            probes.append(probe)
-            values = np.atleast_1d(evaluate(probe.metric, probe.matrix(), a, y))
-            if decimals is not None:
-                values = np.round(values, decimals)
-            probe = run.send(Answer(values, decimals))
-    except StopIteration as stop:
-        return stop.value, probes
+
+    def answer(probe):
+        probes.append(probe)
+        values = np.atleast_1d(evaluate(probe.metric, probe.matrix(), a, y))
+        if decimals is not None:
+            values = np.round(values, decimals)
+        return Answer(values, decimals)
+
+    return answer_all(attack.run(), answer), probes
 
 
 def drive(attack, a, y=None, decimals=None):

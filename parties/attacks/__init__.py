@@ -12,7 +12,9 @@ from parley.parties.attacks.base import (
     AttackParams,
     Exchange,
     Probe,
+    Probes,
     Reconstruction,
+    answer_all,
     get_attack,
     register_attack,
 )
@@ -20,5 +22,5 @@ from parley.parties.attacks.scoring import leakage
 
 __all__ = [
     "ACTIVE", "ATTACKS", "PASSIVE", "Answer", "Attack", "AttackerView", "AttackParams", "Exchange", "Probe",
-    "Reconstruction", "get_attack", "leakage", "register_attack",
+    "Probes", "Reconstruction", "answer_all", "get_attack", "leakage", "register_attack",
 ]

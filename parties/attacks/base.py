@@ -2,15 +2,18 @@
 
 An active attack is a generator: it yields :class:`Probe` s (metric queries the
 curious data center submits) and receives the released values of each, then
-returns a :class:`Reconstruction`. Written this way, the attack logic is pure
-and the adversary party only moves messages. A passive attack instead reads the
-(query, answer) exchanges an observer saw on the wire.
+returns a :class:`Reconstruction`. Probes whose making does not depend on each
+other's answers may be yielded together as :class:`Probes`: they go on the wire
+together and their answers come back one by one, in order (see :class:`Probes`).
+Written this way, the attack logic is pure and the adversary party only moves
+messages. A passive attack instead reads the (query, answer) exchanges an observer
+saw on the wire.
 """
 
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -23,7 +26,7 @@ from parley.protocols.registry import Registry
 
 __all__ = [
     "ATTACKS", "ACTIVE", "PASSIVE", "Answer", "Attack", "AttackParams", "AttackerView", "Exchange", "Probe",
-    "Reconstruction", "ask", "get_attack", "register_attack", "probe_accuracy",
+    "Probes", "Reconstruction", "answer_all", "ask", "each_probe", "get_attack", "register_attack", "probe_accuracy",
 ]
 
 CURIOUS_DATA_CENTER = "curious-data-center"
@@ -34,6 +37,10 @@ PASSIVE = (PASSIVE_OBSERVER,)
 UNKNOWN_ATTACK = "unknown attack {name!r}; known attacks: {known}"
 NOT_ACTIVE = "attack {name!r} is passive (threat models: {models}); it sends no queries"
 NOT_PASSIVE = "attack {name!r} needs to send queries (threat models: {models}); a passive observer cannot run it"
+EMPTY_PROBES = "Probes holds no probe (a bug in the attack)"
+ASKED_TOO_EARLY = ("the attack asked again with {left} answers of its Probes still to come (it yields None "
+                   "until the last; a bug in the attack)")
+NOTHING_ASKED = "the attack yielded None with no answer of its Probes outstanding (a bug in the attack)"
 PROBE_FORM = "a Probe gives either predictions or edits of the kept model it is relative_to (a bug in the attack)"
 NOT_IN_VIEW = "the attacker's view holds no {field}: this attack needs the curious data center's base model"
 
@@ -97,6 +104,58 @@ class Probe:
             return self.edits.expand()
         assert self.predictions is not None  # __post_init__ holds one of the two
         return np.atleast_2d(self.predictions)
+
+
+@dataclass(frozen=True)
+class Probes:
+    """Probes asked together: none of them depends on the answers to the others.
+
+    A driver sends them all before it reads an answer (over Ray: one pipelined
+    burst instead of a round trip per probe), then hands the attack their answers
+    one at a time, in order: the ``yield`` of a :class:`Probes` returns the first
+    answer, and the attack then yields ``None`` for each further one (``answer =
+    yield None``); after the last answer it yields its next probe(s) as usual.
+    The attack thus reads each answer as it would have read it alone
+    (its :meth:`Attack.progress` after each), but the probes after an answer were
+    fixed before it was read.
+    """
+
+    probes: tuple[Probe, ...]
+
+    def __post_init__(self) -> None:
+        if not self.probes:
+            raise AttackError(EMPTY_PROBES)
+
+    def __len__(self) -> int:
+        return len(self.probes)
+
+    def __iter__(self) -> Iterator[Probe]:
+        return iter(self.probes)
+
+
+def each_probe(asked: Probe | Probes) -> tuple[Probe, ...]:
+    """The probes an attack's ``yield`` asked: one :class:`Probe`, or each of :class:`Probes` in order."""
+    return asked.probes if isinstance(asked, Probes) else (asked,)
+
+
+def answer_all(run: Generator[Probe | Probes | None, Answer, Reconstruction],
+               answer: Callable[[Probe], Answer]) -> Reconstruction:
+    """Drive an active attack to its end with ``answer(probe)`` for each probe; its reconstruction.
+
+    Follows the :class:`Probes` protocol: each answer of a batch is sent on its own, in order.
+    """
+    try:
+        asked = next(run)
+        while True:
+            if asked is None:
+                raise AttackError(NOTHING_ASKED)
+            probes = each_probe(asked)
+            for k, probe in enumerate(probes, 1):
+                asked = run.send(answer(probe))
+                if k < len(probes) and asked is not None:
+                    raise AttackError(ASKED_TOO_EARLY.format(left=len(probes) - k))
+    except StopIteration as stop:
+        return stop.value
 
 
 @dataclass(frozen=True)
@@ -193,8 +252,8 @@ class Attack(ABC):
         self.view = view
         self.rng = rng
 
-    def run(self) -> Generator[Probe, Answer, Reconstruction]:
-        """Active attack: yield probes, receive released values, return a reconstruction."""
+    def run(self) -> Generator[Probe | Probes | None, Answer, Reconstruction]:
+        """Active attack: yield probes, receive released values, return a reconstruction (see :class:`Probes`)."""
         raise AttackError(NOT_ACTIVE.format(name=self.name, models=", ".join(self.threat_models)))
 
     def progress(self) -> Reconstruction | None:

@@ -12,10 +12,12 @@ proportional set size of that child's process tree (the run and every Ray proces
 sampled every 0.25 s from Ray's start to the end: :mod:`proc_memory`) is printed beside its time. With
 ``--baseline PATH`` (a checkout of another parley, e.g. ``git worktree add /tmp/before <commit>``)
 every run is made twice in a row, once with that code and once with this one, so the machine's load
-hits both alike, and the ratio of their times is printed.
+hits both alike, and the ratio of their times is printed. Ray starts the party hosts (its worker
+processes) at nice 15, below the in-process run, which is all in the nice-0 child; on a machine
+other jobs load, ``--worker-niceness 0`` gives them the same priority (``RAY_worker_niceness``).
 
 Run: ``PYTHONPATH=. python tests/benchmarks/bench_precision_scaling.py [--sizes 10000 30000 100000]
-[--backends local ray] [--baseline PATH]``. The last line is one JSON object.
+[--backends local ray] [--baseline PATH] [--worker-niceness N]``. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -62,8 +64,10 @@ def one(n: int, backend: str) -> dict:
             "queries": metrics["queries"], "exact_recovery": metrics["exact_recovery"]}
 
 
-def child(n: int, backend: str, code: Path) -> dict:
+def child(n: int, backend: str, code: Path, niceness: int | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(code)}
+    if niceness is not None:  # Ray reads it when the child starts its instance
+        env["RAY_worker_niceness"] = str(niceness)
     done = subprocess.run([sys.executable, __file__, "--one", str(n), backend], env=env, check=True,
                           capture_output=True, text=True, cwd=code)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -82,19 +86,20 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000])
     parser.add_argument("--backends", nargs="+", choices=("local", "ray"), default=["local", "ray"])
     parser.add_argument("--baseline", type=Path, help="checkout of the parley to compare with")
+    parser.add_argument("--worker-niceness", type=int, help="RAY_worker_niceness of the Ray runs (Ray's default: 15)")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)  # one run, in a child process
     args = parser.parse_args()
     if args.one:
         print(json.dumps(one(int(args.one[0]), args.one[1])))
         return
     codes = {"current": ROOT, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
-    result: dict = {"benchmark": "precision-scaling", "sizes": args.sizes,
+    result: dict = {"benchmark": "precision-scaling", "sizes": args.sizes, "worker_niceness": args.worker_niceness,
                     "code": {k: str(v) for k, v in codes.items()}}
     for backend in args.backends:
         rows: dict[str, list[dict]] = {k: [] for k in codes}
         for n in args.sizes:
             for label, code in codes.items():  # back to back: the load hits both alike
-                row = child(n, backend, code)
+                row = child(n, backend, code, args.worker_niceness)
                 rows[label].append(row)
                 print(f"{backend:>5} n={n:>9,} {label:>8}: {row['wall_s']:7.1f} s (cpu {row.get('cpu_s')} s), "
                       f"peak {row.get('peak_gib')} GiB, {row['queries']} queries, exact={row['exact_recovery']}",

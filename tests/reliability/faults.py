@@ -126,9 +126,13 @@ class Injector:
     #: The deployment call (1-based) the fault struck inside.
     struck_at: int | None = None
 
+    #: Calls to the target submitted before that call and not settled when it was armed (> 0: inside a burst).
+    under_way: int = 0
+
     def _arm(self, deployment: RayDeployment, slot: str, method: str) -> None:
         fault = self.fault
         assert fault is not None
+        self.under_way = sum(not call.settled for call in deployment._pending.get(slot, ()))
         handle = deployment.hosts[slot]
         deployment._get(handle.__ray_call__.remote(_arm_exit, method, fault.mode))
         self.armed = (slot, method, fault.mode)
@@ -137,10 +141,11 @@ class Injector:
 
     @contextmanager
     def installed(self) -> Iterator[Injector]:
-        original_call, original_restore = RayDeployment.call, RayDeployment._restore
+        # Every call goes through submit (call waits on it; the network posts deliveries with it, pipelined).
+        original_submit, original_restore = RayDeployment.submit, RayDeployment._restore
         injector = self
 
-        def call(deployment: RayDeployment, slot: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        def submit(deployment: RayDeployment, slot: str, method: str, *args: Any, **kwargs: Any) -> Any:
             injector.deployment = deployment
             injector.calls += 1
             injector.slots_called.append(slot)
@@ -148,7 +153,7 @@ class Injector:
             if (fault is not None and injector.armed is None and injector.calls >= fault.at_call
                     and slot == fault.target and fault.method in (None, method)):
                 injector._arm(deployment, slot, method)  # the host dies inside this very call
-            return original_call(deployment, slot, method, *args, **kwargs)
+            return original_submit(deployment, slot, method, *args, **kwargs)
 
         def restore(deployment: RayDeployment, slot: str) -> None:
             fault = injector.fault
@@ -159,11 +164,11 @@ class Injector:
                 deployment._get(deployment.hosts[slot].__ray_call__.remote(_exit_process))
             return original_restore(deployment, slot)
 
-        RayDeployment.call, RayDeployment._restore = call, restore
+        RayDeployment.submit, RayDeployment._restore = submit, restore
         try:
             yield self
         finally:
-            RayDeployment.call, RayDeployment._restore = original_call, original_restore
+            RayDeployment.submit, RayDeployment._restore = original_submit, original_restore
 
 
 class StudyKiller:

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from parley.parties.attacks import AttackerView, get_attack
-from parley.parties.attacks.base import Answer
+from parley.parties.attacks.base import Answer, answer_all
 from parley.parties.attacks.decoders import sp_decoders
 from parley.parties.attacks.decoders.answer_error import difference_error, rounding_error
 from parley.parties.attacks.query_leakage import reveal
@@ -55,17 +55,17 @@ def _synthetic(n: int, minority: int, seed: int, decimals: int | None) -> dict[s
 def _play(attack: str, a: np.ndarray, view: AttackerView, decimals: int | None, seed: int = 0, **params: Any):
     """Drive an attack against exact SP answers rounded as ``raw`` rounds them; return (result, models asked)."""
     cls = get_attack(attack)
-    gen = cls(cls.Params(**params), view, np.random.default_rng(seed)).run()
     asked = 0
-    probe = next(gen)
+
+    def answer(probe):
+        nonlocal asked
+        H = np.asarray(probe.matrix(), dtype=np.float64)
+        asked += H.shape[0]
+        exact = evaluate("sp", H, a)
+        return Answer(exact if decimals is None else np.round(exact, decimals), decimals)
+
     try:
-        while True:
-            H = np.asarray(probe.matrix(), dtype=np.float64)
-            asked += H.shape[0]
-            exact = evaluate("sp", H, a)
-            probe = gen.send(Answer(exact if decimals is None else np.round(exact, decimals), decimals))
-    except StopIteration as stop:
-        return stop.value, asked
+        return answer_all(cls(cls.Params(**params), view, np.random.default_rng(seed)).run(), answer), asked
     except AttackError as exc:
         exc.asked = asked  # type: ignore[attr-defined]
         raise

@@ -153,3 +153,30 @@ def test_default_run_survives_a_compliance_kill(ray_session, tmp_path):
     checked = check_run(tmp_path / "run", completed=True)
     # One debit per query: the honest audit queries and the attack's, none twice, every one delivered.
     assert checked["debits"] == len(scenario.audit_metrics) + metrics["queries"] and checked["undelivered_debits"] == 0
+
+
+#: The precision attack over Ray: ~100 block queries, most of them in pipelined bursts of up to 64.
+PRECISION = {"dataset.name": "synthetic", "dataset.audit_size": 3000, "dataset.minority": 300,
+             "dataset.train_size": 800, "backend": "ray"}
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize(("target", "mode"), [(COMPLIANCE, "during"), (ADVERSARY, "during"), (COMPLIANCE, "before"),
+                                              (ADVERSARY, "before")])
+def test_a_precision_run_survives_a_kill_inside_a_burst(ray_session, tmp_path, target, mode):
+    """A host dies inside a delivery with earlier deliveries of the same burst still under way: the party is
+    restored from its journal, the calls not settled are sent again, and the run gives the clean run's result."""
+    scenario = Scenario.from_toml(scenario_path("adult-reveal-precision")).with_values(PRECISION)
+    with Injector().installed() as clean:
+        reference = run(scenario, tmp_path / "clean").metrics
+    points = [k for k, slot in enumerate(clean.slots_called, start=1) if slot == target]
+    fault = Fault(target, points[len(points) // 2], mode, method="deliver")  # mid-run: inside the first burst
+    metrics, error, injector = _faulty_run(scenario, fault, tmp_path / "fault")
+    assert error is None, error
+    assert injector.fired == 1 and injector.armed == (target, "deliver", mode)
+    assert injector.under_way >= 1, "the fault did not strike inside a burst"
+    assert dict(injector.deployment.recoveries) == {target: 1}
+    checked = check_run(tmp_path / "fault", completed=True)
+    assert _comparable(metrics) == _comparable(reference)
+    _report("adult-reveal-precision", [{"fault": f"{target} {mode} call {fault.at_call}/{clean.calls}",
+                                        "under_way": injector.under_way, **checked}])

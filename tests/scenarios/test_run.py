@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
-from parley.parties.transcript import verify_transcript
+from parley.parties.transcript import iter_transcript, verify_transcript
 from parley.protocols import PROTOCOLS
 from parley.scenarios.catalog import DEFAULT_SCENARIO, scenario_path
 from parley.scenarios.cli import main
@@ -140,3 +142,39 @@ def test_a_run_without_reports_writes_the_same_result(tmp_path):
         "report.md", "report.html"}
     assert _stable(bare.record) == _stable(full.record)
     assert verify_transcript(bare.transcript_path) == bare.record["metrics"]["messages"]
+
+
+def _exchanges(path) -> list[tuple]:
+    """Each query (as sent, its id aside) with its answer's values, in the order answered; every signature checked."""
+    asked, pairs = {}, []
+    for envelope in iter_transcript(path, verify=True):
+        if envelope.kind == "metric-query":
+            asked[envelope.payload["query_id"]] = envelope.payload
+        elif envelope.kind == "metric-answer":
+            q = asked.pop(envelope.payload["query_id"])
+            pairs.append((q["metric"], bool(q.get("keep")), q.get("edit_of") is not None,
+                          *(np.asarray(q[key]).tobytes() for key in ("predictions", "indices", "values") if key in q),
+                          np.asarray(envelope.payload["values"]).tobytes()))
+    return pairs
+
+
+def test_the_precision_attack_over_ray_asks_in_bursts_and_agrees_with_in_process(ray_session, tmp_path, capsys):
+    """Its blocks go on the wire in pipelined bursts (several signed queries before their answers), yet the
+    queries, the answers and the result are those of the in-process run, and the transcript verifies."""
+    scenario = Scenario.from_toml(scenario_path("adult-reveal-precision")).with_values({
+        "dataset.name": "synthetic", "dataset.audit_size": 6000, "dataset.minority": 600, "dataset.train_size": 800})
+    over_ray = run(scenario, out=tmp_path / "ray")
+    local = run(scenario.with_values({"backend": "local"}), out=tmp_path / "local")
+    one_by_one = run(scenario.with_values({"backend": "local", "attack.ahead": 1}), out=tmp_path / "one")
+    assert over_ray.metrics["exact_recovery"] and over_ray.metrics["queries"] > 150
+    kinds = [e.kind for e in iter_transcript(tmp_path / "ray" / "transcript.jsonl", verify=False)]
+    runs = [len(list(group)) for kind, group in itertools.groupby(kinds) if kind == "metric-query"]
+    assert max(runs) == 64  # a burst: 64 signed queries on the wire before the first of their answers
+    assert _exchanges(tmp_path / "ray" / "transcript.jsonl") == _exchanges(tmp_path / "local" / "transcript.jsonl") \
+        == _exchanges(tmp_path / "one" / "transcript.jsonl")
+    ray_record, local_record = _stable(over_ray.record), _stable(local.record)
+    assert ray_record.pop("spec")["backend"] == "ray" and local_record.pop("spec")["backend"] == "local"
+    assert ray_record == local_record
+    assert {k: v for k, v in _stable(one_by_one.record)["metrics"].items()} == local_record["metrics"]
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "ray")]) == 0

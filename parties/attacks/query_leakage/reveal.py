@@ -47,6 +47,7 @@ from parley.parties.attacks.base import (
     Attack,
     AttackParams,
     Probe,
+    Probes,
     Reconstruction,
     probe_accuracy,
     register_attack,
@@ -445,6 +446,8 @@ class PrecisionParams(AttackParams):
     safety_ulps: float = Field(default=16.0, gt=0.0,
                                description="float64 error allowance of an answer difference, in ulps of 1")
     first_block_slack: int = Field(default=16, ge=4, description="bits the first block leaves free to single out N1")
+    ahead: int = Field(default=64, ge=1, description=(
+        "blocks asked together, before their answers are read, once no answer can change them (1: one at a time)"))
 
 
 def _precision_err(decimals: int | None, safety_ulps: float) -> float:
@@ -546,7 +549,7 @@ class PrecisionReveal(Attack):
     params: PrecisionParams
     summary = "blocks of scores moved by ±b·2^-k; one answer reads a whole block (parley's design)"
 
-    def run(self) -> Generator[Probe, Answer, Reconstruction]:
+    def run(self) -> Generator[Probe | Probes | None, Answer, Reconstruction]:
         n, p = self.view.n, self.params
         h0 = np.asarray(self.view.require("base_scores"), dtype=np.float64)
         cap = p.max_queries or n + 1
@@ -564,36 +567,49 @@ class PrecisionReveal(Attack):
         reads: list[_Read] = []
         queries, splits = 1, 0
         while pending and queries < cap:
-            todo = pending.pop(0)
             width = blocks.width(_c(candidates, n).min())
             if not reads:  # first block: leave slack so a wrong N1 leaves a visible remainder
                 width = max(1, width - p.first_block_slack)
-            block, rest = todo[:width], todo[width:]
-            if rest.size:
-                pending.insert(0, rest)
-            # asked as the block's entries only: nothing n-wide is built for a probe (O(K) per answer)
-            moved, _ = precision_block_values(h0, block, p.b)
-            answer = yield Probe("sp", None, f"precision block of {block.size}", relative_to="base",
-                                 edits=Edits(h0, block[None, :].astype(np.int64), moved[None, :]))
-            queries += 1
-            value = float(answer.values[0])
-            read = _Read(block, moved - h0[block], value - sp0,
-                         difference_error(sp0, value, decimals, p.safety_ulps))
-            x, ok = read.decode(blocks, candidates)
-            if not ok.any():
-                if not reads:
-                    raise AttackError(SIZES_AMBIGUOUS.format(detail=f"block of {block.size}"))
-                if block.size == 1:  # cannot split further: the answer is not exact
-                    raise AttackError(ONE_PERSON_NO_FIT.format(decimals=decimals))
-                splits += 1
-                half = block.size // 2
-                pending[:0] = [block[:half], block[half:]]
-                continue
-            if not ok.all():  # the sizes this answer rules out; the decode of the rest is kept
-                candidates = candidates[ok]
-                read.decoded = (candidates, x[ok], ok[ok])
-            reads.append(read)
-            self._reads, self._blocks, self._candidates = reads, blocks, candidates
+            # Blocks are asked together (Probes) once no answer can change the next ones: the width is the same
+            # for every size still possible (it grows with c, and the sizes only shrink), so the next blocks are
+            # the next `width` of the permutation whatever their answers say. The answers are read in order as
+            # they would be one by one; a block that does not decode is asked again in halves after the batch.
+            fixed = bool(reads) and width == blocks.width(_c(candidates, n).max())
+            asked: list[tuple[np.ndarray, np.ndarray, Probe]] = []
+            while pending and len(asked) < (min(p.ahead, cap - queries) if fixed else 1):
+                todo = pending.pop(0)
+                block, rest = todo[:width], todo[width:]
+                if rest.size:
+                    pending.insert(0, rest)
+                # asked as the block's entries only: nothing n-wide is built for a probe (O(K) per answer)
+                moved, _ = precision_block_values(h0, block, p.b)
+                asked.append((block, moved, Probe("sp", None, f"precision block of {block.size}", relative_to="base",
+                                                  edits=Edits(h0, block[None, :].astype(np.int64), moved[None, :]))))
+            answer = yield asked[0][2] if len(asked) == 1 else Probes(tuple(probe for _, _, probe in asked))
+            again: list[np.ndarray] = []  # halves of the blocks that did not decode, asked next
+            for k, (block, moved, _) in enumerate(asked):
+                if k:
+                    answer = yield None  # the next answer of the Probes
+                queries += 1
+                value = float(answer.values[0])
+                read = _Read(block, moved - h0[block], value - sp0,
+                             difference_error(sp0, value, decimals, p.safety_ulps))
+                x, ok = read.decode(blocks, candidates)
+                if not ok.any():
+                    if not reads:
+                        raise AttackError(SIZES_AMBIGUOUS.format(detail=f"block of {block.size}"))
+                    if block.size == 1:  # cannot split further: the answer is not exact
+                        raise AttackError(ONE_PERSON_NO_FIT.format(decimals=decimals))
+                    splits += 1
+                    half = block.size // 2
+                    again += [block[:half], block[half:]]
+                    continue
+                if not ok.all():  # the sizes this answer rules out; the decode of the rest is kept
+                    candidates = candidates[ok]
+                    read.decoded = (candidates, x[ok], ok[ok])
+                reads.append(read)
+                self._reads, self._blocks, self._candidates = reads, blocks, candidates
+            pending[:0] = again
         if pending:
             left = sum(len(t) for t in pending)
             raise AttackError(PRECISION_CAP.format(cap=cap, left=left, decimals=decimals))

@@ -8,7 +8,7 @@ import pytest
 from parley.parties import wire
 from parley.parties.party import REFUSAL, check_reply
 from parley.protocols import metrics, queries
-from parley.protocols.errors import QueryError, RefusedError
+from parley.protocols.errors import AttackError, QueryError, RefusedError
 from tests.party_world import hostile_envelopes, local_compliance, query
 
 
@@ -208,8 +208,14 @@ def test_the_precision_attack_asks_its_blocks_as_edits_and_every_answer_is_exact
     view = AttackerView(n=a.size, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8), y=y)
     adversary = Adversary(identities["data-center"], keyring, PrecisionReveal(None, view, np.random.default_rng(1)),
                           "compliance", "raw")
-    envelope, kept, edits = adversary.start(), {}, 0
-    while envelope is not None:
+    envelopes, kept, edits = [adversary.start()], {}, 0
+    while envelopes:
+        envelope = envelopes.pop(0)
+        if isinstance(envelope, list):  # the blocks of a Probes, sealed together
+            envelopes[:0] = envelope
+            continue
+        if envelope is None:
+            continue
         reply = world.call("compliance", "receive", envelope)
         q = envelope.payload
         if "edit_of" in q:
@@ -221,6 +227,39 @@ def test_the_precision_attack_asks_its_blocks_as_edits_and_every_answer_is_exact
             if q.get("keep"):
                 kept[q["query_id"]] = H[0]
         np.testing.assert_array_equal(reply.payload["values"], metrics.evaluate(q["metric"], H, a, y), strict=True)
-        envelope = adversary.receive(reply)
+        envelopes.append(adversary.receive(reply))
     rec = adversary.outcome()
     assert edits >= 1 and (rec.a_hat == a).all() and rec.info["certified"]
+
+
+def test_a_burst_refused_midway_ends_the_attack_and_its_later_answers_are_taken_quietly(identities, keyring):
+    """The compliance party refuses the first query of a burst (a spent budget): the attack stops there, and the
+    answers to the burst's other queries, asked before it stopped, are neither fed to it nor refused back."""
+    from parley.parties.adversary import Adversary
+    from parley.parties.attacks import AttackerView
+    from parley.parties.attacks.query_leakage.reveal import PrecisionReveal
+    from tests.oracle import synthetic_world
+
+    a, view = synthetic_world(3, 3000, 300)
+    y = view.y
+    world = local_compliance(identities, keyring, (a, y))
+    view = AttackerView(n=a.size, base_scores=view.base_scores, base_predictions=view.base_predictions, y=y)
+    adversary = Adversary(identities["data-center"], keyring, PrecisionReveal(None, view, np.random.default_rng(1)),
+                          "compliance", "raw")
+    reply = adversary.start()
+    while not isinstance(reply, list):  # the base query and the first block go one at a time
+        reply = adversary.receive(world.call("compliance", "receive", reply))
+    burst = reply
+    assert len(burst) == 64 and len({e.payload["query_id"] for e in burst}) == 64
+    refusal = world.call("compliance", "_refuse", burst[0], "budget-exceeded", "the budget is spent")
+    assert adversary.receive(refusal) is None and "budget-exceeded" in adversary.failure
+    for envelope in burst[1:]:
+        answer = world.call("compliance", "receive", envelope)
+        assert answer.kind == "metric-answer" and adversary.receive(answer) is None  # no refusal back
+    assert adversary.refusals_sent == 0 and adversary.status()["answered"] == 2
+    with pytest.raises(AttackError, match="budget-exceeded"):
+        adversary.outcome()
+    late = world.call("compliance", "receive", query(identities["data-center"], np.full((1, a.size), 0.5),
+                                                     query_id="never-asked"))
+    refused = adversary.receive(late)  # an answer to a query it never asked is still refused
+    assert refused.kind == REFUSAL and refused.payload["reason"] == wire.INVALID_PAYLOAD

@@ -98,6 +98,11 @@ def test_narrate_refuses_a_tampered_transcript(identities, keyring, tmp_path):
         narrate(path)
 
 
+def _each(reply):
+    """An adversary's reply as a list of envelopes (it sends a list for Probes)."""
+    return reply if isinstance(reply, list) else [] if reply is None else [reply]
+
+
 class _Known:
     """What an attack has pinned down so far, built from its progress reports (each: what changed)."""
 
@@ -134,7 +139,7 @@ def test_a_targeted_attack_reports_each_target_as_its_answer_arrives(audit_array
 
 
 def test_the_precision_attack_pins_down_a_block_per_answer(audit_arrays):
-    from parley.parties.attacks.base import Answer, AttackerView
+    from parley.parties.attacks.base import Answer, AttackerView, each_probe
     from parley.parties.attacks.query_leakage.reveal import PrecisionReveal
     from parley.protocols.metrics import evaluate
 
@@ -143,18 +148,20 @@ def test_the_precision_attack_pins_down_a_block_per_answer(audit_arrays):
     scores = rng.random(a.size)
     view = AttackerView(n=a.size, base_scores=scores, base_predictions=(scores >= 0.5).astype(np.int8), y=y)
     attack = PrecisionReveal(None, view, np.random.default_rng(2))
-    run, pinned, known = attack.run(), [], _Known(a.size)
-    probe = next(run)
-    final = None
+    run, pinned, known, answered = attack.run(), [], _Known(a.size), 0
+    asked, final = next(run), None
     while final is None:
-        try:
-            probe = run.send(Answer(values=evaluate("sp", probe.matrix(), a, y)))
-        except StopIteration as stop:
-            final = stop.value
-        change = attack.progress()  # asked after every answer, as the adversary party asks
-        if change is not None:
-            known.apply(change)
-            pinned.append(int(known.decided.sum()))
+        for probe in each_probe(asked):  # the blocks of a Probes are answered one by one
+            answered += 1
+            try:
+                asked = run.send(Answer(values=evaluate("sp", probe.matrix(), a, y)))
+            except StopIteration as stop:
+                final = stop.value
+            change = attack.progress()  # asked after every answer, as the adversary party asks
+            if change is not None:
+                known.apply(change)
+                pinned.append(int(known.decided.sum()))
+    assert len(pinned) == answered - 1  # every answer but the base model's pins down its block
     assert pinned and pinned == sorted(pinned) and pinned[-1] == a.size
     assert (final.a_hat == a).all()
 
@@ -199,11 +206,11 @@ def test_the_adversary_keeps_each_progress_report_with_the_answer_that_brought_i
     attack = PrecisionReveal(None, view, np.random.default_rng(2))
     compliance = local_compliance(identities, keyring, audit_arrays)
     adversary = Adversary(identities["data-center"], keyring, attack, "compliance", "raw")
-    envelope, answers = adversary.start(), []
-    while envelope is not None:
-        answer = compliance.call("compliance", "receive", envelope)
-        answers.append(answer.id)
-        envelope = adversary.receive(answer)
+    envelopes, answers = _each(adversary.start()), []
+    while envelopes:
+        replies = [compliance.call("compliance", "receive", envelope) for envelope in envelopes]  # a burst
+        answers += [answer.id for answer in replies]
+        envelopes = [query for answer in replies for query in _each(adversary.receive(answer))]
     steps = adversary.progress()
     assert len(steps) >= 2 and [answer_id for answer_id, _ in steps] == answers[-len(steps):]
     known, pinned = _Known(a.size), []

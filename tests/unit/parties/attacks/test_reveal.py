@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parley.parties.attacks import Answer, get_attack
+from parley.parties.attacks import Answer, Probes, answer_all, get_attack
 from parley.parties.attacks.query_leakage.counting import bits_per_answer, counting_bound, log2_binomial
 from parley.parties.attacks.query_leakage.probes import flip_one, precision_block, uniform_perturbations
 from parley.protocols.errors import AttackError
 from parley.protocols.metrics import statistical_parity_difference
 from tests.oracle import drive as _drive
-from tests.oracle import synthetic_world
+from tests.oracle import drive_with_probes, synthetic_world
 
 
 def _attack(name, view, seed=0, **params):
@@ -103,3 +103,69 @@ def test_compressed_sensing_with_a_public_share_spends_no_size_queries():
     rec = _drive(_attack("compressed-sensing", view, 0, round_size=20, n0_prior=0.1), a)
     np.testing.assert_array_equal(rec.a_hat, a)
     assert rec.queries == rec.info["probe_models"]
+
+
+def _asked(probe) -> tuple[bytes, bytes]:
+    """A block probe as it goes on the wire: the individuals moved and their new scores."""
+    return probe.edits.indices.tobytes(), probe.edits.values.tobytes()
+
+
+@pytest.mark.parametrize("decimals", [None, 6])
+@pytest.mark.parametrize(("n", "n0"), [(3000, 300), (5000, 2500)])
+def test_precision_blocks_asked_together_are_the_blocks_asked_one_by_one(n, n0, decimals):
+    """Probes change when the blocks are asked, never which: the same probes in the same order, the same
+    reconstruction, as with ``ahead = 1`` (each block asked only after the answer before it was read)."""
+    a, view = synthetic_world(4, n, n0)
+    bursts = []
+
+    def counting(run):  # the attack's yields, passed through, Probes counted
+        asked = next(run)
+        while True:
+            if isinstance(asked, Probes):
+                bursts.append(len(asked))
+            try:
+                asked = run.send((yield asked))
+            except StopIteration as stop:
+                return stop.value
+
+    together = _attack("precision", view, 4)
+    attack = type("Counted", (), {"run": lambda self: counting(together.run())})()
+    rec, probes = drive_with_probes(attack, a, decimals=decimals)
+    alone, alone_probes = drive_with_probes(_attack("precision", view, 4, ahead=1), a, decimals=decimals)
+    assert len(bursts) >= 2 and max(bursts) == 64 and sum(bursts) > 0.9 * len(probes)  # most blocks went in bursts
+    assert [_asked(p) for p in probes[1:]] == [_asked(p) for p in alone_probes[1:]]
+    np.testing.assert_array_equal(rec.a_hat, alone.a_hat)
+    np.testing.assert_array_equal(rec.a_hat, a)
+    assert rec.queries == alone.queries and rec.info == alone.info
+
+
+def test_a_block_that_does_not_decode_in_a_burst_is_asked_again_in_halves_after_it():
+    """One wrong answer inside a burst: its block is asked again in halves once the burst's answers are read,
+    so the same blocks are asked as one by one (only later), and everyone is read exactly."""
+    a, view = synthetic_world(5, 3000, 300)
+    wrong = {}
+
+    def drive(attack):
+        def answer(probe):
+            values = statistical_parity_difference(probe.matrix(), a)
+            key = _asked(probe) if probe.edits is not None else None
+            if key is not None and probe.edits.m == 1 and probe.edits.indices.size > 8 and len(wrong) < 1 \
+                    and answer.count == 20:
+                wrong[key] = True  # the 20th answer is off by far more than the error bound: it cannot decode
+                values = values + 1e-6
+            answer.count += 1
+            asked.append(probe)
+            return Answer(values, None)
+
+        answer.count, asked = 0, []
+        return answer_all(attack.run(), answer), asked
+
+    rec, probes = drive(_attack("precision", view, 5))
+    wrong.clear()
+    alone, alone_probes = drive(_attack("precision", view, 5, ahead=1))
+    assert rec.info["block_splits"] == alone.info["block_splits"] == 1
+    assert sorted(_asked(p) for p in probes[1:]) == sorted(_asked(p) for p in alone_probes[1:])
+    assert [_asked(p) for p in probes[1:]] != [_asked(p) for p in alone_probes[1:]]  # the halves came later
+    np.testing.assert_array_equal(rec.a_hat, a)
+    np.testing.assert_array_equal(alone.a_hat, a)
+    assert rec.queries == alone.queries
