@@ -37,7 +37,6 @@ import binascii
 import hashlib
 import json
 import math
-import re
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -173,13 +172,26 @@ def keyring_fingerprints(keyring: Keyring) -> dict[str, str]:
     return {name: key_fingerprint(entry) for name, entry in sorted(keyring.entries.items())}
 
 
-def _placeholders(line: str, token: str, count: int) -> list[re.Match[str]]:
-    """The ``count`` placeholders ``{token}{i}.`` of ``line`` in the order they stand (none without arrays:
-    with no token, any number followed by a dot would match)."""
+def _placeholders(line: str, token: str, count: int) -> list[tuple[int, int, int]]:
+    """The ``count`` placeholders ``{token}{i}.`` of ``line`` as (start, end, i), in the order they stand (none
+    without arrays: with no token, any number followed by a dot would match).
+
+    A plain substring search: the token is fresh on every line, and a regular expression built from it
+    would be compiled anew for each (1.2 s of a 3,335-query run's driver time).
+    """
     if count == 0:
         return []
-    found = list(re.finditer(re.escape(token) + r"(\d+)\.", line))
-    numbers = [int(match.group(1)) for match in found]
+    found: list[tuple[int, int, int]] = []
+    start = line.find(token)
+    while start >= 0:
+        digits = start + len(token)
+        stop = digits
+        while stop < len(line) and line[stop].isdigit():
+            stop += 1
+        if stop > digits and stop < len(line) and line[stop] == ".":
+            found.append((start, stop + 1, int(line[digits:stop])))
+        start = line.find(token, stop)
+    numbers = [number for _, _, number in found]
     if sorted(numbers) != list(range(count)):
         raise InternalError(f"transcript line holds placeholders {numbers}, expected each of 0..{count - 1} once")
     return found
@@ -250,11 +262,11 @@ class TranscriptWriter:
         # JSON never scans megabytes of base64, and the line is never assembled (nor copied) as one string.
         # The placeholders stand in the line's (sorted-key) order, not in the order the arrays were met.
         write, size, at = self._file.write, 0, 0
-        for match in _placeholders(line, token, len(arrays)):
-            size += write(line[at:match.start()].encode("ascii"))
-            for piece in array_base64_pieces(arrays[int(match.group(1))]):
+        for start, end, index in _placeholders(line, token, len(arrays)):
+            size += write(line[at:start].encode("ascii"))
+            for piece in array_base64_pieces(arrays[index]):
                 size += write(piece)
-            at = match.end()
+            at = end
         size += write(line[at:].encode("ascii"))
         self._prev = digest
         self.lines += 1
