@@ -57,8 +57,11 @@ Galois keys for the steps 1, 2, ..., B/2), then
     at most 2^-47.2 of the scale at n = 1,000 and 2^-44.5 at n = 10,000 (``tests/unit/protocols/test_he.py``
     checks it stays below :data:`NOISE_BOUND_BITS`). Complex slot noise with E|z|^2 = N sigma^2 is
     a spherical Gaussian on the coefficients (the canonical embedding is a scaled isometry), so
-    it floods every coefficient, the imaginary parts' too. The fresh encryption also re-randomises
-    the ciphertext's second component, which otherwise is a known linear function of C's plaintexts.
+    it floods every coefficient, the imaginary parts' too. The key holder reads the flood in the clear in
+    every non-answer slot, so it is drawn from SHAKE-256 keyed by 256 bits of C's stream
+    (:func:`flood_normals`), never from numpy's generator directly, whose state its outputs would give away.
+    The fresh encryption also re-randomises the ciphertext's second component, which otherwise is a known
+    linear function of C's plaintexts.
 
 The answer is approximate: each value carries the flood, real part N(0, N sigma^2 / 2), standard
 deviation 5.3e-5 with the defaults (s = 30, tau = 64: sigma = 8.3e-7 of the scale, N = 8192), and C
@@ -100,8 +103,8 @@ from parley.protocols.queries import validate_query_id
 __all__ = ["BAD_BLOB", "BAD_HEADER", "CLEAR_QUERY", "COEFF_MODULUS_BITS", "HE_METRICS", "HeParams", "HeProtocol",
            "Layout", "MISSING_ROTATIONS", "NOISE_BOUND_BITS", "POLY_MODULUS_DEGREE", "QuerierKeys", "SLOTS",
            "TOO_MANY_QUERIES", "UNKNOWN_CONTEXT", "check_rotations", "compute_answers", "context_id", "flood",
-           "flood_sigma", "from_bytes", "galois_element", "layout", "masked_answers", "naive_answers", "rotation_steps",
-           "seal_context", "seeded_context", "to_bytes", "weights"]
+           "flood_normals", "flood_sigma", "from_bytes", "galois_element", "layout", "masked_answers",
+           "naive_answers", "rotation_steps", "seal_context", "seeded_context", "to_bytes", "weights"]
 
 #: Ring dimension N (4,096 slots).
 POLY_MODULUS_DEGREE = 8192
@@ -411,6 +414,22 @@ def masked_answers(cts: Sequence[Any], w: np.ndarray, lay: Layout, keys: _Keys) 
     return out
 
 
+def flood_normals(rng: np.random.Generator) -> np.ndarray:
+    """SLOTS complex normals (real and imaginary parts N(0, 1), independent): SHAKE-256 keyed by 256 bits of ``rng``.
+
+    The key holder decrypts the flood in the clear in every slot but the answers'. Drawn from ``rng`` itself
+    (numpy's PCG64, not a CSPRNG) those slots would hand it thousands of the generator's outputs, from which
+    its state, hence the answer slots' flood, can be recovered; SHAKE-256 output reveals nothing of its key,
+    and the key (never revealed) follows the run's seed. Box-Muller on 53-bit uniforms in (0, 1).
+    """
+    import hashlib
+
+    words = np.frombuffer(hashlib.shake_256(b"parley he flood" + rng.bytes(32)).digest(16 * SLOTS), dtype="<u8")
+    u = ((words >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53
+    radius, angle = np.sqrt(-2.0 * np.log(u[:SLOTS])), 2.0 * math.pi * u[SLOTS:]
+    return radius * np.cos(angle) + 1j * radius * np.sin(angle)
+
+
 def flood(ct: Any, keys: _Keys, params: HeParams, rng: np.random.Generator, encryptor: Any = None) -> Any:
     """(b): ``ct`` plus a fresh public-key encryption of complex Gaussian slot noise (in place; returned).
 
@@ -422,7 +441,7 @@ def flood(ct: Any, keys: _Keys, params: HeParams, rng: np.random.Generator, encr
         encryptor = s.Encryptor(seeded_context(rng), keys.public_key)
     # complex slot noise z with E|z|^2 = N sigma^2 is N(0, sigma^2) on every coefficient (module docstring, (b))
     tau = flood_sigma(params) * math.sqrt(POLY_MODULUS_DEGREE)
-    z = (rng.normal(size=SLOTS) + 1j * rng.normal(size=SLOTS)) * (tau / math.sqrt(2.0))
+    z = flood_normals(rng) * (tau / math.sqrt(2.0))
     pf = s.Plaintext()
     keys.encoder.encode(list(z), ct.parms_id(), ct.scale, pf)
     noise = s.Ciphertext()
