@@ -57,14 +57,28 @@ Galois keys for the steps 1, 2, ..., B/2), then
     at most 2^-47.2 of the scale at n = 1,000 and 2^-44.5 at n = 10,000 (``tests/unit/protocols/test_he.py``
     checks it stays below :data:`NOISE_BOUND_BITS`). Complex slot noise with E|z|^2 = N sigma^2 is
     a spherical Gaussian on the coefficients (the canonical embedding is a scaled isometry), so
-    it floods every coefficient, the imaginary parts' too. The fresh encryption also re-randomises
-    the ciphertext's second component, which otherwise is a known linear function of C's plaintexts.
+    it floods every coefficient, the imaginary parts' too. The key holder reads the flood in the clear in
+    every non-answer slot, so it is drawn from SHAKE-256 keyed by 256 bits of C's stream
+    (:func:`flood_normals`), never from numpy's generator directly, whose state its outputs would give away.
+    The fresh encryption also re-randomises the ciphertext's second component, which otherwise is a known
+    linear function of C's plaintexts.
 
 The answer is approximate: each value carries the flood, real part N(0, N sigma^2 / 2), standard
 deviation 5.3e-5 with the defaults (s = 30, tau = 64: sigma = 8.3e-7 of the scale, N = 8192), and C
-neither rounds nor decodes anything (it cannot read the ciphertext). C refuses queries beyond tau
-(the flood's guarantee is for tau decryptions). Exact-answer reveal attacks see their answers
-perturbed by that noise (docs/protocols/secure-computation.md, "he").
+neither rounds nor decodes anything (it cannot read the ciphertext). The flood's guarantee is for tau
+decryptions, and each answer ciphertext C releases is one (its own flood; m copies of one model in one
+query would otherwise be m independent floods of the same answer to average): C counts them and refuses,
+before any work, a query whose answer would take the count beyond tau. A retried query id gets the kept
+reply, counted once. Exact-answer reveal attacks see their answers perturbed by that noise
+(docs/protocols/secure-computation.md, "he").
+
+Semi-honest querier. Nothing the querier sends can be checked against its secret key: ciphertexts with a
+chosen error or values outside [0, 1], and a public key or Galois keys made for another secret or crafted
+outright, are loaded if SEAL's parameter and range checks pass (the parameters are C's own: a key or
+ciphertext for another N or modulus chain is refused). The guarantee is for a querier that generates its keys
+and encrypts as :class:`QuerierKeys` does. The flood's randomness comes from C's stream of the run
+(:func:`seeded_context`): a querier that knew the run's seed could regenerate it and subtract it, so the seed
+is, as for every noise parley draws, the compliance party's secret.
 """
 
 from __future__ import annotations
@@ -87,9 +101,10 @@ from parley.protocols.metrics import METRICS
 from parley.protocols.queries import validate_query_id
 
 __all__ = ["BAD_BLOB", "BAD_HEADER", "CLEAR_QUERY", "COEFF_MODULUS_BITS", "HE_METRICS", "HeParams", "HeProtocol",
-           "Layout", "NOISE_BOUND_BITS", "POLY_MODULUS_DEGREE", "QuerierKeys", "SLOTS", "TOO_MANY_QUERIES",
-           "UNKNOWN_CONTEXT", "compute_answers", "context_id", "flood", "flood_sigma", "from_bytes", "layout",
-           "masked_answers", "naive_answers", "seal_context", "seeded_context", "to_bytes", "weights"]
+           "Layout", "MISSING_ROTATIONS", "NOISE_BOUND_BITS", "POLY_MODULUS_DEGREE", "QuerierKeys", "SLOTS",
+           "TOO_MANY_QUERIES", "UNKNOWN_CONTEXT", "check_rotations", "compute_answers", "context_id", "flood",
+           "flood_normals", "flood_sigma", "from_bytes", "galois_element", "layout", "masked_answers",
+           "naive_answers", "rotation_steps", "seal_context", "seeded_context", "to_bytes", "weights"]
 
 #: Ring dimension N (4,096 slots).
 POLY_MODULUS_DEGREE = 8192
@@ -114,8 +129,11 @@ BAD_BLOB = "protocol {name!r}: {what} is not a valid {kind} for the he parameter
 BAD_COUNT = "protocol {name!r}: a query of m = {m} models over n = {n} people takes {want} ciphertexts (got {got})"
 UNKNOWN_CONTEXT = ("protocol {name!r}: context_id {got!r} names no public context this compliance party received "
                    "(send public_key and galois_keys)")
-TOO_MANY_QUERIES = ("protocol {name!r}: this compliance party has answered its {limit} he queries; the noise "
-                    "flooding's {bits}-bit guarantee holds for at most that many decryptions")
+TOO_MANY_QUERIES = ("protocol {name!r}: this query's answer takes {want} ciphertexts and this compliance party has "
+                    "released {used} of its {limit} decryptions; the noise flooding's {bits}-bit guarantee holds "
+                    "for at most that many decrypted ciphertexts")
+MISSING_ROTATIONS = ("protocol {name!r}: galois_keys lack the rotation keys for steps {missing} (a block of {block} "
+                     "slots needs steps {needed})")
 
 
 class HeParams(ProtocolParams):
@@ -124,7 +142,8 @@ class HeParams(ProtocolParams):
     statistical_security: int = Field(default=30, ge=8, le=48,
                                       description="s: an adversary's advantage from the decryption error <= 2^-s")
     decryptions: int = Field(default=64, ge=1, le=4096,
-                             description="tau: queries the flooding covers (more are refused)")
+                             description="tau: decrypted ciphertexts the flooding covers (each answer ciphertext "
+                                         "counts; a query that would exceed them is refused)")
 
 
 @lru_cache(maxsize=1)
@@ -175,8 +194,9 @@ def from_bytes(kind: str, blob: Any, name: str, what: str, fresh: bool = True) -
     """Load a ``kind`` ("Ciphertext", "PublicKey", "GaloisKeys") from a uint8 array, checked against the context.
 
     SEAL validates what it loads (sizes, moduli, coefficient ranges); anything it refuses, and any
-    ciphertext that is not a two-component one at the top level and the expected scale (2^55 for the
-    querier's, ``fresh``; 2^153 for an answer), is a QueryError naming ``what``.
+    ciphertext that is not a two-component one in NTT form at the top level and the expected scale (2^55 for
+    the querier's, ``fresh``; 2^153 for an answer), or is transparent (its second component zero: SEAL
+    refuses to multiply it), is a QueryError naming ``what``.
     """
     if not (isinstance(blob, np.ndarray) and blob.dtype == np.uint8 and blob.ndim == 1 and blob.size > 0):
         got = f"array of dtype {blob.dtype} and shape {blob.shape}" if isinstance(blob, np.ndarray) \
@@ -197,8 +217,11 @@ def from_bytes(kind: str, blob: Any, name: str, what: str, fresh: bool = True) -
     if kind == "Ciphertext":
         bits = INPUT_SCALE_BITS if fresh else OUTPUT_SCALE_BITS
         top = context.first_parms_id()
-        if obj.size() != 2 or list(obj.parms_id()) != list(top) or not math.isclose(obj.scale, 2.0 ** bits):
-            detail = f"not a two-component ciphertext at the top level and scale 2^{bits}"
+        # SEAL loads a ciphertext outside NTT form, or a transparent one (second component zero), and then
+        # refuses to compute on it: both are refused here, by name, before any work
+        if obj.size() != 2 or list(obj.parms_id()) != list(top) or not math.isclose(obj.scale, 2.0 ** bits) \
+                or not obj.is_ntt_form() or obj.is_transparent():
+            detail = f"not a non-transparent two-component NTT-form ciphertext at the top level and scale 2^{bits}"
             raise QueryError(BAD_BLOB.format(name=name, what=what, kind=kind, detail=detail))
     return obj
 
@@ -278,6 +301,28 @@ def context_id(public_key: np.ndarray, galois_keys: np.ndarray) -> str:
         data = np.ascontiguousarray(blob).tobytes()
         h.update(len(data).to_bytes(8, "little") + data)
     return h.hexdigest()
+
+
+def rotation_steps(block: int) -> list[int]:
+    """The rotation steps 1, 2, ..., block/2 of the rotate-and-sum within blocks of ``block`` slots (none for 1)."""
+    return [1 << k for k in range(max(0, (block - 1).bit_length()))]
+
+
+def galois_element(step: int) -> int:
+    """SEAL's Galois element of a left rotation by ``step`` slots: 3^step mod 2N."""
+    return pow(3, step, 2 * POLY_MODULUS_DEGREE)
+
+
+def check_rotations(galois_keys: Any, block: int, name: str) -> None:
+    """Refuse (QueryError, :data:`MISSING_ROTATIONS`) Galois keys without a rotation the block needs.
+
+    SEAL would raise in the middle of the computation; the refusal names the missing steps instead.
+    """
+    steps = rotation_steps(block)
+    missing = [step for step in steps if not galois_keys.has_key(galois_element(step))]
+    if missing:
+        raise QueryError(MISSING_ROTATIONS.format(name=name, missing=", ".join(map(str, missing)), block=block,
+                                                  needed=", ".join(map(str, steps))))
 
 
 def flood_sigma(params: HeParams) -> float:
@@ -369,6 +414,22 @@ def masked_answers(cts: Sequence[Any], w: np.ndarray, lay: Layout, keys: _Keys) 
     return out
 
 
+def flood_normals(rng: np.random.Generator) -> np.ndarray:
+    """SLOTS complex normals (real and imaginary parts N(0, 1), independent): SHAKE-256 keyed by 256 bits of ``rng``.
+
+    The key holder decrypts the flood in the clear in every slot but the answers'. Drawn from ``rng`` itself
+    (numpy's PCG64, not a CSPRNG) those slots would hand it thousands of the generator's outputs, from which
+    its state, hence the answer slots' flood, can be recovered; SHAKE-256 output reveals nothing of its key,
+    and the key (never revealed) follows the run's seed. Box-Muller on 53-bit uniforms in (0, 1).
+    """
+    import hashlib
+
+    words = np.frombuffer(hashlib.shake_256(b"parley he flood" + rng.bytes(32)).digest(16 * SLOTS), dtype="<u8")
+    u = ((words >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53
+    radius, angle = np.sqrt(-2.0 * np.log(u[:SLOTS])), 2.0 * math.pi * u[SLOTS:]
+    return radius * np.cos(angle) + 1j * radius * np.sin(angle)
+
+
 def flood(ct: Any, keys: _Keys, params: HeParams, rng: np.random.Generator, encryptor: Any = None) -> Any:
     """(b): ``ct`` plus a fresh public-key encryption of complex Gaussian slot noise (in place; returned).
 
@@ -380,7 +441,7 @@ def flood(ct: Any, keys: _Keys, params: HeParams, rng: np.random.Generator, encr
         encryptor = s.Encryptor(seeded_context(rng), keys.public_key)
     # complex slot noise z with E|z|^2 = N sigma^2 is N(0, sigma^2) on every coefficient (module docstring, (b))
     tau = flood_sigma(params) * math.sqrt(POLY_MODULUS_DEGREE)
-    z = (rng.normal(size=SLOTS) + 1j * rng.normal(size=SLOTS)) * (tau / math.sqrt(2.0))
+    z = flood_normals(rng) * (tau / math.sqrt(2.0))
     pf = s.Plaintext()
     keys.encoder.encode(list(z), ct.parms_id(), ct.scale, pf)
     noise = s.Ciphertext()
@@ -414,8 +475,9 @@ class HeProtocol(Protocol):
 
     def __init__(self, params: ProtocolParams | None = None) -> None:
         super().__init__(params)
-        #: Queries answered by this instance (one querier per run: the data center, or the adversary in its name).
-        self._answered = 0
+        #: Answer ciphertexts released by this instance, each one decryption for the flood's tau (one querier per
+        #: run: the data center, or the adversary in its name).
+        self._decrypted = 0
         #: Public contexts received, by the SHA-256 C computed of their bytes (:func:`context_id`).
         self._contexts: dict[str, _Keys] = {}
 
@@ -460,28 +522,35 @@ class HeProtocol(Protocol):
         if not isinstance(blobs, (list, tuple)) or len(blobs) != lay.sent:
             got = len(blobs) if isinstance(blobs, (list, tuple)) else type(blobs).__name__
             raise QueryError(BAD_COUNT.format(name=self.name, m=m, n=audit.n, want=lay.sent, got=got))
-        if self._answered >= self.params.decryptions:
-            raise QueryError(TOO_MANY_QUERIES.format(name=self.name, limit=self.params.decryptions,
+        # tau counts decrypted ciphertexts (Li, Micciancio, Schultz & Sorrell's decryption queries), not queries:
+        # a query of m models returns lay.ciphertexts of them, each with its own flood (m copies of one model
+        # would otherwise give m independent floods of one answer in one query)
+        if self._decrypted + lay.ciphertexts > self.params.decryptions:
+            raise QueryError(TOO_MANY_QUERIES.format(name=self.name, want=lay.ciphertexts, used=self._decrypted,
+                                                     limit=self.params.decryptions,
                                                      bits=self.params.statistical_security))
-        keys = self._context(payload)
+        keys = self._context(payload, lay.block)
         cts = [from_bytes("Ciphertext", blob, self.name, f"ciphertexts[{i}]") for i, blob in enumerate(blobs)]
         answers = compute_answers(cts, weights(metric, audit.a, audit.y), lay, keys, self.params, rng)
-        self._answered += 1
+        self._decrypted += len(answers)
         return {"metric": metric, "m": m, "query_id": query_id, "answers": [to_bytes(ct) for ct in answers],
                 "flood_sigma": flood_sigma(self.params), "scale_bits": OUTPUT_SCALE_BITS}
 
-    def _context(self, payload: Mapping[str, Any]) -> _Keys:
+    def _context(self, payload: Mapping[str, Any], block: int) -> _Keys:
         """The querier's public context: loaded from the payload (and kept under the digest C computes of its
-        bytes), or the one kept under the payload's ``context_id``. A context id C never computed is refused."""
+        bytes), or the one kept under the payload's ``context_id``. A context id C never computed is refused, and
+        so are Galois keys without a rotation the block needs (before the context is kept)."""
         if "public_key" in payload and "galois_keys" in payload:
             pk, gk = payload["public_key"], payload["galois_keys"]
-            keys = _Keys(from_bytes("PublicKey", pk, self.name, "public_key"),
-                         from_bytes("GaloisKeys", gk, self.name, "galois_keys"))
+            galois = from_bytes("GaloisKeys", gk, self.name, "galois_keys")
+            check_rotations(galois, block, self.name)
+            keys = _Keys(from_bytes("PublicKey", pk, self.name, "public_key"), galois)
             self._contexts[context_id(pk, gk)] = keys
             return keys
         known = self._contexts.get(payload["context_id"]) if type(payload["context_id"]) is str else None
         if known is None:
             raise QueryError(UNKNOWN_CONTEXT.format(name=self.name, got=str(payload["context_id"])[:80]))
+        check_rotations(known.galois, block, self.name)
         return known
 
     def simulate(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
@@ -521,8 +590,8 @@ class QuerierKeys:
         keygen.create_public_key(self.public_key)
         # Galois keys for the rotations by 1, 2, ..., block/2 (SEAL's generator 3: element 3^step mod 2N)
         self.galois_keys = s.GaloisKeys()
-        steps = [1 << k for k in range(max(1, (block - 1).bit_length()))]
-        keygen.create_galois_keys([pow(3, step, 2 * POLY_MODULUS_DEGREE) for step in steps], self.galois_keys)
+        steps = rotation_steps(block) or [1]  # SEAL makes no empty set of Galois keys
+        keygen.create_galois_keys([galois_element(step) for step in steps], self.galois_keys)
         self.encoder = s.CKKSEncoder(context)
         self.encryptor = s.Encryptor(context, self.public_key)
         self.decryptor = s.Decryptor(context, self._secret)

@@ -38,6 +38,7 @@ from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring, encode_payload
 from parley.protocols import get_protocol
 from parley.protocols.errors import AttackError
+from parley.protocols.mechanisms.homomorphic import layout
 from parley.scenarios.catalog import scenario_path
 from parley.scenarios.compare.utility import honest_audit
 from parley.scenarios.runner import run
@@ -137,7 +138,8 @@ def cost() -> list[dict[str, Any]]:
             raw = one_query("raw", honest.scores, a, y, m)
             mpc = one_query("mpc", honest.scores, a, y, m)
             dp = one_query("mpc-dp", honest.scores, a, y, m, epsilon=1.0)
-            he = one_query("he", honest.scores, a, y, m)
+            # tau counts decrypted ciphertexts: a query of m models needs at least its answer's ciphertexts
+            he = one_query("he", honest.scores, a, y, m, decryptions=max(64, layout(a.size, m).ciphertexts))
             gap = float(np.max(np.abs(raw["values"] - mpc["values"])))
             he_gap = float(np.max(np.abs(raw["values"] - he["values"])))
             he["max_abs_error"] = he_gap

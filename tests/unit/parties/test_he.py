@@ -17,9 +17,10 @@ from parley.parties.attacks.curious_compliance import read_predictions, view_acc
 from parley.parties.compliance import Compliance
 from parley.parties.homomorphic import HeQuerier
 from parley.parties.party import REFUSAL
-from parley.parties.wire import Identity, Keyring
+from parley.parties.wire import INVALID_QUERY, Identity, Keyring
 from parley.protocols import AuditSet, get_protocol
 from parley.protocols.base import METRIC_NOT_ANSWERED
+from parley.protocols.mechanisms import homomorphic as he
 from parley.protocols.mechanisms.homomorphic import BAD_BLOB, CLEAR_QUERY, TOO_MANY_QUERIES, UNKNOWN_CONTEXT
 from parley.protocols.metrics import evaluate
 
@@ -108,7 +109,56 @@ def test_queries_beyond_tau_are_refused(data):
     pair.ask(H[:1])
     _, reply = pair.send(pair.payload(H[:1]))
     assert reply.kind == REFUSAL
-    assert reply.payload["detail"] == TOO_MANY_QUERIES.format(name="he", limit=2, bits=30)
+    assert reply.payload["detail"] == TOO_MANY_QUERIES.format(name="he", want=1, used=2, limit=2, bits=30)
+
+
+def test_tau_counts_decrypted_ciphertexts_not_queries(data):
+    """The averaging attack: 17 copies of one model in one query (n = 300: 8 models a ciphertext) come back in 3
+    ciphertexts, 3 decryptions with independent floods of the same answer. Under tau = 2 the query is refused
+    before any work; 16 copies (2 ciphertexts) use tau up, and a retry of that query gets the kept reply (the
+    same floods, nothing counted) while a new query id for the same ciphertexts is refused."""
+    a, y, H = data
+    pair = Pair(a, y, decryptions=2)
+    _, reply = pair.send(pair.payload(np.repeat(H[:1], 17, axis=0)))
+    assert reply.kind == REFUSAL
+    assert reply.payload["detail"] == TOO_MANY_QUERIES.format(name="he", want=3, used=0, limit=2, bits=30)
+    envelope, reply = pair.send(pair.payload(np.repeat(H[:1], 16, axis=0)))
+    assert reply.kind == "he-answer" and len(reply.payload["answers"]) == 2
+    _, again = pair.send(envelope.payload)  # the querier's retry: a new envelope, the same request
+    assert again.kind == "he-answer"
+    assert [x.tobytes() for x in again.payload["answers"]] == [x.tobytes() for x in reply.payload["answers"]]
+    _, reply = pair.send({**envelope.payload, "query_id": "same-ciphertexts-new-id"})
+    assert reply.kind == REFUSAL
+    assert reply.payload["detail"] == TOO_MANY_QUERIES.format(name="he", want=2, used=2, limit=2, bits=30)
+
+
+def test_crafted_context_and_ciphertexts_get_typed_refusals(data):
+    """What SEAL loads but will not compute on: Galois keys made for a smaller block (a rotation missing), a
+    transparent ciphertext (both components zero), a ciphertext taken out of NTT form. Each is a signed
+    invalid-query refusal naming what was wrong (not an internal error), and the party answers the next query."""
+    a, y, H = data
+    pair = Pair(a, y)
+    small = he.QuerierKeys(block=4)  # rotations 1 and 2 only; n = 300 needs 1, 2, ..., 256
+    crafted = {"metric": "sp", "m": 1, "query_id": "small-block", **small.public_context(),
+               "ciphertexts": [he.to_bytes(ct) for ct in small.encrypt(H[:1])]}
+    _, reply = pair.send(crafted)
+    assert reply.kind == REFUSAL and reply.payload["reason"] == INVALID_QUERY
+    assert reply.payload["detail"] == he.MISSING_ROTATIONS.format(name="he", missing="4, 8, 16, 32, 64, 128, 256",
+                                                                  block=512, needed="1, 2, 4, 8, 16, 32, 64, 128, 256")
+    s, context = he._seal(), he.seal_context()
+    zero = s.Ciphertext(context, context.first_parms_id(), 2)
+    zero.resize(context, 2)
+    zero.scale = 2.0 ** he.INPUT_SCALE_BITS
+    out_of_ntt = s.Ciphertext()
+    s.Evaluator(context).transform_from_ntt(pair.querier.keys.encrypt(H[:1])[0], out_of_ntt)
+    good = pair.payload(H[:1])
+    for label, ct in (("transparent", zero), ("not-ntt", out_of_ntt)):
+        _, reply = pair.send({**good, "query_id": label, "ciphertexts": [he.to_bytes(ct)]})
+        assert reply.kind == REFUSAL and reply.payload["reason"] == INVALID_QUERY, (label, reply.payload)
+        assert "ciphertexts[0] is not a valid Ciphertext" in reply.payload["detail"], label
+    _, reply = pair.send(good)
+    assert reply.kind == "he-answer"
+    assert abs(pair.querier.decrypt(reply)["values"][0] - evaluate("sp", H[:1], a, y)[0]) < 6 * 5.3e-5
 
 
 def test_the_curious_compliance_party_reads_a_coin(data):

@@ -169,3 +169,26 @@ def test_seeded_keys_and_flood_follow_the_seed():
     first, again, other = one(5), one(5), one(6)
     assert first == again
     assert all(x != y for x, y in zip(first, other, strict=True))
+
+
+def test_the_decrypted_flood_holds_no_output_of_the_compliance_party_generator(keys):
+    """The key holder reads the flood in the clear in every slot but the answers' (to about 2^-29 of its size).
+    Were those values the compliance party's numpy Generator's normals, it would read that PRNG's outputs
+    (PCG64: not a CSPRNG, its state recoverable from outputs) and could run it back to the answer slot's flood.
+    The flood comes from SHAKE-256 keyed by 256 bits of the stream: the normals a copy of the generator draws
+    next, aligned with the slots at any of 64 offsets, match none of them (within 1e-6 sd: about 0.3 chance
+    matches expected over all offsets; the generator's own normals match all 8,190)."""
+    n = 50
+    a, y = np.resize([0, 1], n), np.resize([1, 0, 0], n)
+    h = np.linspace(0, 1, n)[None, :]
+    rng = np.random.default_rng(11)
+    copy = np.random.default_rng(11)
+    copy.integers(0, 2**63, size=8, dtype=np.int64)  # the flood encryption's SEAL seed is drawn first
+    params = he.HeParams()
+    out = he.compute_answers(_sent(keys, h), he.weights("sp", a, y), he.layout(n, 1), _public(keys), params, rng)
+    slots = keys.decrypt_slots(out[0]) / (he.flood_sigma(params) * math.sqrt(he.POLY_MODULUS_DEGREE / 2))
+    drawn = copy.normal(size=2 * he.SLOTS + 64)
+    matches = [int(np.isclose(slots.real[1:], drawn[1 + d: he.SLOTS + d], rtol=0, atol=1e-6).sum()
+                   + np.isclose(slots.imag[1:], drawn[he.SLOTS + 1 + d: 2 * he.SLOTS + d], rtol=0, atol=1e-6).sum())
+               for d in range(64)]
+    assert sum(matches) <= 3, matches
