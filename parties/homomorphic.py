@@ -152,7 +152,7 @@ class HeAdversary(Adversary):
         kind, payload = _he_seal(self.he, kind, payload)
         return super().seal(recipient, kind, payload)
 
-    def _advance(self, step: Any) -> Envelope | None:
+    def _advance(self, step: Any) -> Envelope | list[Envelope] | None:
         """As the plain adversary's, but a query ``he`` cannot encrypt (a metric it does not compute) is refused
         here, before anything leaves: the attack sees the refusal the compliance party would have signed."""
         try:
@@ -170,5 +170,5 @@ class HeAdversary(Adversary):
                 self.failure = f"the attack stopped: its query was {refused}"
                 return None
 
-    def _on_he_answer(self, envelope: Envelope) -> Envelope | None:
+    def _on_he_answer(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
         return self._on_answer(envelope.model_copy(update={"payload": self.he.decrypt(envelope)}))
