@@ -50,7 +50,9 @@ NO_SAVED_RESULTS = ("cannot rewrite the comparison report in {out}: it needs stu
 REFUSED = "refused ("
 #: Linked grid axis of the comparison study: every cell sets these scenario fields.
 FIELDS = ("name", "threat_model", "dataset", "model", "protocol", "attack", "observer", "learner", "audit_metrics",
-          "confidential", "backend")
+          "confidential", "backend", "composition")
+#: The value of a field a scenario's ``to_dict`` leaves out (its default), where None is not a value.
+_FIELD_DEFAULTS: dict[str, Any] = {"confidential": False, "composition": "sequential"}
 
 
 @dataclass
@@ -71,7 +73,7 @@ class Comparison:
 def _cell_values(data: dict[str, Any]) -> list[Any]:
     """The cell's value of every field of the linked axis (absent optional tables as None, clear payloads)."""
     full = Scenario.from_dict(data).to_dict()
-    return [full.get(f, False if f == "confidential" else None) for f in FIELDS]
+    return [full.get(f, _FIELD_DEFAULTS.get(f)) for f in FIELDS]
 
 
 def _confidentiality_cells(p: Plan) -> dict[tuple[str, bool], dict[str, Any]]:

@@ -11,7 +11,7 @@ import pytest
 from parley.protocols.errors import ConfigError
 from parley.scenarios.compare import compare
 from parley.scenarios.compare.plan import BAD_DATASET_FOR_COMPARE, NO_NOISE_LAW, UNKNOWN_ROW, plan
-from parley.scenarios.compare.run import NO_SAVED_RESULTS, report_from_files
+from parley.scenarios.compare.run import NO_SAVED_RESULTS, build_study, report_from_files
 from parley.scenarios.compare.utility import UTILITY_FILE, UTILITY_LABEL
 from parley.scenarios.runner import leakage_bound
 from parley.scenarios.spec import WRONG_FLOW, Scenario
@@ -60,6 +60,11 @@ def test_gaussian_rows_compose_their_answers_in_zcdp_and_no_other_row_does():
     composed = {label: Scenario.from_dict(data).composition for (label, _), data in p.cells.items()}
     assert composed == {label: "zcdp" if "gaussian" in label else "sequential" for label in composed}
     assert "dp-counts gaussian ε=1" in composed
+    # and the study that runs the cells keeps it: every cell's scenario composes as its row says
+    study, labels = build_study(p)
+    by_cell = dict(zip(study.cell_ids(), labels, strict=True))
+    cells = {by_cell[cell.cell]["row"]: cell.scenario for cell in study.cells() if "row" in by_cell[cell.cell]}
+    assert {row: Scenario.from_dict(data).composition for row, data in cells.items()} == composed
 
 
 def test_bad_names_are_config_errors():
