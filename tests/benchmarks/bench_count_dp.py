@@ -39,6 +39,9 @@ on the same input:
   analytic Gaussian's sigma (Balle & Wang 2018, dp-accounting ``get_sigma_gaussian``) on every count,
   the same post-processing; and the pure-DP ``dp-counts`` at epsilon = 1.
 
+* the compare's ratio: smooth-cauchy's median SP error over dp-counts' on the compare's own query
+  and seeds (what ``parley compare`` reports), with a 95 % bootstrap interval of that ratio.
+
 Protocols are called directly (no actors): this measures the mechanisms.
 Run: ``python -m tests.benchmarks.bench_count_dp [releases]`` (repository root). The last line is one JSON object.
 """
@@ -280,6 +283,28 @@ def few_models(scores: np.ndarray, audit: AuditSet, releases: int, world: str) -
     return rows
 
 
+def compare_ratio(releases: int, resamples: int = 4000) -> list[dict[str, Any]]:
+    """smooth-cauchy's median SP error over dp-counts', with the compare's own query and seeds, and its 95 %
+    bootstrap interval (each protocol's releases resampled with replacement, ``resamples`` times, seed 12345)."""
+    p = plan("adult", rows=("dp-counts ε=1",), attacks=("double-query",))
+    scenario = Scenario.from_dict({**next(iter(p.cells.values())), "seed": repeat_seed(0, 0)})
+    honest = honest_audit(scenario, ("sp",))
+    rng = np.random.default_rng(12345)
+    rows = []
+    for epsilon in EPSILONS[1:]:
+        errors = {name: release_errors(_protocol(name, epsilon=epsilon), honest.queries["sp"], honest.audit, releases,
+                                       0).ravel() for name in ("dp-counts", "smooth-cauchy")}
+        boots = [float(np.median(rng.choice(errors["smooth-cauchy"], releases))
+                       / np.median(rng.choice(errors["dp-counts"], releases))) for _ in range(resamples)]
+        row = {"epsilon": epsilon, "dp_counts": float(np.median(errors["dp-counts"])),
+               "smooth_cauchy": float(np.median(errors["smooth-cauchy"])),
+               "ratio_interval_95": [float(v) for v in np.quantile(boots, [0.025, 0.975])]}
+        row["ratio"] = row["smooth_cauchy"] / row["dp_counts"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def main() -> None:
     releases = int(sys.argv[1]) if len(sys.argv) > 1 else RELEASES
     scores, audit, threshold = honest_world()
@@ -289,7 +314,7 @@ def main() -> None:
     rows += one_model((c_scores >= c_threshold).astype(np.float64)[None, :], c_audit, releases, "compare adult")
     few = few_models(c_scores, c_audit, releases, "compare adult") + few_models(scores, audit, releases,
                                                                                "adult-observer-honest")
-    result = {"releases": releases, "one_model": rows, "few_models": few,
+    result = {"releases": releases, "one_model": rows, "few_models": few, "compare_ratio": compare_ratio(releases),
               "many_models": many_models(scores, audit, max(releases // 4, 25))}
     print(json.dumps(result))
 
