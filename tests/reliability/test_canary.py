@@ -108,7 +108,9 @@ SMALL: dict[str, dict[str, object]] = {
     "adult-he-reveal": {"dataset.audit_size": 300},
     "adult-correction": {"dataset.audit_size": 5000},
     "adult-correction-authors": {"dataset.audit_size": 4000, "dataset.train_size": 2000},
-    "adult-likelihood": {},
+    # m models other than n: with m = n (the attack's default) every per-model array of the answer is n long, which
+    # the canary cannot tell from a per-individual vector
+    "adult-likelihood": {"attack.m": 120},
     "adult-mpc-dp": {},
     "adult-mpc-reveal": {"dataset.audit_size": 300},
     "adult-observer-honest": {},
