@@ -638,6 +638,9 @@ class RayDeployment:
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
         self._down: set[str] = set()
         self._pending: dict[str, deque[_Call]] = {}  # slot -> its submitted calls not yet settled, in order
+        # Threads may share a deployment (several queriers on one compliance party): submitting and settling
+        # touch the queues above, so one thread at a time does either (reentrant: a settle may restore a party)
+        self._calls = threading.RLock()
         self._writer = _JournalWriter()
         self.recoveries: dict[str, int] = {}
 
@@ -696,6 +699,10 @@ class RayDeployment:
         self._writer.write(self._journal[slot], pieces)
 
     def add(self, slot: str, cls: type, *args: Any, **kwargs: Any) -> None:
+        with self._calls:
+            self._add(slot, cls, args, kwargs)
+
+    def _add(self, slot: str, cls: type, args: tuple, kwargs: dict) -> None:
         self._drain(slot)
         if slot not in self.hosts:
             self.hosts[slot] = _new_host(slot)
@@ -727,6 +734,10 @@ class RayDeployment:
             here, before the call is sent, so no reply is ever lost to it; the party keeps serving, but
             a crash of its host can no longer be recovered from (:data:`JOURNAL_LOST`).
         """
+        with self._calls:
+            return self._submit(slot, method, args, kwargs)
+
+    def _submit(self, slot: str, method: str, args: tuple, kwargs: dict) -> Pending:
         self._writer.check()
         nbytes = sum(_payload_nbytes(a.payload) for a in (*args, *kwargs.values()) if isinstance(a, Envelope))
         call = _Call(slot, method, args, kwargs, self._compact(args, kwargs), nbytes=nbytes)
@@ -763,6 +774,10 @@ class RayDeployment:
 
     def _settle(self, target: _Call) -> None:
         """Settle the calls to ``target``'s party in order, up to and including ``target``."""
+        with self._calls:
+            self._settle_in_order(target)
+
+    def _settle_in_order(self, target: _Call) -> None:
         queue = self._pending.get(target.slot, deque())
         while not target.settled:
             if not queue:  # every call before it settled and it is not among them
