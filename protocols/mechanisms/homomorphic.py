@@ -120,6 +120,9 @@ NOISE_BOUND_BITS = -40
 HE_METRICS = ("sp", "eo", "pe", "cov")
 #: Models one query may carry (one query's ciphertexts must fit the envelope's payload limit anyway).
 MAX_MODELS = 4096
+#: Public contexts a compliance party keeps (about 15 MB each), the most recently used; an older one is dropped
+#: and a query naming it is refused with UNKNOWN_CONTEXT (the querier sends its keys again).
+MAX_CONTEXTS = 4
 
 CLEAR_QUERY = ("protocol {name!r} takes no predictions in the clear: the querier sends CKKS ciphertexts "
                "('he-query'), never a 'metric-query'")
@@ -529,29 +532,34 @@ class HeProtocol(Protocol):
             raise QueryError(TOO_MANY_QUERIES.format(name=self.name, want=lay.ciphertexts, used=self._decrypted,
                                                      limit=self.params.decryptions,
                                                      bits=self.params.statistical_security))
-        keys = self._context(payload, lay.block)
+        cid, keys = self._context(payload, lay.block)
         cts = [from_bytes("Ciphertext", blob, self.name, f"ciphertexts[{i}]") for i, blob in enumerate(blobs)]
         answers = compute_answers(cts, weights(metric, audit.a, audit.y), lay, keys, self.params, rng)
         self._decrypted += len(answers)
+        # kept only once a query with it was answered (a refused query leaves nothing behind), at most
+        # MAX_CONTEXTS of them: the memory a querier can make C hold is bounded
+        self._contexts.pop(cid, None)
+        self._contexts[cid] = keys
+        while len(self._contexts) > MAX_CONTEXTS:
+            self._contexts.pop(next(iter(self._contexts)))
         return {"metric": metric, "m": m, "query_id": query_id, "answers": [to_bytes(ct) for ct in answers],
                 "flood_sigma": flood_sigma(self.params), "scale_bits": OUTPUT_SCALE_BITS}
 
-    def _context(self, payload: Mapping[str, Any], block: int) -> _Keys:
-        """The querier's public context: loaded from the payload (and kept under the digest C computes of its
-        bytes), or the one kept under the payload's ``context_id``. A context id C never computed is refused, and
-        so are Galois keys without a rotation the block needs (before the context is kept)."""
+    def _context(self, payload: Mapping[str, Any], block: int) -> tuple[str, _Keys]:
+        """The querier's public context and its id: loaded from the payload (its id the digest C computes of its
+        bytes), or the one kept under the payload's ``context_id``. A context id C does not hold is refused, and
+        so are Galois keys without a rotation the block needs."""
         if "public_key" in payload and "galois_keys" in payload:
             pk, gk = payload["public_key"], payload["galois_keys"]
             galois = from_bytes("GaloisKeys", gk, self.name, "galois_keys")
             check_rotations(galois, block, self.name)
-            keys = _Keys(from_bytes("PublicKey", pk, self.name, "public_key"), galois)
-            self._contexts[context_id(pk, gk)] = keys
-            return keys
-        known = self._contexts.get(payload["context_id"]) if type(payload["context_id"]) is str else None
+            return context_id(pk, gk), _Keys(from_bytes("PublicKey", pk, self.name, "public_key"), galois)
+        cid = payload["context_id"]
+        known = self._contexts.get(cid) if type(cid) is str else None
         if known is None:
-            raise QueryError(UNKNOWN_CONTEXT.format(name=self.name, got=str(payload["context_id"])[:80]))
+            raise QueryError(UNKNOWN_CONTEXT.format(name=self.name, got=str(cid)[:80]))
         check_rotations(known.galois, block, self.name)
-        return known
+        return cid, known
 
     def simulate(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
         """Both parties' computation of one answer in this process (one key pair per process): what

@@ -192,3 +192,34 @@ def test_the_decrypted_flood_holds_no_output_of_the_compliance_party_generator(k
                    + np.isclose(slots.imag[1:], drawn[he.SLOTS + 1 + d: 2 * he.SLOTS + d], rtol=0, atol=1e-6).sum())
                for d in range(64)]
     assert sum(matches) <= 3, matches
+
+
+def test_the_compliance_party_keeps_a_bounded_number_of_contexts_and_none_from_a_refused_query():
+    """A querier cannot make C hold contexts without bound: a context comes to be kept only with an answered query,
+    at most MAX_CONTEXTS (the most recently used); a query naming a dropped one is refused by name."""
+    from parley.protocols.base import AuditSet
+
+    n, H = 4, np.array([[0.25, 0.5, 0.75, 1.0]])
+    holdings = {"audit": AuditSet(a=np.array([0, 1, 0, 1]), y=np.array([0, 1, 1, 0]))}
+    protocol = he.HeProtocol(he.HeParams())
+    rng = np.random.default_rng(0)
+    owners = [he.QuerierKeys(block=n, rng=np.random.default_rng(k)) for k in range(he.MAX_CONTEXTS + 2)]
+
+    def ask(keys: he.QuerierKeys, query_id: str, first: bool = True, garbled: bool = False) -> dict:
+        blobs = [he.to_bytes(ct) for ct in keys.encrypt(H)]
+        context = keys.public_context() if first else {"context_id": he.context_id(**keys.public_context())}
+        payload = {"metric": "sp", "m": 1, "query_id": query_id, **context,
+                   "ciphertexts": [blob[:10].copy() for blob in blobs] if garbled else blobs}
+        return protocol.respond("he-query", payload, holdings, rng)
+
+    with pytest.raises(QueryError, match="is not a valid Ciphertext"):
+        ask(owners[0], "garbled", garbled=True)
+    assert protocol._contexts == {}  # the refused query's context was not kept
+    for k, keys in enumerate(owners):
+        ask(keys, f"q{k}")
+    assert len(protocol._contexts) == he.MAX_CONTEXTS
+    with pytest.raises(QueryError, match="names no public context"):  # the oldest was dropped
+        ask(owners[0], "again-0", first=False)
+    answer = ask(owners[-1], "again-last", first=False)  # a kept one is named by its id
+    assert answer["query_id"] == "again-last" and len(answer["answers"]) == 1
+    assert len(protocol._contexts) == he.MAX_CONTEXTS
