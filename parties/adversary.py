@@ -34,11 +34,11 @@ from parley.parties.attacks.base import (
 from parley.parties.confidential import is_sealed
 from parley.parties.ids import new_query_id
 from parley.parties.party import REFUSAL, Party
-from parley.parties.wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
-from parley.protocols.errors import AttackError, RefusedError, WireError
+from parley.parties.wire import INVALID_PAYLOAD, INVALID_QUERY, Envelope, Identity, Keyring
+from parley.protocols.errors import AttackError, QueryError, RefusedError, WireError
 from parley.protocols.queries import apply_edits, edit_form
 
-__all__ = ["Adversary", "exchanges_from"]
+__all__ = ["Adversary", "EncodingAdversary", "exchanges_from"]
 
 UNEXPECTED_ANSWER = "answer to query {got!r} was not asked for (waiting for {pending!r})"
 BAD_ANSWER = "answer values must be a finite numeric array of shape ({m},), got {got}"
@@ -236,9 +236,14 @@ class Adversary(Party):
             return None
         refused = RefusedError(envelope.payload.get("reason", "?"), envelope.payload.get("detail", ""))
         self._asked.popleft()  # queries are answered (or refused) in the order asked: this is the first
+        return self._throw(run, refused)
+
+    def _throw(self, run: Generator[Probe | Probes | None, Answer, Reconstruction],
+               refused: RefusedError) -> Envelope | list[Envelope] | None:
+        """Hand a refusal to the attack: what it asks next, or None when it does not handle refusals and ends."""
         try:
             return self._advance(lambda: run.throw(refused))
-        except RefusedError:  # the attack does not handle refusals: it ends here
+        except RefusedError:
             self._run, self._pending = None, None
             self.failure = f"the attack stopped: its query was {refused}"
             return None
@@ -253,3 +258,22 @@ class Adversary(Party):
         """Passive attack over what was seen on the wire."""
         self._result = self.attack.observe(list(exchanges_from(envelopes)))
         return self._result
+
+
+class EncodingAdversary(Adversary):
+    """An adversary whose queries are encoded before they leave (secret shares, ciphertexts).
+
+    A query its encoding refuses (a metric the protocol does not compute, predictions outside [0, 1])
+    is refused here, before anything leaves: the attack sees the refusal the compliance party would
+    have signed, and the query is recorded among the refusals.
+    """
+
+    def _advance(self, step: Callable[[], Probe | Probes | None]) -> Envelope | list[Envelope] | None:
+        try:
+            return super()._advance(step)
+        except QueryError as exc:
+            run = self._run
+            if run is None:  # not a query of a running attack: nothing to refuse it to
+                raise
+            self.refusals.append({"reason": INVALID_QUERY, "detail": str(exc)})
+            return self._throw(run, RefusedError(INVALID_QUERY, str(exc)))

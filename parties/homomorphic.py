@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from parley.parties.adversary import Adversary
+from parley.parties.adversary import EncodingAdversary
 from parley.parties.data_center import DataCenter
-from parley.parties.wire import INVALID_PAYLOAD, INVALID_QUERY, Envelope, Identity, Keyring
-from parley.protocols.errors import QueryError, RefusedError, WireError
+from parley.parties.wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
+from parley.protocols.errors import QueryError, WireError
 from parley.protocols.mechanisms.homomorphic import (
     HeProtocol,
     QuerierKeys,
@@ -138,10 +138,10 @@ class HeDataCenter(DataCenter):
         return list(self.he.opened)
 
 
-class HeAdversary(Adversary):
+class HeAdversary(EncodingAdversary):
     """The curious data center's attack, querying ``he``: same probes, sent encrypted, answers decrypted."""
 
-    handlers = {**Adversary.handlers, "he-answer": "_on_he_answer"}
+    handlers = {**EncodingAdversary.handlers, "he-answer": "_on_he_answer"}
 
     def __init__(self, identity: Identity, keyring: Keyring, attack: Any, compliance: str, protocol: str,
                  he: HeQuerier) -> None:
@@ -151,24 +151,6 @@ class HeAdversary(Adversary):
     def seal(self, recipient: str, kind: str, payload: Mapping[str, Any]) -> Envelope:
         kind, payload = _he_seal(self.he, kind, payload)
         return super().seal(recipient, kind, payload)
-
-    def _advance(self, step: Any) -> Envelope | list[Envelope] | None:
-        """As the plain adversary's, but a query ``he`` cannot encrypt (a metric it does not compute) is refused
-        here, before anything leaves: the attack sees the refusal the compliance party would have signed."""
-        try:
-            return super()._advance(step)
-        except QueryError as exc:
-            run = self._run
-            if run is None:
-                raise
-            self.refusals.append({"reason": INVALID_QUERY, "detail": str(exc)})
-            refused = RefusedError(INVALID_QUERY, str(exc))
-            try:
-                return self._advance(lambda: run.throw(refused))
-            except RefusedError:
-                self._run, self._pending = None, None
-                self.failure = f"the attack stopped: its query was {refused}"
-                return None
 
     def _on_he_answer(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
         return self._on_answer(envelope.model_copy(update={"payload": self.he.decrypt(envelope)}))

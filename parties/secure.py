@@ -22,12 +22,12 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from parley.parties.adversary import Adversary
+from parley.parties.adversary import EncodingAdversary
 from parley.parties.data_center import DataCenter
 from parley.parties.party import REFUSAL, Party
 from parley.parties.payload_limits import MAX_PAYLOAD_BYTES, PAYLOAD_TOO_LARGE
 from parley.parties.wire import INVALID_PAYLOAD, INVALID_QUERY, Envelope, Identity, Keyring
-from parley.protocols.errors import QueryError, RefusedError, WireError
+from parley.protocols.errors import QueryError, WireError
 from parley.protocols.mechanisms.count_dp import SLICES
 from parley.protocols.mechanisms.secure import (
     PairKeys,
@@ -187,10 +187,10 @@ class SecureDataCenter(DataCenter):
         return list(self.secure.opened)
 
 
-class SecureAdversary(Adversary):
+class SecureAdversary(EncodingAdversary):
     """The curious data center's attack, querying a secure protocol: same probes, sent as shares."""
 
-    handlers = {**Adversary.handlers, "mpc-partial": "_on_partial"}
+    handlers = {**EncodingAdversary.handlers, "mpc-partial": "_on_partial"}
 
     def __init__(self, identity: Identity, keyring: Keyring, attack: Any, compliance: str, protocol: str,
                  secure: SecureQuerier) -> None:
@@ -200,25 +200,6 @@ class SecureAdversary(Adversary):
     def seal(self, recipient: str, kind: str, payload: Mapping[str, Any]) -> Envelope:
         kind, payload = _secure_seal(self.secure, kind, payload)
         return super().seal(recipient, kind, payload)
-
-    def _advance(self, step: Any) -> Envelope | list[Envelope] | None:
-        """As the plain adversary's, but a query this querier cannot share (a metric the protocol does not
-        compute, predictions outside [0, 1]) is refused here, before any share leaves: the attack sees the
-        refusal the compliance party would have signed."""
-        try:
-            return super()._advance(step)
-        except QueryError as exc:
-            run = self._run
-            if run is None:  # not a query of a running attack: nothing to refuse it to
-                raise
-            self.refusals.append({"reason": INVALID_QUERY, "detail": str(exc)})
-            refused = RefusedError(INVALID_QUERY, str(exc))
-            try:
-                return self._advance(lambda: run.throw(refused))
-            except RefusedError:
-                self._run, self._pending = None, None
-                self.failure = f"the attack stopped: its query was {refused}"
-                return None
 
     def _on_partial(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
         if envelope.sender == self.compliance:
