@@ -698,6 +698,19 @@ class RayDeployment:
             pieces = _journal_pieces(_Kept(key))
         self._writer.write(self._journal[slot], pieces)
 
+    def boot(self, slots: list[str]) -> None:
+        """Start the hosts of ``slots`` that are not up yet, all at once, without waiting for them.
+
+        Their processes boot while the caller goes on (loading the data, say); a party added later to a
+        booted slot then loads without waiting for its process. Hosts started here belong to the
+        deployment as if :meth:`add` had started them (killed by :meth:`shutdown`, or kept in the
+        reused dict).
+        """
+        with self._calls:
+            for slot in slots:
+                if slot not in self.hosts:
+                    self.hosts[slot] = _new_host(slot)
+
     def add(self, slot: str, cls: type, *args: Any, **kwargs: Any) -> None:
         with self._calls:
             self._add(slot, cls, args, kwargs)

@@ -73,6 +73,9 @@ class LocalDeployment:
     def __init__(self) -> None:
         self.parties: dict[str, Any] = {}
 
+    def boot(self, slots: list[str]) -> None:
+        """Nothing to start: a party in this process exists once added."""
+
     def add(self, slot: str, cls: type, *args: Any, **kwargs: Any) -> None:
         self.parties[slot] = cls(*args, **kwargs)
 

@@ -103,18 +103,23 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     its neighbour under many seeds); every other stream still comes from the seed. ``in_process`` puts
     the parties in this process whatever the scenario's ``backend`` (see :func:`parley.scenarios.runner.run`).
     """
+    from parley.scenarios.flows import flow_parties
+
     streams = spawn_streams(scenario.seed)
     data_rng, dc_rng, comp_rng, adv_rng, obs_rng, flow_rng = (streams[name] for name in STREAMS)
+    protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
+    secure = isinstance(protocol, SecureProtocol)
+    deployment = _deployment(scenario, address, hosts, in_process)
+    # Over Ray every party host this run will load boots now, in parallel, while the data loads.
+    deployment.boot([COMPLIANCE, DATA_CENTER, *([HELPER] if secure else []), *flow_parties(protocol.flow, scenario)])
     if split is None:
         split = load_split(scenario.dataset, data_rng, table)
-    protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
     # With a confidential scenario the two talking parties also hold X25519 keys: payloads travel sealed.
     kx = scenario.confidential
     identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance", kx=kx),
                   DATA_CENTER: Identity.generate(DATA_CENTER, "data-center", kx=kx)}
     if scenario.threat_model == "passive-observer" or scenario.observer is not None:
         identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
-    secure = isinstance(protocol, SecureProtocol)
     if secure:
         from parley.parties.secure import HELPER_ROLE
 
@@ -122,7 +127,6 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     keyring = Keyring()
     for identity in identities.values():
         keyring.add(identity.key_entry())
-    deployment = _deployment(scenario, address, hosts, in_process)
     transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
     network = Network(deployment, transcript)
     # At the end every party signs the final head: the routed ones in their own process, the others (a passive

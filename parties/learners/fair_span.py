@@ -39,7 +39,6 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-import scipy.linalg
 from pydantic import Field
 
 from parley.parties.learners.hypotheses import Family, rbf_kernel
@@ -256,6 +255,8 @@ class DFPCA(SpanLearner):
         U, sv, _ = np.linalg.svd(basis, full_matrices=False)
         Q = U[:, sv > sv.max() * 1e-10] if sv.size else U
         S = Xc.T @ Xc / Xc.shape[0]
+        import scipy.linalg  # scipy is imported where it is used: design.md, "Start-up"
+
         values, vectors = scipy.linalg.eigh(Q.T @ S @ Q)
         q = min(self.params.components, Q.shape[1])
         self.components_ = Q @ vectors[:, ::-1][:, :q]  # (p, q), unit norm columns

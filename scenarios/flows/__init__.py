@@ -16,17 +16,32 @@ from typing import Any
 
 from parley.protocols.registry import add, lookup
 
-__all__ = ["FLOWS", "Flow", "get_flow", "register_flow"]
+__all__ = ["FLOWS", "Flow", "flow_parties", "get_flow", "register_flow"]
 
 UNKNOWN_FLOW = "no scenario flow {name!r} (a bug in the protocol that names it); known flows: {known}"
 
 Flow = Callable[[Any], dict[str, Any]]
 FLOWS: dict[str, Flow] = {}
+#: Per flow, the party slots it adds to the world's for a scenario (the world boots their hosts early).
+FLOW_PARTIES: dict[str, Callable[[Any], tuple[str, ...]]] = {}
 
 
-def register_flow(name: str) -> Callable[[Flow], Flow]:
-    """Decorator adding a flow under ``name`` (the protocol's ``flow``)."""
+def register_flow(name: str, parties: Callable[[Any], tuple[str, ...]] | None = None) -> Callable[[Flow], Flow]:
+    """Decorator adding a flow under ``name`` (the protocol's ``flow``).
+
+    ``parties(scenario)`` names the party slots the flow adds to the world's (an adversary, an
+    observer), so that a run over Ray boots their hosts with the world's instead of when the flow
+    adds them.
+    """
+    if parties is not None:
+        FLOW_PARTIES[name] = parties
     return lambda flow: add(FLOWS, name, flow, "flow")
+
+
+def flow_parties(name: str, scenario: Any) -> tuple[str, ...]:
+    """The party slots flow ``name`` adds to the world's in a run of ``scenario`` (none if it declares none)."""
+    parties = FLOW_PARTIES.get(name)
+    return () if parties is None else parties(scenario)
 
 
 def get_flow(name: str) -> Flow:

@@ -193,7 +193,13 @@ def _read_back(path: Path, a: np.ndarray, y: np.ndarray, opened: list | None = N
     return {"avg_query_error": float(flat.mean()), "median_query_error": float(np.median(flat))}, position
 
 
-@register_flow("metric-query")
+def _parties(scenario: Any) -> tuple[str, ...]:
+    """The adversary of a curious data center or of a passive observer, and the scenario's extra observer."""
+    attacker = (ADVERSARY,) if scenario.threat_model in ("curious-data-center", "passive-observer") else ()
+    return attacker + ((OBSERVER,) if scenario.observer is not None else ())
+
+
+@register_flow("metric-query", parties=_parties)
 def metric_query_flow(world: World) -> dict[str, Any]:
     """Honest queries, the curious data center's attack or the observers', scored; the transcript is closed."""
     scenario, a = world.scenario, world.split.a_audit

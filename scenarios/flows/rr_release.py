@@ -127,7 +127,7 @@ def _attack(world: World, releases: dict[str, dict[str, Any]]) -> dict[str, Any]
     return out
 
 
-@register_flow("rr-release")
+@register_flow("rr-release", parties=lambda scenario: () if scenario.confidential else (ADVERSARY,))
 def rr_release_flow(world: World) -> dict[str, Any]:
     """Releases, the data center's audit and learning, the adversary's inference; scored by the referee."""
     scenario, split = world.scenario, world.split

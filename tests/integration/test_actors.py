@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import ray
 
 from parley.parties import wire
 from parley.parties.actors import RayDeployment
@@ -52,3 +53,41 @@ def test_party_errors_cross_the_actor_boundary_with_their_type(ray_session, iden
         assert isinstance(exc.value, ParleyError)
     finally:
         deployment.shutdown()
+
+
+def test_booted_hosts_serve_their_slots_and_end_with_the_deployment(ray_session, identities, keyring, audit_arrays):
+    """``boot`` starts hosts ahead of their parties: a party added later loads into its slot's booted host, and
+    shutdown kills every booted host, the one never loaded too (none is left running)."""
+    deployment = RayDeployment()
+    deployment.boot(["compliance", "spare"])
+    booted = dict(deployment.hosts)
+    assert sorted(booted) == ["compliance", "spare"]
+    deploy_compliance(deployment, identities, keyring, audit_arrays)
+    assert deployment.hosts["compliance"] is booted["compliance"]
+    a, _ = audit_arrays
+    H = np.full((1, a.size), 0.5)
+    answer = check_reply(deployment.call("compliance", "receive", query(identities["data-center"], H)), keyring,
+                         "data-center", "metric-answer")
+    np.testing.assert_array_equal(answer.payload["values"], statistical_parity_difference(H, a))
+    deployment.shutdown()
+    for slot, handle in booted.items():
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(handle.__ray_ready__.remote(), timeout=60)
+        assert slot not in deployment.hosts
+
+
+def test_a_world_over_ray_boots_every_host_its_run_will_load(ray_session, tmp_path):
+    """Before the data loads, the world has started the hosts of the compliance party, the data center and the
+    slots its flow names (here the curious data center's adversary): none is started later, on the critical path."""
+    from parley.scenarios.catalog import scenario_path
+    from parley.scenarios.spec import Scenario
+    from parley.scenarios.world import build_world
+
+    scenario = Scenario.from_toml(scenario_path("adult-raw-single-query")).with_values(
+        {"backend": "ray", "dataset.train_size": 500, "dataset.audit_size": 100})
+    world = build_world(scenario, tmp_path, None, None, None)
+    try:
+        assert sorted(world.deployment.hosts) == ["adversary", "compliance", "data-center"]
+    finally:
+        world.transcript.abort()
+        world.deployment.shutdown()

@@ -49,7 +49,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from scipy import optimize, sparse, special
 
 from parley.protocols.errors import AttackError
 
@@ -89,6 +88,8 @@ def log_tail(family: Family, t: np.ndarray, scale: float | np.ndarray) -> np.nda
     if family == "laplace":
         return np.where(t >= 0, np.log(0.5) - t, np.log1p(-0.5 * np.exp(np.minimum(t, 0.0))))
     if family == "gaussian":
+        from scipy import special  # scipy is imported where it is used: design.md, "Start-up"
+
         return special.log_ndtr(-t)
     return np.log(0.5 - np.arctan(t) / math.pi)
 
@@ -252,6 +253,8 @@ def gibbs_marginals(model: LikelihoodModel, prior: float, rng: np.random.Generat
     s = model.H @ z.astype(np.float64)
     n1 = int(z.sum())
     ll = model.loglik(s, n1)
+    from scipy import special
+
     logit = math.log(prior / (1.0 - prior))
     acc = np.zeros(n)
     kept = 0
@@ -298,6 +301,8 @@ def _milp_lad(A: np.ndarray, y: np.ndarray, weights: np.ndarray, linear: np.ndar
     m, n = A.shape
     # variables: z (n, binary), t (m, >= 0); t_i >= y_i - A_i z and t_i >= A_i z - y_i
     c = np.concatenate([linear, weights])
+    from scipy import optimize, sparse
+
     eye = sparse.identity(m, format="csr")
     As = sparse.csr_matrix(A)
     rows = sparse.vstack([sparse.hstack([As, eye]), sparse.hstack([-As, eye])], format="csr")

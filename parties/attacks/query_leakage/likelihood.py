@@ -32,7 +32,6 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
-from scipy import optimize, stats
 
 from parley.parties.attacks.base import (
     Answer,
@@ -77,12 +76,16 @@ def warm_start(model: lik.LikelihoodModel, prior: float) -> np.ndarray:
         n1 = min(max(1, round(prior * n)), n - 1)
         c = 1.0 / n1 + 1.0 / (n - n1)
         A, y = c * model.H, model.y + model.rowsum / (n - n1)
+    from scipy import optimize  # scipy is imported where it is used: design.md, "Start-up"
+
     z = optimize.lsq_linear(A, y, bounds=(0.0, 1.0)).x
     return (z >= 0.5).astype(np.int8)
 
 
 def n1_window(n: int, prior: float, tail: float = 1e-3) -> np.ndarray:
     """Group-1 sizes the MILP tries: the central 1 - 2 tail of Binomial(n, prior), within 1..n-1."""
+    from scipy import stats
+
     lo, hi = stats.binom.ppf([tail, 1.0 - tail], n, prior)
     return np.arange(max(1, int(lo)), min(n - 1, int(hi)) + 1)
 

@@ -67,14 +67,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
 
 from parley.protocols.errors import AttackError
 from parley.protocols.group_gaps import GAP_METRICS, metric_slices, slice_gap, unfairness
+
+if TYPE_CHECKING:
+    from scipy.optimize import LinearConstraint
 
 __all__ = [
     "BACKENDS", "CORRECTION_METRICS", "CP_SAT_PARAMETERS", "FEASIBLE", "SOLVERS", "TIME_LIMIT", "Correction",
@@ -172,6 +173,8 @@ def _check(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, y: np.ndarr
 
 def _fairness_constraint(slice_rows: list[tuple], size: int, groups: int, eps: float) -> LinearConstraint | None:
     """Every slice's :func:`_fairness_rows` as one HiGHS constraint (None when there are no rows)."""
+    from scipy.optimize import LinearConstraint  # scipy is imported where it is used: design.md, "Start-up"
+
     rows, lower, upper = [], [], []
     for count_of, n_slice, positives in slice_rows:
         r, lo, hi = _fairness_rows(count_of, size, n_slice, positives, groups, eps)
@@ -501,6 +504,9 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
         link_r.extend([c] * span.size)
         link_c.extend(span.tolist())
         link_v.extend([-1.0] * span.size)
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
     link = coo_matrix((link_v, (link_r, link_c)), shape=(len(cells), size)).tocsr()
     constraints = [LinearConstraint(link, 0.0, 0.0)]
     slice_rows: list[tuple[Callable[[int], tuple], int, int]] = []
@@ -656,6 +662,9 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
     cost[fixed] = 0.0
     upper_bounds = np.ones(size)
     upper_bounds[fixed] = 0.0
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
     # At most one move per example.
     one_move = coo_matrix((np.ones(size), (np.repeat(np.arange(n), groups), column.ravel())), shape=(n, size))
     constraints = [LinearConstraint(one_move.tocsr(), 0.0, 1.0)]

@@ -47,16 +47,16 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
-import scipy.sparse as sp
 from pydantic import Field
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
-from scipy.sparse.linalg import LinearOperator, eigsh
 
 from parley.parties.attacks.base import ACTIVE, PASSIVE, Attack, AttackParams, Reconstruction, register_attack
 from parley.protocols.errors import AttackError
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["AcceptAnswer", "ThresholdInversion", "answer_blocks", "centred_rows", "decode_lp", "decode_milp",
            "spectral_start",
@@ -104,6 +104,8 @@ def centred_rows(answers: Sequence[AcceptAnswer]) -> tuple[np.ndarray, np.ndarra
 
 def spectral_start(Q: np.ndarray, accepted: np.ndarray) -> np.ndarray:
     """Top eigenvector of mean_rej q q^T - mean_acc q q^T, on centred vectors (a guess of s - mean s)."""
+    from scipy.sparse.linalg import LinearOperator, eigsh  # scipy is imported where it is used: design.md, "Start-up"
+
     n = Q.shape[1]
     # Unit rows: every hypothesis counts once, whatever the scale of its predictions.
     Q = Q / np.maximum(np.linalg.norm(Q, axis=1, keepdims=True), 1e-300)
@@ -205,6 +207,9 @@ def decode_lp(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | No
 def _lp_rounds(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | None, rounds: int,
                time_limit: float, basis: np.ndarray | None, v: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
     """LP relaxations with the reject sides of ``v``, re-read from each solution; the best rounding."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
     m, n = Q.shape
     x0 = (v - v.min()) / (np.ptp(v) or 1.0)
     best_s = _round(x0, n1, v)
@@ -248,6 +253,9 @@ def decode_milp(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, n1: int | 
                 time_limit: float = 60.0, blocks: Sequence[np.ndarray] | None = None
                 ) -> tuple[np.ndarray, dict[str, Any]]:
     """The integer program: s binary, a side per reject (big-M), minimum total slack (HiGHS)."""
+    import scipy.sparse as sp
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
     m, n = Q.shape
     acc, rej = np.flatnonzero(accepted), np.flatnonzero(~accepted)
     r = len(rej)
