@@ -102,6 +102,8 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     ``split`` replaces the seed's split (the whole-scenario privacy audit runs one fixed audit set and
     its neighbour under many seeds); every other stream still comes from the seed. ``in_process`` puts
     the parties in this process whatever the scenario's ``backend`` (see :func:`parley.scenarios.runner.run`).
+    A build that fails (data that cannot be split, a party that refuses its arguments) shuts the
+    deployment down, the hosts it booted with it, before the error goes on.
     """
     from parley.scenarios.flows import flow_parties
 
@@ -112,86 +114,94 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     deployment = _deployment(scenario, address, hosts, in_process)
     # Over Ray every party host this run will load boots now, in parallel, while the data loads.
     deployment.boot([COMPLIANCE, DATA_CENTER, *([HELPER] if secure else []), *flow_parties(protocol.flow, scenario)])
-    if split is None:
-        split = load_split(scenario.dataset, data_rng, table)
-    # With a confidential scenario the two talking parties also hold X25519 keys: payloads travel sealed.
-    kx = scenario.confidential
-    identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance", kx=kx),
-                  DATA_CENTER: Identity.generate(DATA_CENTER, "data-center", kx=kx)}
-    if scenario.threat_model == "passive-observer" or scenario.observer is not None:
-        identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
-    if secure:
-        from parley.parties.secure import HELPER_ROLE
+    transcript: TranscriptWriter | None = None
+    try:
+        if split is None:
+            split = load_split(scenario.dataset, data_rng, table)
+        # With a confidential scenario the two talking parties also hold X25519 keys: payloads travel sealed.
+        kx = scenario.confidential
+        identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance", kx=kx),
+                      DATA_CENTER: Identity.generate(DATA_CENTER, "data-center", kx=kx)}
+        if scenario.threat_model == "passive-observer" or scenario.observer is not None:
+            identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
+        if secure:
+            from parley.parties.secure import HELPER_ROLE
 
-        identities[HELPER] = Identity.generate(HELPER, HELPER_ROLE)
-    keyring = Keyring()
-    for identity in identities.values():
-        keyring.add(identity.key_entry())
-    transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
-    network = Network(deployment, transcript)
-    # At the end every party signs the final head: the routed ones in their own process, the others (a passive
-    # observer, which sends nothing) through the identity the run holds for them.
-    transcript.countersign = functools.partial(network.countersign, identities)
-    # A protocol that spends privacy budget is accounted in the run's ledger file, the data center's
-    # queries (and the adversary's, sent in its name) against the scenario's budget.
-    accounting: dict[str, Any] = {}
-    ledger_path = None
-    if has_costs(protocol):
-        ledger_path = run_dir / LEDGER_FILE
-        budgets = None if scenario.budget is None else {
-            DATA_CENTER if purpose is None else account_of(DATA_CENTER, purpose): limit
-            for purpose, limit in scenario.budget.limits().items()}
-        accounting = {"ledger_path": str(ledger_path.resolve()), "budgets": budgets,
-                      "composition": scenario.composition}
-        if scenario.budget is not None and scenario.budget.purposes is not None:
-            accounting["purposes"] = tuple(scenario.budget.purposes)
-    if "train" in protocol.holds:
-        accounting["train"] = AuditSet(a=split.a_train, y=split.y_train)
-    # Each party gets only what its role holds: A never reaches the data center.
-    rngs = {"adversary": adv_rng, "observer": obs_rng, "flow": flow_rng}
-    dc_class: type = DataCenter
-    dc_extra: dict[str, Any] = {}
-    adversary_kwargs: dict[str, Any] = {}
-    answering = protocol
-    if isinstance(protocol, SecureProtocol):
-        # Secure computation: three parties hold pairwise keys; the querier sends shares, never predictions.
-        from parley.parties.secure import Helper, SecureDataCenter, SecureQuerier, pair_keys
+            identities[HELPER] = Identity.generate(HELPER, HELPER_ROLE)
+        keyring = Keyring()
+        for identity in identities.values():
+            keyring.add(identity.key_entry())
+        transcript = TranscriptWriter(run_dir / "transcript.jsonl", keyring)
+        network = Network(deployment, transcript)
+        # At the end every party signs the final head: the routed ones in their own process, the others (a passive
+        # observer, which sends nothing) through the identity the run holds for them.
+        transcript.countersign = functools.partial(network.countersign, identities)
+        # A protocol that spends privacy budget is accounted in the run's ledger file, the data center's
+        # queries (and the adversary's, sent in its name) against the scenario's budget.
+        accounting: dict[str, Any] = {}
+        ledger_path = None
+        if has_costs(protocol):
+            ledger_path = run_dir / LEDGER_FILE
+            budgets = None if scenario.budget is None else {
+                DATA_CENTER if purpose is None else account_of(DATA_CENTER, purpose): limit
+                for purpose, limit in scenario.budget.limits().items()}
+            accounting = {"ledger_path": str(ledger_path.resolve()), "budgets": budgets,
+                          "composition": scenario.composition}
+            if scenario.budget is not None and scenario.budget.purposes is not None:
+                accounting["purposes"] = tuple(scenario.budget.purposes)
+        if "train" in protocol.holds:
+            accounting["train"] = AuditSet(a=split.a_train, y=split.y_train)
+        # Each party gets only what its role holds: A never reaches the data center.
+        rngs = {"adversary": adv_rng, "observer": obs_rng, "flow": flow_rng}
+        dc_class: type = DataCenter
+        dc_extra: dict[str, Any] = {}
+        adversary_kwargs: dict[str, Any] = {}
+        answering = protocol
+        if isinstance(protocol, SecureProtocol):
+            # Secure computation: three parties hold pairwise keys; the querier sends shares, never predictions.
+            from parley.parties.secure import Helper, SecureDataCenter, SecureQuerier, pair_keys
 
-        keys = pair_keys((COMPLIANCE, DATA_CENTER, HELPER))
-        answering = protocol.keyed(keys[COMPLIANCE])
-        querying = protocol.keyed(keys[DATA_CENTER])
-        dc_class = SecureDataCenter
-        dc_extra = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER, record=True)}
-        adversary_kwargs = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER)}
-        helper_rng = np.random.default_rng(rngs["flow"].integers(2**63))
-        deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER],
-                       int(split.a_audit.shape[0]), helper_rng)
-        network.route(HELPER, HELPER)
-    elif isinstance(protocol, HeProtocol):
-        # Homomorphic encryption: the data center holds the CKKS secret key; it and the adversary in its name
-        # send ciphertexts. One key pair per querier.
-        from parley.parties.homomorphic import HeDataCenter, HeQuerier
+            keys = pair_keys((COMPLIANCE, DATA_CENTER, HELPER))
+            answering = protocol.keyed(keys[COMPLIANCE])
+            querying = protocol.keyed(keys[DATA_CENTER])
+            dc_class = SecureDataCenter
+            dc_extra = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER, record=True)}
+            adversary_kwargs = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER)}
+            helper_rng = np.random.default_rng(rngs["flow"].integers(2**63))
+            deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER],
+                           int(split.a_audit.shape[0]), helper_rng)
+            network.route(HELPER, HELPER)
+        elif isinstance(protocol, HeProtocol):
+            # Homomorphic encryption: the data center holds the CKKS secret key; it and the adversary in its name
+            # send ciphertexts. One key pair per querier.
+            from parley.parties.homomorphic import HeDataCenter, HeQuerier
 
-        n_audit = int(split.a_audit.shape[0])
-        dc_class = HeDataCenter
-        # SEAL's randomness (keys, encryptions) seeded from the flow's stream: a run follows its seed
-        seeds = [int(v) for v in rngs["flow"].integers(2**63, size=2)]
-        dc_extra = {"he": HeQuerier(protocol, n_audit, record=True, seed=seeds[0])}
-        adversary_kwargs = {"he": HeQuerier(protocol, n_audit, seed=seeds[1])}
-    deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
-                   AuditSet(a=split.a_audit, y=split.y_audit), answering, [DATA_CENTER], comp_rng, **accounting)
-    deployment.add(DATA_CENTER, dc_class, identities[DATA_CENTER], keyring,
-                   data_center_data(split),
-                   scenario.model, COMPLIANCE, protocol.name, dc_rng, **dc_extra)
-    network.route(COMPLIANCE, COMPLIANCE)
-    network.route(DATA_CENTER, DATA_CENTER)
-    world = World(scenario, split, protocol, identities, keyring, deployment, network, transcript, rngs, ledger_path)
-    if secure:
-        from parley.parties.secure import SecureAdversary
+            n_audit = int(split.a_audit.shape[0])
+            dc_class = HeDataCenter
+            # SEAL's randomness (keys, encryptions) seeded from the flow's stream: a run follows its seed
+            seeds = [int(v) for v in rngs["flow"].integers(2**63, size=2)]
+            dc_extra = {"he": HeQuerier(protocol, n_audit, record=True, seed=seeds[0])}
+            adversary_kwargs = {"he": HeQuerier(protocol, n_audit, seed=seeds[1])}
+        deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
+                       AuditSet(a=split.a_audit, y=split.y_audit), answering, [DATA_CENTER], comp_rng, **accounting)
+        deployment.add(DATA_CENTER, dc_class, identities[DATA_CENTER], keyring,
+                       data_center_data(split),
+                       scenario.model, COMPLIANCE, protocol.name, dc_rng, **dc_extra)
+        network.route(COMPLIANCE, COMPLIANCE)
+        network.route(DATA_CENTER, DATA_CENTER)
+        world = World(scenario, split, protocol, identities, keyring, deployment, network, transcript, rngs,
+                      ledger_path)
+        if secure:
+            from parley.parties.secure import SecureAdversary
 
-        world.adversary, world.adversary_kwargs = SecureAdversary, adversary_kwargs
-    elif isinstance(protocol, HeProtocol):
-        from parley.parties.homomorphic import HeAdversary
+            world.adversary, world.adversary_kwargs = SecureAdversary, adversary_kwargs
+        elif isinstance(protocol, HeProtocol):
+            from parley.parties.homomorphic import HeAdversary
 
-        world.adversary, world.adversary_kwargs = HeAdversary, adversary_kwargs
-    return world
+            world.adversary, world.adversary_kwargs = HeAdversary, adversary_kwargs
+        return world
+    except BaseException:  # a failed build leaves nothing running: no host, no open transcript
+        if transcript is not None:
+            transcript.abort()
+        deployment.shutdown()
+        raise

@@ -40,7 +40,9 @@ on the same input:
   the same post-processing; and the pure-DP ``dp-counts`` at epsilon = 1.
 
 * the compare's ratio: smooth-cauchy's median SP error over dp-counts' on the compare's own query
-  and seeds (what ``parley compare`` reports), with a 95 % bootstrap interval of that ratio.
+  and seeds (what ``parley compare`` reports), with a 95 % bootstrap interval of that ratio; beside it
+  the median, mean and 90th percentile of dp-counts' error and of the same pair with its noise on the
+  lattice of the values K and Z can take (for hard labels the geometric mechanism; measured, not used).
 
 Protocols are called directly (no actors): this measures the mechanisms.
 Run: ``python -m tests.benchmarks.bench_count_dp [releases]`` (repository root). The last line is one JSON object.
@@ -283,9 +285,47 @@ def few_models(scores: np.ndarray, audit: AuditSet, releases: int, world: str) -
     return rows
 
 
+def support_lattice_errors(metric: str, H: np.ndarray, audit: AuditSet, epsilon: float, releases: int,
+                           seed: int) -> np.ndarray:
+    """|error| of the pair (K, Z) with its noise on the lattice of the values K and Z can take (measured, not used).
+
+    Every r_j is a multiple of g = gcd(2^B, r_1, ..., r_n) (g = 2^B for hard labels), so K and Z are too, and
+    DLap noise on the g-lattice with the pair's decay exp(-|y| epsilon / 2^B) keeps the pair's proof word for
+    word (every flip still moves (K, Z) by 2^B in l1). For hard labels it is the geometric mechanism on the two
+    counts (Ghosh, Roughgarden & Sundararajan, STOC 2009). Same post-processing as ``dp-counts``.
+    """
+    masks = slices_of(metric, audit.y)
+    K, N, T, sizes = statistics(H, audit.a, masks)
+    unit = 1 << 20
+    r = np.rint(np.asarray(H, np.float64) * unit).astype(np.int64)
+    exact = evaluate(metric, H, audit.a, audit.y)
+    errors = []
+    for rep in range(releases):
+        rng = np.random.default_rng([seed, rep])
+        noisy_k, noisy_n = [], []
+        for s, mask in enumerate(masks):
+            g = math.gcd(unit, *(int(v) for v in np.unique(r[0, mask])))
+            p = 1.0 - math.exp(-epsilon * g / unit)  # DLap on the g-lattice = g x difference of two geometrics
+            y1, y2 = (g * int(rng.geometric(p) - rng.geometric(p)) for _ in range(2))
+            k, z = K[s][0] + y1, (N[s] * unit - K[s][0]) + y2
+            noisy_k.append([k / unit])
+            noisy_n.append((k + z) / unit)
+        values = metrics_from_statistics(metric, noisy_k, noisy_n, np.array(T, float) / unit, sizes)
+        errors.append(np.abs(values - exact))
+    return np.concatenate(errors)
+
+
+def _spread(errors: np.ndarray) -> dict[str, float]:
+    return {"median": float(np.median(errors)), "mean": float(np.mean(errors)),
+            "p90": float(np.quantile(errors, 0.9)), "exact_share": float(np.mean(errors < 1e-12))}
+
+
 def compare_ratio(releases: int, resamples: int = 4000) -> list[dict[str, Any]]:
     """smooth-cauchy's median SP error over dp-counts', with the compare's own query and seeds, and its 95 %
-    bootstrap interval (each protocol's releases resampled with replacement, ``resamples`` times, seed 12345)."""
+    bootstrap interval (each protocol's releases resampled with replacement, ``resamples`` times, seed 12345);
+    beside it the spread (median, mean, 90th percentile, share of exact answers) of dp-counts' errors and of the
+    support-lattice noise's (:func:`support_lattice_errors`, measured, not used), and smooth-cauchy's median over
+    the latter's."""
     p = plan("adult", rows=("dp-counts ε=1",), attacks=("double-query",))
     scenario = Scenario.from_dict({**next(iter(p.cells.values())), "seed": repeat_seed(0, 0)})
     honest = honest_audit(scenario, ("sp",))
@@ -296,10 +336,14 @@ def compare_ratio(releases: int, resamples: int = 4000) -> list[dict[str, Any]]:
                                        0).ravel() for name in ("dp-counts", "smooth-cauchy")}
         boots = [float(np.median(rng.choice(errors["smooth-cauchy"], releases))
                        / np.median(rng.choice(errors["dp-counts"], releases))) for _ in range(resamples)]
+        lattice = support_lattice_errors("sp", honest.queries["sp"].predictions, honest.audit, epsilon, releases, 13)
         row = {"epsilon": epsilon, "dp_counts": float(np.median(errors["dp-counts"])),
                "smooth_cauchy": float(np.median(errors["smooth-cauchy"])),
-               "ratio_interval_95": [float(v) for v in np.quantile(boots, [0.025, 0.975])]}
+               "ratio_interval_95": [float(v) for v in np.quantile(boots, [0.025, 0.975])],
+               "dp_counts_spread": _spread(errors["dp-counts"]), "support_lattice_spread": _spread(lattice)}
         row["ratio"] = row["smooth_cauchy"] / row["dp_counts"]
+        lattice_median = row["support_lattice_spread"]["median"]  # 0 when most answers are exact: no ratio
+        row["ratio_support_lattice"] = row["smooth_cauchy"] / lattice_median if lattice_median > 0 else None
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows

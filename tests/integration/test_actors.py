@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import ray
 
 from parley.parties import wire
-from parley.parties.actors import RayDeployment
+from parley.parties.actors import HOST_PREFIX, RayDeployment
 from parley.parties.adversary import Adversary
 from parley.parties.attacks import AttackerView, get_attack
 from parley.parties.party import REFUSAL, check_reply
@@ -91,3 +93,27 @@ def test_a_world_over_ray_boots_every_host_its_run_will_load(ray_session, tmp_pa
     finally:
         world.transcript.abort()
         world.deployment.shutdown()
+
+
+def test_a_world_that_fails_to_build_leaves_no_host_running(ray_session, tmp_path):
+    """The hosts boot before the data loads; when the data cannot be split the build shuts them down again,
+    even while the error's traceback (which holds the build's frame, and so its deployment) is still kept."""
+    from parley.protocols.errors import ConfigError
+    from parley.scenarios.catalog import scenario_path
+    from parley.scenarios.spec import Scenario
+    from parley.scenarios.world import build_world
+
+    def hosts_alive() -> set[str]:
+        return {actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)
+                if actor["name"].startswith(HOST_PREFIX)}
+
+    before = hosts_alive()
+    scenario = Scenario.from_toml(scenario_path("adult-raw-single-query")).with_values(
+        {"backend": "ray", "dataset.audit_size": 10**6})
+    with pytest.raises(ConfigError, match="leaves no training rows") as failure:
+        build_world(scenario, tmp_path, None, None, None)
+    assert failure.tb is not None  # kept until the end of the test, as a REPL keeps the last traceback
+    deadline = time.monotonic() + 120  # ray.kill returns before the GCS has marked the actor dead
+    while hosts_alive() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert hosts_alive() - before == set()

@@ -243,6 +243,8 @@ def gibbs_marginals(model: LikelihoodModel, prior: float, rng: np.random.Generat
     start : array, optional
         Initial A (default: a draw from the prior).
     """
+    from scipy import special
+
     started = time.perf_counter()
     cols = _columns(model.H)
     n = cols.shape[0]
@@ -253,8 +255,6 @@ def gibbs_marginals(model: LikelihoodModel, prior: float, rng: np.random.Generat
     s = model.H @ z.astype(np.float64)
     n1 = int(z.sum())
     ll = model.loglik(s, n1)
-    from scipy import special
-
     logit = math.log(prior / (1.0 - prior))
     acc = np.zeros(n)
     kept = 0
@@ -298,11 +298,11 @@ def informed_log_odds(model: LikelihoodModel, a_true: np.ndarray) -> np.ndarray:
 def _milp_lad(A: np.ndarray, y: np.ndarray, weights: np.ndarray, linear: np.ndarray, total: int | None,
               time_limit: float) -> tuple[np.ndarray, float, bool]:
     """min sum_i w_i |y_i - (A z)_i| + linear . z over binary z (and sum z = total): HiGHS MILP."""
+    from scipy import optimize, sparse
+
     m, n = A.shape
     # variables: z (n, binary), t (m, >= 0); t_i >= y_i - A_i z and t_i >= A_i z - y_i
     c = np.concatenate([linear, weights])
-    from scipy import optimize, sparse
-
     eye = sparse.identity(m, format="csr")
     As = sparse.csr_matrix(A)
     rows = sparse.vstack([sparse.hstack([As, eye]), sparse.hstack([-As, eye])], format="csr")

@@ -441,11 +441,11 @@ def decode_l1(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None, *, ti
         rounds to an exact fit is not a proof that no other binary vector fits
         (see the module docstring).
     """
+    from scipy.optimize import linprog  # scipy is imported where it is used: design.md, "Start-up"
+
     start = time.perf_counter()
     H, sp, n0, n1, tol, options, y, c = _lp_setup(H, sp, n0, n1, tol, time_limit)
     m, n = H.shape
-    from scipy.optimize import linprog  # scipy is imported where it is used: design.md, "Start-up"
-
     # z = u - w, u, w >= 0:  min 1^T u + 1^T w  s.t.  H u - H w = y.  At an
     # optimum u_j w_j = 0, so sum(u + w) = ||z||_1.
     res = linprog(np.ones(2 * n), A_eq=np.hstack([H, -H]), b_eq=y, bounds=(0, None), method="highs",
@@ -491,11 +491,11 @@ def decode_box_count(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None
         point. Without the proof an integral vertex that fits is accepted:
         it does not rule out a second binary fit elsewhere in the polytope.
     """
+    from scipy.optimize import linprog
+
     start = time.perf_counter()
     H, sp, n0, n1, tol, options, y, c = _lp_setup(H, sp, n0, n1, tol, time_limit)
     m, n = H.shape
-    from scipy.optimize import linprog
-
     A_eq = np.vstack([H, np.ones((1, n))])
     b_eq = np.append(y, float(n0))
     # A feasibility problem. Its objective is sum_j z_j, which the count row fixes to N0 on the whole
@@ -536,6 +536,8 @@ def prove_unique_binary(H: Any, sp: Any, n0: int, n1: int, a_hat: np.ndarray, an
     (unique, farthest)
         ``farthest`` is the LP maximum (None if the LP failed; then not unique).
     """
+    from scipy.optimize import linprog
+
     H, sp, n0, n1 = _validate(H, sp, n0, n1)
     m, n = H.shape
     y, c = _eta(H, sp, n0, n1)
@@ -543,8 +545,6 @@ def prove_unique_binary(H: Any, sp: Any, n0: int, n1: int, a_hat: np.ndarray, an
     # slack for the float error of forming y (a sum over n terms) and of the constraint rows
     half = err / c + (n + 2) * _UNIT * (np.abs(H).sum(axis=1) / n1 + np.abs(sp)) / c
     z_hat = (np.asarray(a_hat) == 0).astype(np.float64)
-    from scipy.optimize import linprog
-
     A_ub = np.vstack([H, -H])
     b_ub = np.concatenate([y + half, -(y - half)])
     res = linprog(-(1.0 - 2.0 * z_hat), A_ub=A_ub, b_ub=b_ub, A_eq=np.ones((1, n)), b_eq=[float(n0)],
@@ -621,6 +621,8 @@ def decode_amp(H: Any, sp: Any, n0: int, n1: int, iterations: int = 300, tol: fl
         ``info`` holds the iterations run, whether the fit was found and the
         final tau^2.
     """
+    from scipy.special import expit, logit
+
     start = time.perf_counter()
     H, sp, n0, n1 = _validate(H, sp, n0, n1)
     tol = _tol(sp, tol)
@@ -650,8 +652,6 @@ def decode_amp(H: Any, sp: Any, n0: int, n1: int, iterations: int = 300, tol: fl
 
     def At_dot(r: np.ndarray) -> np.ndarray:
         return scale * (H.T @ r - mu * float(r.sum()))
-
-    from scipy.special import expit, logit
 
     rho = n0 / n
     prior_logit = float(logit(rho))
@@ -728,12 +728,12 @@ def decode_robust(H: Any, sp: Any, n0: int, n1: int, tol: float | None = None, *
         (``decided`` stays True wherever a column carries evidence).
         ``info["l1_misfit"]`` is the optimal ||H v - SP||_1 in SP units.
     """
-    start = time.perf_counter()
-    H, sp, n0, n1, tol, options, y, c = _lp_setup(H, sp, n0, n1, tol, time_limit)
-    m, n = H.shape
     from scipy import sparse
     from scipy.optimize import linprog
 
+    start = time.perf_counter()
+    H, sp, n0, n1, tol, options, y, c = _lp_setup(H, sp, n0, n1, tol, time_limit)
+    m, n = H.shape
     # variables [z (n), t (m)]:  H z - t <= y  and  -H z - t <= -y
     Hs, eye = sparse.csr_matrix(H), sparse.identity(m, format="csr")
     A_ub = sparse.bmat([[Hs, -eye], [-Hs, -eye]], format="csc")

@@ -69,6 +69,8 @@ class LikelihoodParams(AttackParams):
 
 def warm_start(model: lik.LikelihoodModel, prior: float) -> np.ndarray:
     """A in {0, 1}^n from box-constrained least squares on the linear model, thresholded at 1/2."""
+    from scipy import optimize  # scipy is imported where it is used: design.md, "Start-up"
+
     n = model.H.shape[1]
     if isinstance(model, lik.SumModel):
         A, y = model.H, model.y
@@ -76,8 +78,6 @@ def warm_start(model: lik.LikelihoodModel, prior: float) -> np.ndarray:
         n1 = min(max(1, round(prior * n)), n - 1)
         c = 1.0 / n1 + 1.0 / (n - n1)
         A, y = c * model.H, model.y + model.rowsum / (n - n1)
-    from scipy import optimize  # scipy is imported where it is used: design.md, "Start-up"
-
     z = optimize.lsq_linear(A, y, bounds=(0.0, 1.0)).x
     return (z >= 0.5).astype(np.int8)
 

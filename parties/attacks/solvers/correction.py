@@ -466,6 +466,9 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
         (stopped with none; the guess is returned unchanged). CP-SAT optimises the integer
         weights: its "optimal" is within ``bound`` of the real optimum (0 when the scaling is exact).
     """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
     start = time.perf_counter()
     _check_solver(backend, weight_bits)
     a0, w, yhat = _check(a0, confidence, yhat, y, groups)
@@ -504,9 +507,6 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
         link_r.extend([c] * span.size)
         link_c.extend(span.tolist())
         link_v.extend([-1.0] * span.size)
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
-
     link = coo_matrix((link_v, (link_r, link_c)), shape=(len(cells), size)).tocsr()
     constraints = [LinearConstraint(link, 0.0, 0.0)]
     slice_rows: list[tuple[Callable[[int], tuple], int, int]] = []
@@ -642,6 +642,9 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
     ``hint`` (CP-SAT only): a reconstruction given to CP-SAT as a warm start (``add_hint``; not
     fixed, so the optimum and its proof do not depend on it).
     """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
     start = time.perf_counter()
     _check_solver(backend, weight_bits)
     a0, w, yhat = _check(a0, confidence, yhat, y, groups)
@@ -662,9 +665,6 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
     cost[fixed] = 0.0
     upper_bounds = np.ones(size)
     upper_bounds[fixed] = 0.0
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
-
     # At most one move per example.
     one_move = coo_matrix((np.ones(size), (np.repeat(np.arange(n), groups), column.ravel())), shape=(n, size))
     constraints = [LinearConstraint(one_move.tocsr(), 0.0, 1.0)]
