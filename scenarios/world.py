@@ -112,10 +112,11 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
     secure = isinstance(protocol, SecureProtocol)
     deployment = _deployment(scenario, address, hosts, in_process)
-    # Over Ray every party host this run will load boots now, in parallel, while the data loads.
-    deployment.boot([COMPLIANCE, DATA_CENTER, *([HELPER] if secure else []), *flow_parties(protocol.flow, scenario)])
     transcript: TranscriptWriter | None = None
     try:
+        # Over Ray every party host this run will load boots now, in parallel, while the data loads.
+        deployment.boot([COMPLIANCE, DATA_CENTER, *([HELPER] if secure else []),
+                         *flow_parties(protocol.flow, scenario)])
         if split is None:
             split = load_split(scenario.dataset, data_rng, table)
         # With a confidential scenario the two talking parties also hold X25519 keys: payloads travel sealed.
@@ -201,7 +202,9 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
             world.adversary, world.adversary_kwargs = HeAdversary, adversary_kwargs
         return world
     except BaseException:  # a failed build leaves nothing running: no host, no open transcript
-        if transcript is not None:
-            transcript.abort()
-        deployment.shutdown()
+        try:
+            if transcript is not None:
+                transcript.abort()
+        finally:
+            deployment.shutdown()
         raise

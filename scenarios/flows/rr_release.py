@@ -127,7 +127,13 @@ def _attack(world: World, releases: dict[str, dict[str, Any]]) -> dict[str, Any]
     return out
 
 
-@register_flow("rr-release", parties=lambda scenario: () if scenario.confidential else (ADVERSARY,))
+def _parties(scenario: Any) -> tuple[str, ...]:
+    """The adversary, unless it is a passive observer of a confidential channel (it then reads nothing and is
+    not added); a curious data center reads the releases it received, decrypted, whatever the channel."""
+    return () if scenario.confidential and scenario.threat_model == "passive-observer" else (ADVERSARY,)
+
+
+@register_flow("rr-release", parties=_parties)
 def rr_release_flow(world: World) -> dict[str, Any]:
     """Releases, the data center's audit and learning, the adversary's inference; scored by the referee."""
     scenario, split = world.scenario, world.split
