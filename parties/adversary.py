@@ -125,10 +125,8 @@ class Adversary(Party):
         """The query whose answer comes next (None: the attack waits for none)."""
         return self._asked[0][0] if self._asked else None
 
-    @_pending.setter
-    def _pending(self, value: None) -> None:
-        """Only ever set to None: the attack ended, and the replies to what it still awaited are not for it."""
-        assert value is None
+    def _drop_asked(self) -> None:
+        """The attack ended: the replies to what it still awaited are not for it."""
         self._dropped.update(query_id for query_id, _ in self._asked)
         self._asked.clear()
 
@@ -145,10 +143,11 @@ class Adversary(Party):
                 raise AttackError(NOTHING_ASKED if asked is None else ASKED_TOO_EARLY.format(left=len(self._asked)))
         except StopIteration as stop:
             self._result = stop.value
-            self._pending = None
+            self._drop_asked()
             return None
         except AttackError as exc:  # the attack cannot decide from its answers: it ends, outcome() says why
-            self._run, self._pending = None, None
+            self._run = None
+            self._drop_asked()
             self.failure = f"the attack stopped: {exc}"
             return None
         if asked is None:  # it read one answer of its Probes and waits for the next
@@ -244,7 +243,8 @@ class Adversary(Party):
         try:
             return self._advance(lambda: run.throw(refused))
         except RefusedError:
-            self._run, self._pending = None, None
+            self._run = None
+            self._drop_asked()
             self.failure = f"the attack stopped: its query was {refused}"
             return None
 

@@ -13,7 +13,7 @@ saw on the wire.
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -125,12 +125,6 @@ class Probes:
     def __post_init__(self) -> None:
         if not self.probes:
             raise AttackError(EMPTY_PROBES)
-
-    def __len__(self) -> int:
-        return len(self.probes)
-
-    def __iter__(self) -> Iterator[Probe]:
-        return iter(self.probes)
 
 
 def each_probe(asked: Probe | Probes) -> tuple[Probe, ...]:

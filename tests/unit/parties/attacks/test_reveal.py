@@ -122,7 +122,7 @@ def test_precision_blocks_asked_together_are_the_blocks_asked_one_by_one(n, n0, 
         asked = next(run)
         while True:
             if isinstance(asked, Probes):
-                bursts.append(len(asked))
+                bursts.append(len(asked.probes))
             try:
                 asked = run.send((yield asked))
             except StopIteration as stop:
