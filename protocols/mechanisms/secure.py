@@ -104,7 +104,7 @@ from parley.protocols.mechanisms.count_dp import (
     COUNT_METRICS,
     PREDICTION_BITS,
     SLICES,
-    CountParams,
+    CountNoiseParams,
     _draw,
     metrics_from_statistics,
     noise_scales,
@@ -470,8 +470,8 @@ class MpcDpProtocol(SecureProtocol):
     """Secure computation of an uncentred ``dp-counts`` release; the compliance party and the helper each add noise."""
 
     name = "mpc-dp"
-    Params = CountParams
-    params: CountParams
+    Params = CountNoiseParams
+    params: CountNoiseParams
 
     @property
     def bits(self) -> int:

@@ -41,8 +41,10 @@ on the same input:
 
 * the compare's ratio: smooth-cauchy's median SP error over dp-counts' on the compare's own query
   and seeds (what ``parley compare`` reports), with a 95 % bootstrap interval of that ratio; beside it
-  the median, mean and 90th percentile of dp-counts' error and of the same pair with its noise on the
-  lattice of the values K and Z can take (for hard labels the geometric mechanism; measured, not used).
+  the median, mean and 90th percentile of dp-counts' error (the pair's noise on the lattice of the values
+  K and Z can take; for hard labels the geometric mechanism) and of the fine lattice (the pair before).
+
+In the one-model rows ``fine_lattice`` is the pair with its noise on the fine lattice (the release before).
 
 Protocols are called directly (no actors): this measures the mechanisms.
 Run: ``python -m tests.benchmarks.bench_count_dp [releases]`` (repository root). The last line is one JSON object.
@@ -60,7 +62,14 @@ import numpy as np
 
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet, MetricQuery
-from parley.protocols.mechanisms.count_dp import metrics_from_statistics, rho_for, slices_of, statistics
+from parley.protocols.mechanisms.count_dp import (
+    metrics_from_statistics,
+    pair_step,
+    rho_for,
+    slices_of,
+    statistics,
+    support_steps,
+)
 from parley.protocols.metrics import evaluate
 from parley.scenarios.catalog import scenario_path
 from parley.scenarios.compare.plan import plan
@@ -125,6 +134,11 @@ def chain_bound(h: np.ndarray, a: np.ndarray, epsilon: float, most: int = 60) ->
         if best is None or delta / 2 > best["bound"]:
             best = {"L": L, "K": K, "Delta": delta, "bound": delta / 2}
     return best
+
+
+def _ratio(over: float, under: float) -> float | None:
+    """over / under; None when under is 0 (hard labels at a large epsilon: most answers exact)."""
+    return over / under if under > 0 else None
 
 
 def _protocol(name: str, **params: Any) -> Any:
@@ -212,8 +226,13 @@ def one_model(H: np.ndarray, audit: AuditSet, releases: int, world: str) -> list
             row: dict[str, Any] = {"world": world, "n": audit.n, "epsilon": epsilon, "metric": metric, "N0": n0,
                                    "N1": n1}
             row["dp_counts"] = median_error(_protocol("dp-counts", epsilon=epsilon), query, audit, releases, 1)
+            row["fine_lattice"] = float(np.median(fine_lattice_errors(_protocol("dp-counts", epsilon=epsilon), query,
+                                                                      audit, releases, 1)))
+            row["dp_counts_exact"] = exact_pair_spread(metric, H, audit, epsilon)
+            row["optimise_mean_exact"] = exact_pair_spread(metric, H, audit, epsilon, "mean")
+            row["fine_lattice_400k"] = fine_pair_spread(metric, H, audit, epsilon)
             row["centred"] = centred_error(epsilon, query, audit, releases, 1)
-            row["centred_over_dp_counts"] = row["centred"] / row["dp_counts"]
+            row["centred_over_dp_counts"] = _ratio(row["centred"], row["dp_counts"])
             if epsilon >= 0.5:  # the Gaussian variant: its centred release against the pair it does not use
                 rho = rho_for(epsilon, DELTA)
                 row["gaussian_centred"] = median_error(_protocol("dp-counts", epsilon=epsilon, noise="gaussian",
@@ -224,6 +243,7 @@ def one_model(H: np.ndarray, audit: AuditSet, releases: int, world: str) -> list
             row["laplace"] = median_error(_protocol("laplace", epsilon=epsilon), query, audit, releases, 2)
             row["smooth_cauchy"] = (median_error(_protocol("smooth-cauchy", epsilon=epsilon), query, audit,
                                                  releases, 3) if metric == "sp" else None)
+            row["smooth_cauchy_exact"] = cauchy_median(epsilon, query, audit) if metric == "sp" else None
             row["count_optimum"] = math.log(2) * (1 / n0 + 1 / n1) / epsilon  # Laplace(1/eps) on the sum alone
             h, a = H[0, masks[0]], audit.a[masks[0]]
             row["local_laplace"] = math.log(2) * local_sensitivity(h, a) / epsilon
@@ -232,10 +252,10 @@ def one_model(H: np.ndarray, audit: AuditSet, releases: int, world: str) -> list
             row["chain_L_K"] = None if chain is None else [chain["L"], chain["K"]]
             row["dp_counts_over_optimum"] = row["dp_counts"] / row["count_optimum"]
             row["dp_counts_over_local_laplace"] = row["dp_counts"] / row["local_laplace"]
-            row["plain_over_dp_counts"] = row["plain_counts"] / row["dp_counts"]
-            row["laplace_over_dp_counts"] = row["laplace"] / row["dp_counts"]
+            row["plain_over_dp_counts"] = _ratio(row["plain_counts"], row["dp_counts"])
+            row["laplace_over_dp_counts"] = _ratio(row["laplace"], row["dp_counts"])
             if row["smooth_cauchy"] is not None:
-                row["smooth_cauchy_over_dp_counts"] = row["smooth_cauchy"] / row["dp_counts"]
+                row["smooth_cauchy_over_dp_counts"] = _ratio(row["smooth_cauchy"], row["dp_counts"])
                 row["smooth_cauchy_over_local_laplace"] = row["smooth_cauchy"] / row["local_laplace"]
                 row["smooth_cauchy_over_chain_bound"] = (None if chain is None
                                                          else row["smooth_cauchy"] / chain["bound"])
@@ -285,34 +305,77 @@ def few_models(scores: np.ndarray, audit: AuditSet, releases: int, world: str) -
     return rows
 
 
-def support_lattice_errors(metric: str, H: np.ndarray, audit: AuditSet, epsilon: float, releases: int,
-                           seed: int) -> np.ndarray:
-    """|error| of the pair (K, Z) with its noise on the lattice of the values K and Z can take (measured, not used).
+def fine_lattice_errors(protocol, query: MetricQuery, audit: AuditSet, releases: int, seed: int) -> np.ndarray:
+    """|error| of ``dp-counts`` with the pair's noise on the fine lattice (step 2^-B, nearly continuous Laplace
+    1/epsilon: the release before the support lattice), the protocol's own code with the support step set to 1."""
+    from parley.protocols.mechanisms import count_dp
 
-    Every r_j is a multiple of g = gcd(2^B, r_1, ..., r_n) (g = 2^B for hard labels), so K and Z are too, and
-    DLap noise on the g-lattice with the pair's decay exp(-|y| epsilon / 2^B) keeps the pair's proof word for
-    word (every flip still moves (K, Z) by 2^B in l1). For hard labels it is the geometric mechanism on the two
-    counts (Ghosh, Roughgarden & Sundararajan, STOC 2009). Same post-processing as ``dp-counts``.
-    """
+    rule = count_dp.support_steps
+    count_dp.support_steps = lambda predictions, masks: [1] * len(masks)
+    try:
+        return release_errors(protocol, query, audit, releases, seed)
+    finally:
+        count_dp.support_steps = rule
+
+
+def cauchy_median(epsilon: float, query: MetricQuery, audit: AuditSet) -> float | None:
+    """smooth-cauchy's exact median |error|: its noise scale 6 S / epsilon (the median of |Cauchy| is its scale),
+    while the clamp to [-1, 1] does not reach it (scale < 1 - |metric|); None when it does (small epsilon)."""
+    scale = float(_protocol("smooth-cauchy", epsilon=epsilon).noise_scale(query, audit))
+    return scale if scale < 1 - abs(float(evaluate(query.metric, query.predictions, audit.a, audit.y)[0])) else None
+
+
+def _pair_errors(metric: str, H: np.ndarray, audit: AuditSet, y1: np.ndarray, y2: np.ndarray) -> np.ndarray:
+    """|error| of one-slice metrics from the pair (K + y1, Z + y2), noise in prediction units, vectorised:
+    ``metrics_from_statistics``'s post-processing (checked against it on the first points)."""
     masks = slices_of(metric, audit.y)
-    K, N, T, sizes = statistics(H, audit.a, masks)
+    (k_exact,), n1, (t,), n = (v[0] for v in statistics(H, audit.a, masks))
+    unit = float(1 << 20)
+    k = k_exact / unit + y1
+    size = n1 + y1 + y2  # N = (K + Z) / 2^B
+    clamped = np.clip(size, 1.0, n - 1.0)
+    gaps = np.clip(np.clip(k / clamped, 0, 1) - np.clip((t / unit - k) / (n - clamped), 0, 1), -1, 1)
+    for i in range(3):
+        assert gaps[i] == metrics_from_statistics(metric, [[k[i]]], [size[i]], [[t / unit]], [n])[0]
+    return np.abs(gaps - evaluate(metric, H, audit.a, audit.y)[0])
+
+
+def fine_pair_spread(metric: str, H: np.ndarray, audit: AuditSet, epsilon: float, draws: int = 400_000
+                     ) -> dict[str, float]:
+    """Median, mean and 90th percentile of the pair's |error| on the fine lattice (the release before), from
+    ``draws`` continuous Laplace(1/epsilon) draws per noise (the 2^-20 lattice is continuous at this scale):
+    the reference the exact lattice figures are compared with."""
+    noise = np.random.default_rng(5).laplace(0.0, 1.0 / epsilon, (2, draws))
+    errors = _pair_errors(metric, H, audit, noise[0], noise[1])
+    return {"median": float(np.median(errors)), "mean": float(errors.mean()), "p90": float(np.quantile(errors, 0.9))}
+
+
+def exact_pair_spread(metric: str, H: np.ndarray, audit: AuditSet, epsilon: float, optimise: str = "median"
+                      ) -> dict[str, float] | None:
+    """The exact median, mean and 90th percentile of the one-model pair's |error| (one-slice metrics), by
+    enumerating both noises on the step's lattice out to e^-45 of their mass; None when that takes more than
+    2,001 points a noise (a fine lattice: nearly continuous, its sampled median is steady).
+
+    A lattice release's error takes a few discrete values; the median of 400 draws can then land on either side
+    of an atom (at epsilon = 1 on the compare's input, 0.0085 or 0.0130 by the seed alone), so the tables quote
+    these exact figures beside the sampled ones. The post-processing is ``metrics_from_statistics``'s, vectorised
+    (checked against it on the first points).
+    """
     unit = 1 << 20
-    r = np.rint(np.asarray(H, np.float64) * unit).astype(np.int64)
-    exact = evaluate(metric, H, audit.a, audit.y)
-    errors = []
-    for rep in range(releases):
-        rng = np.random.default_rng([seed, rep])
-        noisy_k, noisy_n = [], []
-        for s, mask in enumerate(masks):
-            g = math.gcd(unit, *(int(v) for v in np.unique(r[0, mask])))
-            p = 1.0 - math.exp(-epsilon * g / unit)  # DLap on the g-lattice = g x difference of two geometrics
-            y1, y2 = (g * int(rng.geometric(p) - rng.geometric(p)) for _ in range(2))
-            k, z = K[s][0] + y1, (N[s] * unit - K[s][0]) + y2
-            noisy_k.append([k / unit])
-            noisy_n.append((k + z) / unit)
-        values = metrics_from_statistics(metric, noisy_k, noisy_n, np.array(T, float) / unit, sizes)
-        errors.append(np.abs(values - exact))
-    return np.concatenate(errors)
+    step = pair_step(epsilon, support_steps(H, slices_of(metric, audit.y))[0], optimise)
+    alpha = math.exp(-epsilon * step / unit)
+    reach = int(45 / (1 - alpha)) + 2
+    if reach > 1000:
+        return None
+    ys = np.arange(-reach, reach + 1)
+    p = (1 - alpha) / (1 + alpha) * alpha ** np.abs(ys).astype(float)
+    y1, y2 = np.meshgrid(ys * step, ys * step, indexing="ij")
+    errors = _pair_errors(metric, H, audit, y1.ravel() / unit, y2.ravel() / unit)
+    weights = np.outer(p, p).ravel()
+    order = np.argsort(errors, kind="stable")
+    cdf = np.cumsum(weights[order])
+    return {"median": float(errors[order][np.searchsorted(cdf, 0.5)]), "mean": float(errors @ weights),
+            "p90": float(errors[order][np.searchsorted(cdf, 0.9)]), "step": step / unit}
 
 
 def _spread(errors: np.ndarray) -> dict[str, float]:
@@ -323,27 +386,34 @@ def _spread(errors: np.ndarray) -> dict[str, float]:
 def compare_ratio(releases: int, resamples: int = 4000) -> list[dict[str, Any]]:
     """smooth-cauchy's median SP error over dp-counts', with the compare's own query and seeds, and its 95 %
     bootstrap interval (each protocol's releases resampled with replacement, ``resamples`` times, seed 12345);
-    beside it the spread (median, mean, 90th percentile, share of exact answers) of dp-counts' errors and of the
-    support-lattice noise's (:func:`support_lattice_errors`, measured, not used), and smooth-cauchy's median over
-    the latter's."""
+    beside it the spread (median, mean, 90th percentile, share of exact answers) of dp-counts' errors (the pair's
+    noise on the support lattice) and of the fine lattice (the release before, :func:`fine_lattice_errors`), with
+    the same seeds, and the same ratio and interval for the fine lattice."""
     p = plan("adult", rows=("dp-counts ε=1",), attacks=("double-query",))
     scenario = Scenario.from_dict({**next(iter(p.cells.values())), "seed": repeat_seed(0, 0)})
     honest = honest_audit(scenario, ("sp",))
+    query, audit = honest.queries["sp"], honest.audit
     rng = np.random.default_rng(12345)
     rows = []
     for epsilon in EPSILONS[1:]:
-        errors = {name: release_errors(_protocol(name, epsilon=epsilon), honest.queries["sp"], honest.audit, releases,
-                                       0).ravel() for name in ("dp-counts", "smooth-cauchy")}
-        boots = [float(np.median(rng.choice(errors["smooth-cauchy"], releases))
-                       / np.median(rng.choice(errors["dp-counts"], releases))) for _ in range(resamples)]
-        lattice = support_lattice_errors("sp", honest.queries["sp"].predictions, honest.audit, epsilon, releases, 13)
+        errors = {name: release_errors(_protocol(name, epsilon=epsilon), query, audit, releases, 0).ravel()
+                  for name in ("dp-counts", "smooth-cauchy")}
+        fine = fine_lattice_errors(_protocol("dp-counts", epsilon=epsilon), query, audit, releases, 0).ravel()
         row = {"epsilon": epsilon, "dp_counts": float(np.median(errors["dp-counts"])),
                "smooth_cauchy": float(np.median(errors["smooth-cauchy"])),
-               "ratio_interval_95": [float(v) for v in np.quantile(boots, [0.025, 0.975])],
-               "dp_counts_spread": _spread(errors["dp-counts"]), "support_lattice_spread": _spread(lattice)}
-        row["ratio"] = row["smooth_cauchy"] / row["dp_counts"]
-        lattice_median = row["support_lattice_spread"]["median"]  # 0 when most answers are exact: no ratio
-        row["ratio_support_lattice"] = row["smooth_cauchy"] / lattice_median if lattice_median > 0 else None
+               "smooth_cauchy_exact": cauchy_median(epsilon, query, audit),
+               "dp_counts_spread": _spread(errors["dp-counts"]), "fine_lattice_spread": _spread(fine),
+               "dp_counts_exact": exact_pair_spread("sp", query.predictions, audit, epsilon),
+               "optimise_mean_exact": exact_pair_spread("sp", query.predictions, audit, epsilon, "mean"),
+               "fine_lattice_400k": fine_pair_spread("sp", query.predictions, audit, epsilon)}
+        for name, own in (("", errors["dp-counts"]), ("fine_lattice_", fine)):
+            with np.errstate(divide="ignore"):  # a resample whose median is 0 (mostly exact answers): ratio inf
+                boots = np.array([np.median(rng.choice(errors["smooth-cauchy"], releases))
+                                  / np.median(rng.choice(own, releases)) for _ in range(resamples)])
+            row[f"{name}ratio"] = _ratio(row["smooth_cauchy"], float(np.median(own)))
+            row[f"{name}ratio_interval_95"] = [float(v) if np.isfinite(v) else None
+                                               for v in np.quantile(boots, [0.025, 0.975], method="lower")]
+            row[f"{name}share_of_boots_below_10"] = float(np.mean(boots < 10.0))
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows

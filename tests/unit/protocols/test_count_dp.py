@@ -33,10 +33,12 @@ from parley.protocols.mechanisms.count_dp import (
     metrics_from_statistics,
     noise_scales,
     pair_scale,
+    pair_step,
     release_kinds,
     rho_for,
     slices_of,
     statistics,
+    support_steps,
 )
 from parley.protocols.metrics import evaluate
 
@@ -166,6 +168,10 @@ def test_bad_parameters_and_queries_get_typed_errors():
     with pytest.raises(ValidationError, match=LAPLACE_IS_PURE.format(delta=1e-6).replace("(", r"\(")
                        .replace(")", r"\)")):
         CountParams(epsilon=1.0, delta=1e-6)
+    with pytest.raises(ValidationError, match="optimise"):
+        CountParams(epsilon=1.0, optimise="p90")
+    with pytest.raises(ValidationError, match="optimise"):  # mpc-dp releases no pair: the option is not its
+        get_protocol("mpc-dp").Params(epsilon=1.0, optimise="mean")
     a = np.array([0, 1, 1, 0, 1], dtype=np.int8)
     y = np.array([1, 0, 0, 0, 0], dtype=np.int8)  # one person with y=1: EO is undefined whatever A is
     query = MetricQuery(metric="eo", predictions=np.ones((1, 5)), query_id="q")
@@ -347,9 +353,10 @@ def test_the_pair_release_without_noise_gives_the_exact_metric(metric):
 
 
 def test_the_pair_release_is_reproducible_on_its_lattice_and_its_noise_has_the_stated_law():
-    """3,000 one-model releases at epsilon = 2: the noise on K and on Z has mean |Y| = 2^B/epsilon (the stated
-    ``scale``; 0.85 times it rejected, t-test alpha = 0.01), the two are uncorrelated (Pearson, alpha = 0.01), every
-    released coordinate lies on the 2^-B lattice, and the same seed gives the same release."""
+    """3,000 one-model releases at epsilon = 2 of a model whose scores are multiples of 1/8 (support step 2^17):
+    the noise on K and on Z lies on the lattice of the step the rule chooses (and the answer states), has mean
+    |Y| = s / sinh(epsilon s / 2^B) (the discrete Laplace's on that lattice; 0.85 times it rejected, t-test
+    alpha = 0.01), the two are uncorrelated (Pearson, alpha = 0.01), and the same seed gives the same release."""
     a, y = _audit(40, 26)
     H = np.zeros((1, 40))
     H[0, :25] = 1.0
@@ -362,6 +369,8 @@ def test_the_pair_release_is_reproducible_on_its_lattice_and_its_noise_has_the_s
     assert np.array_equal(first["statistics"]["sizes"], again["statistics"]["sizes"])
     assert first["scale"]["sum"].tolist() == [[0.5]] and first["scale"]["complement"].tolist() == [[0.5]]
     assert "size" not in first["scale"]
+    step = pair_step(2.0, 1 << 17)  # scores are multiples of 1/8: the support step is 2^17
+    assert first["scale"]["step"].tolist() == [[step / UNIT]]
     (k_exact, z_exact), = _pair_vector("sp", H, a, y)
     rng = np.random.default_rng(27)
     noise = []
@@ -370,8 +379,72 @@ def test_the_pair_release_is_reproducible_on_its_lattice_and_its_noise_has_the_s
         k, n1 = stats_["sums"][0, 0, 1] * UNIT, stats_["sizes"][0, 1] * UNIT
         assert k == round(k) and n1 == round(n1) and stats_["sizes"][0].sum() == 40.0
         noise.append((k - k_exact, n1 - k - z_exact))
-    draws = np.abs(np.array(noise)) / UNIT
-    for column in draws.T:
-        assert stats.ttest_1samp(column, 0.5).pvalue > ALPHA
-        assert stats.ttest_1samp(column, 0.85 * 0.5).pvalue < ALPHA
-    assert stats.pearsonr(np.array(noise)[:, 0], np.array(noise)[:, 1]).pvalue > ALPHA
+    values = np.array(noise)
+    assert np.all(values % step == 0) and np.any(values % (2 * step) != 0)
+    mean = step / math.sinh(2.0 * step / UNIT) / UNIT
+    for column in np.abs(values).T / UNIT:
+        assert stats.ttest_1samp(column, mean).pvalue > ALPHA
+        assert stats.ttest_1samp(column, 0.85 * mean).pvalue < ALPHA
+    assert stats.pearsonr(values[:, 0], values[:, 1]).pvalue > ALPHA
+
+
+def test_the_support_step_depends_on_the_predictions_and_the_slice_only():
+    """g = gcd(2^B, r_j over the slice), per slice: 2^B for hard labels and for a model constant at 0, 2^B/8 for
+    multiples of 1/8, 2^B/2 for halves."""
+    rng = np.random.default_rng(31)
+    everybody = [np.ones(40, dtype=bool)]
+    assert support_steps(rng.integers(0, 2, (1, 40)).astype(float), everybody) == [UNIT]
+    assert support_steps(np.full((1, 40), 0.375), everybody) == [UNIT // 8]
+    assert support_steps(np.zeros((1, 40)), everybody) == [UNIT]
+    halves = np.zeros((1, 40))
+    halves[0, :20] = 0.5
+    slices = [np.arange(40) < 20, np.arange(40) >= 20, everybody[0]]
+    assert support_steps(halves, slices) == [UNIT // 2, UNIT, UNIT // 2]
+
+
+def _median_abs(epsilon: float, step: int) -> float:
+    """The median of |Y|, Y on the step's lattice with decay epsilon / 2^B, by summing its pmf."""
+    alpha = math.exp(-epsilon * step / UNIT)
+    ks = np.arange(0, int(40 / (1 - alpha)) + 2)  # the tail beyond holds < e^-40 of the mass
+    cdf = (1 - alpha) / (1 + alpha) * (2 * np.cumsum(alpha ** ks.astype(float)) - 1)
+    return float(np.searchsorted(cdf, 0.5) * step)
+
+
+def test_the_pair_step_has_the_smallest_median_of_its_candidates():
+    """The chosen s = g / 2^i has the smallest median |Y| of every candidate (by summing the pmf), the coarsest on
+    a tie; 'mean' takes g; hard labels get g at epsilon = 0.5, 2 and 4, and g/2 at epsilon = 1."""
+    assert [pair_step(e, UNIT) for e in (0.5, 1.0, 2.0, 4.0)] == [UNIT, UNIT // 2, UNIT, UNIT]
+    for epsilon in (0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 4.0, 10.0):
+        for support in (UNIT, UNIT // 8):
+            assert pair_step(epsilon, support, "mean") == support
+            chosen = pair_step(epsilon, support)
+            medians = {support >> i: _median_abs(epsilon, support >> i) for i in range(support.bit_length())
+                       if support >> i >= 1 << 12}  # finer steps: the continuous limit, ln 2 2^B / epsilon
+            assert _median_abs(epsilon, chosen) == min(medians.values())
+            assert chosen == max(s_ for s_, med in medians.items() if med == medians[chosen])
+
+
+def test_hard_label_pair_noise_has_the_geometric_law_on_its_step():
+    """Hard labels at epsilon = 1 (step 2^B/2), at epsilon = 4 (step 2^B) and at epsilon = 1 with optimise = 'mean'
+    (step 2^B): the released noise on K, in steps, has the discrete Laplace pmf with decay epsilon x step / 2^B
+    (chi-square, alpha = 0.01, 2,000 releases), and the share of exact draws that half that noise gives is
+    rejected (binomial test); no draw falls between the lattice's points."""
+    a, y = _audit(60, 28)
+    H = (np.random.default_rng(29).random((1, 60)) < 0.3).astype(float)
+    query = MetricQuery(metric="sp", predictions=H, query_id="q")
+    (k_exact, _), = _pair_vector("sp", H, a, y)
+    for epsilon, optimise, step in ((1.0, "median", UNIT // 2), (4.0, "median", UNIT), (1.0, "mean", UNIT)):
+        p, rng = _protocol(epsilon=epsilon, optimise=optimise), np.random.default_rng(30)
+        drawn = np.array([p.answer(query, AuditSet(a=a, y=y), rng)["statistics"]["sums"][0, 0, 1] * UNIT - k_exact
+                          for _ in range(2_000)])
+        assert np.all(drawn % step == 0)
+        observed = np.bincount(np.minimum(np.abs(drawn / step), 3).astype(int), minlength=4)  # |Y| 0, 1, 2, >= 3
+        alpha = math.exp(-epsilon * step / UNIT)
+        pmf = [(1 - alpha) / (1 + alpha)] + [2 * (1 - alpha) / (1 + alpha) * alpha ** k for k in (1, 2)]
+        expected = np.array(pmf + [1 - sum(pmf)]) * len(drawn)
+        keep = expected >= 5  # rarer bins are left out, the kept ones rescaled to the kept draws
+        assert keep.sum() >= 2
+        assert stats.chisquare(observed[keep], expected[keep] * observed[keep].sum() / expected[keep].sum()
+                               ).pvalue > ALPHA
+        half = math.exp(-2 * epsilon * step / UNIT)  # half the noise: the decay doubled
+        assert stats.binomtest(int(observed[0]), len(drawn), (1 - half) / (1 + half)).pvalue < ALPHA
