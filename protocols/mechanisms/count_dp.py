@@ -5,7 +5,7 @@ Why
 ``laplace`` and the smooth protocols add noise to the metric itself, a ratio of
 counts, and must price that ratio by its worst case (a group of one person):
 on Adult (A = race, audit n = 1,000) the median error of ``laplace``'s SP
-answer is 0.35 at epsilon = 1, 45 times that of this protocol's
+answer is 0.35 at epsilon = 1, 55 times that of this protocol's
 (docs/protocols/dp.md, "Count-level answers"). The metrics are
 simple functions of a few counts whose sensitivity is constant, so this
 protocol releases the counts with noise and computes the metrics from them by
@@ -192,7 +192,7 @@ __all__ = ["PREDICTION_BITS", "SIZE_WEIGHT", "COUNT_METRICS", "CountNoiseParams"
            "NoiseScales", "SLICE_TOO_SMALL", "PREDICTIONS_OUTSIDE", "GAUSSIAN_NEEDS_DELTA", "LAPLACE_IS_PURE", "NO_RHO",
            "slices_of",
            "statistics", "centres", "noise_scales", "CENTRED", "PAIR", "release_kinds", "pair_scale",
-           "support_steps", "pair_step", "metrics_from_statistics", "rho_for"]
+           "on_lattice", "support_steps", "pair_step", "metrics_from_statistics", "rho_for"]
 
 #: Predictions are rounded to multiples of 2^-PREDICTION_BITS before they are summed (moves a mean by <= 2^-21).
 PREDICTION_BITS = 20
@@ -263,6 +263,11 @@ def slices_of(metric: str, y: np.ndarray) -> list[np.ndarray]:
     return masks
 
 
+def on_lattice(predictions: np.ndarray) -> np.ndarray:
+    """r_ij = round(h_ij 2^B), int64: the one rounding every statistic, centre and support step is computed from."""
+    return np.rint(np.asarray(predictions, dtype=np.float64) * float(1 << PREDICTION_BITS)).astype(np.int64)
+
+
 def statistics(predictions: np.ndarray, a: np.ndarray, masks: list[np.ndarray]
                ) -> tuple[list[list[int]], list[int], list[list[int]], list[int]]:
     """Exact integer statistics of each slice: (K, N, T, n_I) as in the module docstring.
@@ -273,7 +278,7 @@ def statistics(predictions: np.ndarray, a: np.ndarray, masks: list[np.ndarray]
     h = np.asarray(predictions, dtype=np.float64)
     if not (np.all(h >= 0.0) and np.all(h <= 1.0)):  # NaN fails too; the sensitivity needs 0 <= h <= 1
         raise QueryError(PREDICTIONS_OUTSIDE)
-    r = np.rint(h * float(1 << PREDICTION_BITS)).astype(np.int64)
+    r = on_lattice(h)
     a1 = np.asarray(a) == 1
     K, N, T, sizes = [], [], [], []
     for mask in masks:
@@ -289,8 +294,7 @@ def centres(predictions: np.ndarray, masks: list[np.ndarray]) -> tuple[list[list
 
     Lattice units (2^-B); both depend on H and the slice only (fixed between neighbours). Python integers.
     """
-    h = np.asarray(predictions, dtype=np.float64)
-    r = np.rint(h * float(1 << PREDICTION_BITS)).astype(np.int64)
+    r = on_lattice(predictions)
     C, S = [], []
     for mask in masks:
         rs = r[:, mask]
@@ -386,7 +390,7 @@ def support_steps(predictions: np.ndarray, masks: list[np.ndarray]) -> list[int]
 
     Public: H and the slice only. 2^B for hard labels; 2^B for a model constant on the slice as well (gcd(2^B, 0)).
     """
-    r = np.rint(np.asarray(predictions, dtype=np.float64)[0] * float(1 << PREDICTION_BITS)).astype(np.int64)
+    r = on_lattice(predictions)[0]
     return [math.gcd(1 << PREDICTION_BITS, int(np.gcd.reduce(r[mask]))) for mask in masks]
 
 

@@ -172,17 +172,30 @@ def test_float_unsafe_is_an_explicit_opt_in_that_warns_and_textbook_is_gone():
 def _count_campaign(draws: int, seed: int, float_control: bool) -> dict[str, object]:
     """``dp-counts`` (or its float control) on the n = 5 pair: the released group-1 size and sum under both sides.
 
-    Events, fixed before drawing: ``lattice`` = {a sum off 2^-B Z or a size off Z}; ``float`` (the control only) =
-    {the released size impossible for numpy's textbook sampler at the other side's size}
-    (:func:`tests.reliability.fp_attack.possible`). Returns the counts and the largest epsilon lower bound.
+    Events, fixed before drawing: ``lattice`` = {the released sum K or its complement Z = N - K off the side's
+    exact value plus the pair's public noise lattice s Z} (s from :func:`pair_step` on the public support step,
+    here a whole prediction; at epsilon = 1 half a prediction: both sides' K and Z lie on it, so no output is
+    possible on one side only);
+    ``float`` (the control only) = {the released size impossible for numpy's textbook sampler at the other
+    side's size} (:func:`tests.reliability.fp_attack.possible`). Returns the counts and the largest epsilon lower
+    bound.
     """
     from parley.protocols import AuditSet
-    from parley.protocols.mechanisms.count_dp import PREDICTION_BITS, noise_scales
+    from parley.protocols.mechanisms.count_dp import (
+        PREDICTION_BITS,
+        noise_scales,
+        pair_step,
+        slices_of,
+        statistics,
+        support_steps,
+    )
 
     from .fp_attack import A_PRIME, PROBE, A, Y, event_lower_bound, lattice_possible, possible
 
     protocol = get_protocol("dp-counts")(get_protocol("dp-counts").Params(epsilon=1.0))
     query = MetricQuery(metric="sp", predictions=PROBE, query_id="fp")
+    step = pair_step(1.0, support_steps(PROBE, slices_of("sp", Y))[0]) / 2.0 ** PREDICTION_BITS
+    assert step == 0.5
     scale = float(noise_scales(1, protocol.params)["size"])
     sizes = [int(a.sum()) for a in (A, A_PRIME)]
     releases = []
@@ -193,14 +206,19 @@ def _count_campaign(draws: int, seed: int, float_control: bool) -> dict[str, obj
             continue
         out = []
         for _ in range(draws):
-            stats_ = protocol.answer(query, AuditSet(a=a, y=Y), rng)["statistics"]
+            answer = protocol.answer(query, AuditSet(a=a, y=Y), rng)
+            stats_ = answer["statistics"]
+            assert answer["scale"]["step"].tolist() == [[step]]  # the stated step is the public one, on both sides
             out.append((float(stats_["sizes"][0][1]), float(stats_["sums"][0][0][1])))
         releases.append(out)
-    g = 2.0 ** -PREDICTION_BITS
     counts: dict[str, list[int]] = {}
     bounds: dict[str, float] = {}
-    # the one-model Laplace release is the pair (K, Z): the size (K + Z)/2^B lies on the 2^-B lattice like the sums
-    tests = {"lattice": lambda r, side: lattice_possible(r[0], g) and lattice_possible(r[1], g)}
+    # the one-model Laplace release is the pair (K, Z): K + Y_1 and Z + Y_2 (prediction units) with Y_1, Y_2 on the
+    # step's lattice: an output is possible under a side iff both differ from that side's exact K, Z by multiples
+    exact = [statistics(PROBE, a, slices_of("sp", Y)) for a in (A, A_PRIME)]
+    k_z = [(K[0][0] / 2.0 ** PREDICTION_BITS, N[0] - K[0][0] / 2.0 ** PREDICTION_BITS) for K, N, _, _ in exact]
+    tests = {"lattice": lambda r, side: (lattice_possible(r[1] - k_z[side][0], step)
+                                         and lattice_possible(r[0] - r[1] - k_z[side][1], step))}
     if float_control:
         tests["float"] = lambda r, side: possible(r[0], float(sizes[side]), scale)
     for event, test in tests.items():

@@ -36,8 +36,10 @@ in expectation, so it separates "the attack is weak" from "the answers hold litt
 
 Discrete noise (lattice samplers, discrete Laplace and Gaussian) is scored with the continuous
 log-density at the released value: the normaliser of a discrete law on a fixed lattice does not
-depend on A, and the lattice spacing is below 2^-12 of the scale, so the ranking of candidates is
-that of the exact probability mass function up to that spacing.
+depend on A. Where every candidate's exact value lies on the noise's lattice (the dp-counts pair, whose
+step may be as coarse as epsilon times its scale) the probability mass is exactly proportional to that
+density, so the ranking of candidates is exact; elsewhere the lattice spacing is below 2^-12 of the
+scale, and the ranking is that of the mass function up to that spacing.
 """
 
 from __future__ import annotations

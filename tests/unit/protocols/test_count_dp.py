@@ -388,6 +388,35 @@ def test_the_pair_release_is_reproducible_on_its_lattice_and_its_noise_has_the_s
     assert stats.pearsonr(values[:, 0], values[:, 1]).pvalue > ALPHA
 
 
+@pytest.mark.parametrize("metric", ["sp", "eo", "eodds"])
+def test_the_public_notes_of_an_answer_are_the_same_for_every_neighbour(metric):
+    """Flip every person's A (hard labels, eighths, soft and float32 scores; one model and two; Laplace, both
+    lattice rules, Gaussian): the answer's public notes -- the release kinds, the noise scales and lattice steps,
+    the centres, the resolution -- never change; only the noisy statistics and values may."""
+    a, y = _audit(24, 32)
+    rng = np.random.default_rng(33)
+    models = [rng.integers(0, 2, (1, 24)).astype(float), np.round(rng.random((1, 24)) * 8) / 8, rng.random((1, 24)),
+              rng.random((1, 24)).astype(np.float32).astype(float), rng.random((2, 24))]
+    params = [{"epsilon": 1.0}, {"epsilon": 0.3}, {"epsilon": 1.0, "optimise": "mean"},
+              {"epsilon": 1.0, "noise": "gaussian", "delta": 1e-6}]
+
+    def notes(answer):
+        kept = {key: answer[key] for key in ("release", "centre", "resolution", "scale", "sigma", "epsilon", "noise")
+                if key in answer}
+        return repr({key: (value if not isinstance(value, dict) else {k: np.asarray(v).tolist()
+                                                                          for k, v in sorted(value.items())})
+                     for key, value in kept.items()})
+
+    for H in models:
+        query = MetricQuery(metric=metric, predictions=H, query_id="q")
+        for p in params:
+            base = notes(_protocol(**p).answer(query, AuditSet(a=a, y=y), np.random.default_rng(0)))
+            for j in range(24):
+                flipped = a.copy()
+                flipped[j] = 1 - flipped[j]
+                assert notes(_protocol(**p).answer(query, AuditSet(a=flipped, y=y), np.random.default_rng(j))) == base
+
+
 def test_the_support_step_depends_on_the_predictions_and_the_slice_only():
     """g = gcd(2^B, r_j over the slice), per slice: 2^B for hard labels and for a model constant at 0, 2^B/8 for
     multiples of 1/8, 2^B/2 for halves."""
