@@ -57,6 +57,12 @@ def _utility_text(entry: pd.Series) -> str:
     return text
 
 
+def _same_utility(one: pd.Series, other: pd.Series) -> bool:
+    """The same utility (and unfairness, where the use measures one) to the last bit: a tie, not a cost."""
+    return all(pd.isna(one.get(key)) and pd.isna(other.get(key)) or one.get(key) == other.get(key)
+               for key in ("utility", "unfairness"))
+
+
 def _utility_label(front: pd.DataFrame, flow: str) -> str:
     """How ``front`` measured the utility of ``flow``: its rows' label, else the flow's definition."""
     if "utility_label" not in front:
@@ -107,10 +113,13 @@ def recommendations(front: pd.DataFrame, conf: pd.DataFrame | None = None) -> li
             all_util = pd.to_numeric(group["utility"], errors="coerce")
             most_useful = group.loc[(all_util.idxmax() if spec.higher_is_better else all_util.idxmin())] \
                 if all_util.notna().any() else best
-            cost = ("no utility cost (it is the most useful configuration measured)"
-                    if most_useful["protocol"] == best["protocol"] else
-                    f"at a cost in utility: {_utility_text(best)}, against {_utility_text(most_useful)} for "
-                    f"{most_useful['protocol']}")
+            if most_useful["protocol"] == best["protocol"]:
+                cost = "no utility cost (it is the most useful configuration measured)"
+            elif _same_utility(best, most_useful):
+                cost = f"no utility cost by this measure ({_utility_text(best)}, as {most_useful['protocol']})"
+            else:
+                cost = (f"at a cost in utility: {_utility_text(best)}, against {_utility_text(most_useful)} for "
+                        f"{most_useful['protocol']}")
             worst_row = measured.loc[measured[key].idxmax()]
             if len(group) == 1:
                 sentence = (f"**{threat}, {USES.get(flow, flow)}**: one configuration, **{best['protocol']}**: worst "
@@ -152,11 +161,12 @@ def equal_epsilon(front: pd.DataFrame) -> list[str]:
         best_by_name = util.groupby(group["family"], sort=False).idxmin()
         ranked = sorted(best_by_name, key=lambda i: util[i])
         best, runner = group.loc[ranked[0]], group.loc[ranked[1]]
-        ratio = util[ranked[1]] / util[ranked[0]] if util[ranked[0]] > 0 else float("inf")
+        smaller = (f"{_fmt(util[ranked[1]] / util[ranked[0]], 3)} times smaller than" if util[ranked[0]] > 0
+                   else "exact in most answers (median 0), against")  # no ratio over an error of 0
         frontier_note = "" if "on_frontier" not in group else (
             ", on the frontier" if bool(best["on_frontier"]) else ", not on the frontier")
         lines.append(f"ε = {_fmt(eps)} ({USES.get(flow, flow)}): **{best['protocol']}** has {spec.short} "
-                     f"{_fmt(best['utility'])}{frontier_note}, {_fmt(ratio, 3)} times smaller than the next "
+                     f"{_fmt(best['utility'])}{frontier_note}, {smaller} the next "
                      f"protocol's best, {runner['protocol']} ({_fmt(runner['utility'])}); worst measured leakage "
                      f"{_fmt(best['worst_leakage'], 3)} % against {_fmt(runner['worst_leakage'], 3)} %.")
     return lines

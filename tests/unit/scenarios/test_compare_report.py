@@ -30,6 +30,14 @@ def test_a_clear_leakage_gap_beats_utility():
     assert "prefer **laplace ε=1**" in line and "against median query error 0 for raw" in line
 
 
+def test_a_private_configuration_as_useful_as_raw_is_said_to_cost_nothing():
+    """A median error of 0 (most answers exact) ties raw's: the sentence says so instead of 'at a cost'."""
+    front = _front([("raw", 0.0, 100.0), ("dp-counts ε=4", 0.0, 50.7), ("dp-counts ε=1", 0.011, 50.5)])
+    line = recommendations(front)[0]
+    assert "prefer **dp-counts ε=4**" in line and "at a cost" not in line
+    assert "no utility cost by this measure (median query error 0, as raw)" in line
+
+
 def test_audit_table_is_reused_only_for_the_same_plan(tmp_path):
     p = plan("adult", quick=True)
     path = tmp_path / "audit.csv"
@@ -77,6 +85,9 @@ def test_equal_epsilon_lines_quote_the_ratio_from_the_numbers():
                                "laplace ε=4 (0.1)")
     assert "**dp-counts ε=1** has median query error 0.0138, on the frontier" in lines[0]
     assert "4.17 times smaller than the next protocol's best, smooth-cauchy ε=1 (0.0575)" in lines[0]
+    front.loc[front["protocol"] == "dp-counts gaussian ε=4", "utility"] = 0.0  # most answers exact: no ratio
+    assert "median query error 0, not on the frontier, exact in most answers (median 0), against the next " \
+           "protocol's best, laplace ε=4 (0.1)" in equal_epsilon(front)[1]
 
 
 def test_a_cell_carries_the_bound_of_the_epsilon_its_counted_runs_spent_and_the_gap():
