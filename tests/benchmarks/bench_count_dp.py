@@ -307,7 +307,7 @@ def few_models(scores: np.ndarray, audit: AuditSet, releases: int, world: str) -
 
 def fine_lattice_errors(protocol, query: MetricQuery, audit: AuditSet, releases: int, seed: int) -> np.ndarray:
     """|error| of ``dp-counts`` with the pair's noise on the fine lattice (step 2^-B, nearly continuous Laplace
-    1/epsilon: the release before the support lattice), the protocol's own code with the support step set to 1."""
+    1/epsilon: the release before the lattice step), the protocol's own code with the support step set to 1."""
     from parley.protocols.mechanisms import count_dp
 
     rule = count_dp.support_steps
@@ -357,9 +357,8 @@ def exact_pair_spread(metric: str, H: np.ndarray, audit: AuditSet, epsilon: floa
     2,001 points a noise (a fine lattice: nearly continuous, its sampled median is steady).
 
     A lattice release's error takes a few discrete values; the median of 400 draws can then land on either side
-    of an atom (at epsilon = 1 on the compare's input, 0.0085 or 0.0130 by the seed alone), so the tables quote
-    these exact figures beside the sampled ones. The post-processing is ``metrics_from_statistics``'s, vectorised
-    (checked against it on the first points).
+    of an atom (``optimise = "mean"`` at epsilon = 1 on the compare's input: 0.0085 or 0.0130 by the seed alone),
+    so the tables quote these exact figures beside the sampled ones.
     """
     unit = 1 << 20
     step = pair_step(epsilon, support_steps(H, slices_of(metric, audit.y))[0], optimise)
@@ -387,8 +386,9 @@ def compare_ratio(releases: int, resamples: int = 4000) -> list[dict[str, Any]]:
     """smooth-cauchy's median SP error over dp-counts', with the compare's own query and seeds, and its 95 %
     bootstrap interval (each protocol's releases resampled with replacement, ``resamples`` times, seed 12345);
     beside it the spread (median, mean, 90th percentile, share of exact answers) of dp-counts' errors (the pair's
-    noise on the support lattice) and of the fine lattice (the release before, :func:`fine_lattice_errors`), with
-    the same seeds, and the same ratio and interval for the fine lattice."""
+    noise on its lattice) and of the fine lattice (the release before, :func:`fine_lattice_errors`), with the same
+    seeds, the same ratio and interval for the fine lattice, and the exact medians (:func:`exact_pair_spread`,
+    :func:`cauchy_median`, :func:`fine_pair_spread`)."""
     p = plan("adult", rows=("dp-counts ε=1",), attacks=("double-query",))
     scenario = Scenario.from_dict({**next(iter(p.cells.values())), "seed": repeat_seed(0, 0)})
     honest = honest_audit(scenario, ("sp",))
