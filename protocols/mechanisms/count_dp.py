@@ -388,9 +388,9 @@ def pair_scale(params: CountNoiseParams) -> Fraction:
 def support_steps(predictions: np.ndarray, masks: list[np.ndarray]) -> list[int]:
     """g = gcd(2^B, r_j over the slice) of the first model, per slice (lattice units): K and Z lie on the g-lattice.
 
-    Public: H and the slice only. 2^B for hard labels; 2^B for a model constant on the slice as well (gcd(2^B, 0)).
+    Public: H and the slice only. 2^B for hard labels, including a model constant at 0 or 1 on the slice.
     """
-    r = on_lattice(predictions)[0]
+    r = on_lattice(np.asarray(predictions)[:1])[0]  # the first model only
     return [math.gcd(1 << PREDICTION_BITS, int(np.gcd.reduce(r[mask]))) for mask in masks]
 
 
@@ -489,8 +489,10 @@ class CountProtocol(Protocol):
         scales = noise_scales(query.m, self.params)
         kinds = release_kinds(query.m, self.params, S)
         tau_pair = pair_scale(self.params)
-        steps = [pair_step(self.params.epsilon, g, self.params.optimise) if kind == PAIR else 1
-                 for kind, g in zip(kinds, support_steps(query.predictions, masks), strict=True)]
+        steps = [1] * len(masks)  # the pair's noise step per slice; a centred slice's noise is on the 2^-B lattice
+        if PAIR in kinds:  # one model: its support steps (a query of m > 1 models never releases a pair)
+            steps = [pair_step(self.params.epsilon, g, self.params.optimise) if kind == PAIR else 1
+                     for kind, g in zip(kinds, support_steps(query.predictions, masks), strict=True)]
         bits = RandomBits(rng)
         noisy_k: list[list[int]] = []
         noisy_n: list[Fraction] = []

@@ -59,7 +59,7 @@ def _utility_text(entry: pd.Series) -> str:
 
 def _same_utility(one: pd.Series, other: pd.Series) -> bool:
     """The same utility (and unfairness, where the use measures one) to the last bit: a tie, not a cost."""
-    return all(pd.isna(one.get(key)) and pd.isna(other.get(key)) or one.get(key) == other.get(key)
+    return all((pd.isna(one.get(key)) and pd.isna(other.get(key))) or one.get(key) == other.get(key)
                for key in ("utility", "unfairness"))
 
 
