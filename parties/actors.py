@@ -98,8 +98,9 @@ HOST_RESTARTS = 4
 RECOVERIES_PER_CALL = 3
 #: Journal entries that may wait for the disk before a sender waits too (at most 8 payloads held in memory).
 JOURNAL_BACKLOG = 8
-#: Submitted calls travel to a busy host together, in one Ray task, up to this many ...
-BATCH_CALLS = 64
+#: Submitted calls travel to a busy host together, in one Ray task, up to this many (a full batch goes at once, so
+#: the host answers one batch while the driver passes the last one's replies on; docs/design.md, "Pipelining") ...
+BATCH_CALLS = 16
 #: ... or this many payload bytes (the first call over it closes the batch).
 BATCH_BYTES = 8 << 20
 #: Host actors are named ``parley-<slot>-<hex>`` in the job's namespace (``ray.util.list_named_actors``).

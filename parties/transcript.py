@@ -78,7 +78,9 @@ __all__ = [
     "verify_transcript",
 ]
 
-FORMAT = "parley-transcript-v2"
+#: v3: array bytes enter payload digests as their BLAKE3 digest (v2: SHA-256 chunk lists), so a v2 line's
+#: digest does not verify under v3 rules; v2 added the end signatures.
+FORMAT = "parley-transcript-v3"
 
 #: Bounds of the verifying reader (far above anything a run writes).
 MAX_LINE_CHARS = 1 << 31
@@ -101,7 +103,8 @@ MISSING_FIELD_MSG = "missing field {field!r}"
 BAD_PREV_MSG = "chain link broken: prev is {got}, the previous line's hash is {expected}"
 BAD_HASH_MSG = "line hash does not match its content (stored {got}, computed {expected})"
 NO_KEYRING_MSG = "the first line must be the keyring record of a {format} transcript"
-OLD_FORMAT_MSG = "transcript format {got!r} is not {format!r} (written by an older parley, without end signatures)"
+OLD_FORMAT_MSG = ("transcript format {got!r} is not {format!r}: written by an older parley, whose digests or end "
+                  "records this one does not check (verify it with the parley that wrote it)")
 BAD_KEYRING_MSG = "malformed keyring ({error})"
 LATE_KEYRING_MSG = "a keyring record may only stand on line 1"
 UNKNOWN_TYPE_MSG = "unknown record type {got!r} (expected keyring, envelope or end)"

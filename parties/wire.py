@@ -7,8 +7,8 @@ log's state before it, in the manner of certificate-transparency logs) *and* the
 SHA-256 digest of the payload, so a large array is hashed
 once and never copied for signing. Arrays are hashed by dtype, shape and raw
 bytes, which makes the digest independent of how the payload travelled (Ray's
-object store, a JSON transcript); an array above 1 MiB enters the digest as the
-list of its 1 MiB chunks' SHA-256 digests, computed in parallel threads.
+object store, a JSON transcript); an array's bytes enter the digest as their
+BLAKE3 digest (about four times SHA-256's speed here, with the same 256-bit output).
 
 Verification order matters: a receiver checks sender, recipient, digest and
 signature *before* it records the nonce and sequence number, so a forger cannot
@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import pickle
 import secrets
 import struct
@@ -29,12 +28,12 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+from blake3 import blake3
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -105,7 +104,7 @@ MALFORMED_MSG = "envelope field {field!r} must be {expected}, got {got}"
 UNHASHABLE_MSG = ("payload value of type {type} at {path} cannot be hashed "
                   "(allowed: dict, list, str, int, float, bool, None, numeric numpy arrays)")
 
-_SIGNING_DOMAIN = b"parley-envelope-v2\n"
+_SIGNING_DOMAIN = b"parley-envelope-v3\n"
 #: Domain of the end-of-run signatures (never confusable with an envelope's).
 _END_DOMAIN = b"parley-end-v1\n"
 #: The head of an empty transcript: what a party has seen before anything was logged.
@@ -114,18 +113,8 @@ _ND_TAG = "__ndarray__"
 
 
 # --------------------------------------------------------------------------- digests
-#: Arrays above this size are hashed in chunks of this size, in parallel threads.
-CHUNK_BYTES = 1 << 20
-_pool: ThreadPoolExecutor | None = None
-
-
-def _chunk_digests(raw: memoryview | bytes) -> bytes:
-    """SHA-256 of each CHUNK_BYTES piece of ``raw``, concatenated (hashlib releases the GIL)."""
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="parley-hash")
-    pieces = [raw[i:i + CHUNK_BYTES] for i in range(0, len(raw), CHUNK_BYTES)]
-    return b"".join(_pool.map(lambda piece: hashlib.sha256(piece).digest(), pieces))
+#: An array above this size keeps its digest while it lives, when its bytes cannot change (:class:`_ArrayDigests`).
+CACHED_BYTES = 1 << 20
 
 
 #: Buffer types whose bytes no code can change once the buffer exists, by (module, qualified name): ``bytes``
@@ -163,8 +152,8 @@ def _immutable(arr: np.ndarray) -> bool:
     return _immutable_type(type(root))
 
 
-class _HashLists:
-    """The hash lists this process computed for large read-only arrays, by array object.
+class _ArrayDigests:
+    """The BLAKE3 digests this process computed for large read-only arrays, by array object.
 
     A party that verified an envelope and answers with the same array (an echo, a forwarded
     release) signs its digest without hashing the bytes again: they have not left the process
@@ -172,18 +161,18 @@ class _HashLists:
     """
 
     def __init__(self) -> None:
-        self._lists: dict[int, tuple[weakref.ref, bytes]] = {}
+        self._digests: dict[int, tuple[weakref.ref, bytes]] = {}
 
     def get(self, arr: np.ndarray) -> bytes | None:
-        entry = self._lists.get(id(arr))
+        entry = self._digests.get(id(arr))
         return entry[1] if entry is not None and entry[0]() is arr else None
 
-    def put(self, arr: np.ndarray, hashes: bytes) -> None:
+    def put(self, arr: np.ndarray, digest: bytes) -> None:
         key = id(arr)
-        self._lists[key] = (weakref.ref(arr, lambda _ref: self._lists.pop(key, None)), hashes)
+        self._digests[key] = (weakref.ref(arr, lambda _ref: self._digests.pop(key, None)), digest)
 
 
-_hash_lists = _HashLists()
+_array_digests = _ArrayDigests()
 
 
 def _raw_bytes(arr: np.ndarray) -> memoryview | bytes:
@@ -205,15 +194,14 @@ def _feed(h: hashlib._Hash, value: Any, path: str) -> None:
         arr = np.ascontiguousarray(value)
         meta = f"{arr.dtype.str}|{','.join(map(str, arr.shape))}".encode()
         h.update(b"a" + struct.pack("<Q", len(meta)) + meta + struct.pack("<Q", arr.nbytes))
-        if arr.nbytes <= CHUNK_BYTES:
-            h.update(_raw_bytes(arr))
-        else:  # a hash list: the digests of 1 MiB chunks, computed on every core, once per process
-            hashes = _hash_lists.get(value)
-            if hashes is None:
-                hashes = _chunk_digests(_raw_bytes(arr))
-                if arr is value and _immutable(value):
-                    _hash_lists.put(value, hashes)
-            h.update(b"c" + hashes)
+        # The bytes enter as their BLAKE3 digest (collision resistant as SHA-256 is, so the encoding stays
+        # injective); a large read-only array's is computed once per process.
+        digest = _array_digests.get(value) if arr.nbytes > CACHED_BYTES else None
+        if digest is None:
+            digest = blake3(_raw_bytes(arr)).digest()
+            if arr.nbytes > CACHED_BYTES and arr is value and _immutable(value):
+                _array_digests.put(value, digest)
+        h.update(b"b" + digest)
     elif kind is str:
         raw = value.encode()
         h.update(b"s" + struct.pack("<Q", len(raw)) + raw)

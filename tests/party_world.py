@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 import numpy as np
+from blake3 import blake3
 
 from parley.parties import wire
 from parley.parties.compliance import Compliance
@@ -71,7 +72,7 @@ class Echo(Party):
                                                             "query_id": payload["query_id"]})
 
     def meter_hashing(self) -> None:
-        """Count from now on the bytes this process feeds to SHA-256 for envelope digests."""
+        """Count from now on the bytes this process hashes for envelope digests."""
         self.meter = HashMeter.install()
 
     def hashed_bytes(self) -> int:
@@ -94,10 +95,11 @@ class _Metered:
 
 
 class HashMeter:
-    """Stands in for the ``hashlib`` module of :mod:`parley.parties.wire` and counts the bytes it hashes.
+    """Stands in for the hash functions of :mod:`parley.parties.wire` and counts the bytes they hash.
 
-    Every digest the wire computes (payload digests and the hash lists of large arrays) goes through
-    ``wire.hashlib.sha256``, so the count is the bytes hashed, whatever the wire's own bookkeeping says.
+    Every digest the wire computes goes through ``wire.hashlib.sha256`` (payload digests over the
+    tagged encoding) or ``wire.blake3`` (each array's bytes), so the count is the bytes hashed,
+    whatever the wire's own bookkeeping says.
     """
 
     def __init__(self) -> None:
@@ -108,11 +110,13 @@ class HashMeter:
     def install(cls) -> HashMeter:
         meter = cls()
         wire.hashlib = meter  # type: ignore[assignment]
+        wire.blake3 = meter.blake3  # type: ignore[assignment]
         return meter
 
     @staticmethod
     def uninstall() -> None:
         wire.hashlib = hashlib
+        wire.blake3 = blake3
 
     def count(self, data: Any) -> None:
         with self._lock:
@@ -120,5 +124,10 @@ class HashMeter:
 
     def sha256(self, data: Any = b"") -> _Metered:
         metered = _Metered(self, hashlib.sha256())
+        metered.update(data)
+        return metered
+
+    def blake3(self, data: Any = b"") -> _Metered:
+        metered = _Metered(self, blake3())
         metered.update(data)
         return metered

@@ -1,6 +1,6 @@
 """Cost of the signed wire over a bare Ray actor call carrying the same payload.
 
-Signed round trip: the querier seals a metric query (SHA-256 digest + Ed25519),
+Signed round trip: the querier seals a metric query (payload digest, BLAKE3 over arrays, + Ed25519),
 the compliance actor verifies it, checks the replay guard and role policy,
 validates the query, computes the metric and seals the answer, and the querier
 verifies the answer. Baseline: a bare actor method receiving the same array and
@@ -25,6 +25,7 @@ only). The last line is one JSON object.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import statistics
 import sys
@@ -40,7 +41,7 @@ from parley.parties.compliance import Compliance
 from parley.parties.network import Network
 from parley.parties.party import check_reply
 from parley.parties.transcript import TranscriptWriter
-from parley.parties.wire import Identity, Keyring
+from parley.parties.wire import Identity, Keyring, payload_digest
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet
 from parley.protocols.metrics import evaluate
@@ -191,10 +192,21 @@ def measure_echo(label: str, H: np.ndarray, repeats: int, burst: int, log_dir: P
                           "ratio_logged": round(rl / rb, 3)}}
 
 
+def hash_pass(H: np.ndarray, repeats: int = 200) -> dict:
+    """One pass of the payload digest over ``H`` (writable, so never cached) against SHA-256 of its bytes alone."""
+    raw = memoryview(np.ascontiguousarray(H)).cast("B")
+    digest = [_timed(lambda: payload_digest({"predictions": H})) for _ in range(repeats)]
+    sha = [_timed(lambda: hashlib.sha256(raw).digest()) for _ in range(repeats)]
+    return {"digest_ms": round(1e3 * statistics.median(digest), 3), "sha256_ms": round(1e3 * statistics.median(sha), 3)}
+
+
 def echo_part(tmp: Path) -> dict:
     rng = np.random.default_rng(0)
     results = {"one_float": measure_echo("one_float", np.array([[0.5]]), 1500, 50, tmp),
                "400x1000": measure_echo("400x1000", rng.random((400, 1000)), 200, 10, tmp)}
+    results["400x1000"]["hash_pass"] = hashed = hash_pass(rng.random((400, 1000)))
+    print(f"  400x1000: one digest pass {hashed['digest_ms']:.3f} ms (SHA-256 of the same bytes alone "
+          f"{hashed['sha256_ms']:.3f} ms); a signed echo round trip makes three", file=sys.stderr)
     for label, r in results.items():
         sync, pipe = r["sync"], r["pipelined"]
         print(f"{label:>10} echo: sync bare {sync['bare_ms']:.3f} ms, signed {sync['signed_ms']:.3f} ms "

@@ -4,7 +4,7 @@ An echo round trip of a 3.2 MB array (400 x 1,000 float64) over Ray: the querier
 (one hash), the echo party verifies it (one hash) and seals its reply carrying the same array (no
 hash: the bytes it verified never left its process and are read-only), the querier verifies the
 reply (one hash: those bytes crossed a process boundary). The meter counts every byte the wire
-feeds to SHA-256 in each process, so the test reads what was hashed, not what the code claims.
+feeds to SHA-256 or BLAKE3 in each process, so the test reads what was hashed, not what the code claims.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_a_read_only_buffer_is_hashed_once_and_its_digest_is_exact(identities):
     meter = HashMeter.install()
     try:
         assert (wire.payload_digest({"x": received}), wire.payload_digest({"y": 1, "x": received})) == expected
-        assert H.nbytes <= meter.bytes < H.nbytes + 4096  # the second digest of ``received`` reused its hash list
+        assert H.nbytes <= meter.bytes < H.nbytes + 4096  # the second digest of ``received`` reused its array digest
     finally:
         HashMeter.uninstall()
     view = received[:200]  # a new array object over the same bytes: hashed on its own
@@ -89,7 +89,7 @@ def test_a_read_only_buffer_is_hashed_once_and_its_digest_is_exact(identities):
 
 def _read_only_views(tmp_path):
     """Read-only arrays over memory that can still change, each with the function that changes it."""
-    n = 3 * wire.CHUNK_BYTES  # above CHUNK_BYTES: the array enters the digest as a hash list (the cached part)
+    n = 3 * wire.CACHED_BYTES  # above CACHED_BYTES: the array's digest may be cached (the part attacked)
     buf = bytearray(n)
     yield np.frombuffer(memoryview(buf).toreadonly(), dtype=np.uint8), lambda: buf.__setitem__(5, 7)
     path = tmp_path / "shared.bin"
@@ -116,7 +116,7 @@ def test_a_read_only_view_of_changing_memory_is_never_served_a_stale_digest(iden
         change()
         assert wire.payload_digest({"x": arr}) != first
         assert wire.payload_digest({"x": arr}) == wire.payload_digest({"x": arr.copy()})
-    buf = bytearray(3 * wire.CHUNK_BYTES)
+    buf = bytearray(3 * wire.CACHED_BYTES)
     arr = np.frombuffer(memoryview(buf).toreadonly(), dtype=np.uint8)
     envelope = identities[DC].seal("compliance", "metric-query", "raw", {"x": arr, "query_id": "q"})
     buf[:] = b"\xff" * len(buf)  # every byte changed after signing

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import pickle
+import struct
 
 import numpy as np
 import pytest
+from blake3 import blake3
 
 from parley.parties import wire
 from parley.parties.wire import (
@@ -114,11 +117,22 @@ def test_empty_arrays_hash_and_round_trip():
     assert payload_digest(payload) != payload_digest({"h": np.zeros((0, 39)), "v": np.array([], dtype=np.int8)})
 
 
-def test_large_arrays_hash_by_chunks_and_detect_any_change():
-    big = np.random.default_rng(0).random(400_000)  # 3.2 MB: three full chunks and a partial one
+def test_the_digest_is_the_documented_encoding():
+    """Known answer: SHA-256 over the tagged encoding, an array's bytes entering as their BLAKE3 digest."""
+    for arr in (np.arange(3, dtype="<f8"), np.random.default_rng(3).random((300, 500))):
+        meta = f"<f8|{','.join(map(str, arr.shape))}".encode()
+        expected = hashlib.sha256(
+            b"d" + struct.pack("<Q", 1) + b"s" + struct.pack("<Q", 1) + b"h"
+            + b"a" + struct.pack("<Q", len(meta)) + meta + struct.pack("<Q", arr.nbytes)
+            + b"b" + blake3(arr.tobytes()).digest()).hexdigest()
+        assert payload_digest({"h": arr}) == expected
+
+
+def test_large_arrays_detect_any_change():
+    big = np.random.default_rng(0).random(400_000)  # 3.2 MB, above CACHED_BYTES
     digest = payload_digest({"h": big})
     assert payload_digest({"h": big.copy()}) == digest
-    for position in (0, wire.CHUNK_BYTES // 8, big.size - 1):
+    for position in (0, wire.CACHED_BYTES // 8, big.size - 1):
         changed = big.copy()
         changed[position] += 1e-9
         assert payload_digest({"h": changed}) != digest
