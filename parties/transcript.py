@@ -78,8 +78,8 @@ __all__ = [
     "verify_transcript",
 ]
 
-#: v3: array bytes enter payload digests as their BLAKE3 digest (v2: SHA-256 chunk lists), so a v2 line's
-#: digest does not verify under v3 rules; v2 added the end signatures.
+#: v3: array bytes enter payload digests as their BLAKE3 digest (v2 hashed them with SHA-256) and envelopes sign
+#: under ``parley-envelope-v3``, so no v2 envelope verifies under v3 rules; v2 added the end signatures.
 FORMAT = "parley-transcript-v3"
 
 #: Bounds of the verifying reader (far above anything a run writes).

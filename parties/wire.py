@@ -191,15 +191,18 @@ def _feed(h: hashlib._Hash, value: Any, path: str) -> None:
     if kind is np.ndarray:
         if value.dtype.kind not in "biuf":
             raise WireError(INVALID_PAYLOAD, UNHASHABLE_MSG.format(type=f"ndarray[{value.dtype}]", path=path))
+        # The array's own shape: ascontiguousarray makes a 0-d array 1-d, which would hash np.array(x) as [x].
+        meta = f"{value.dtype.str}|{','.join(map(str, value.shape))}".encode()
         arr = np.ascontiguousarray(value)
-        meta = f"{arr.dtype.str}|{','.join(map(str, arr.shape))}".encode()
         h.update(b"a" + struct.pack("<Q", len(meta)) + meta + struct.pack("<Q", arr.nbytes))
         # The bytes enter as their BLAKE3 digest (collision resistant as SHA-256 is, so the encoding stays
-        # injective); a large read-only array's is computed once per process.
-        digest = _array_digests.get(value) if arr.nbytes > CACHED_BYTES else None
+        # injective). A large read-only array's is computed once per process; only an array that is its own
+        # C-contiguous bytes is looked up (one whose strides were changed in place is hashed afresh).
+        cacheable = arr is value and arr.nbytes > CACHED_BYTES
+        digest = _array_digests.get(value) if cacheable else None
         if digest is None:
             digest = blake3(_raw_bytes(arr)).digest()
-            if arr.nbytes > CACHED_BYTES and arr is value and _immutable(value):
+            if cacheable and _immutable(value):
                 _array_digests.put(value, digest)
         h.update(b"b" + digest)
     elif kind is str:

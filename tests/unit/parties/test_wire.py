@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import struct
+import warnings
 
 import numpy as np
 import pytest
@@ -126,6 +127,31 @@ def test_the_digest_is_the_documented_encoding():
             + b"a" + struct.pack("<Q", len(meta)) + meta + struct.pack("<Q", arr.nbytes)
             + b"b" + blake3(arr.tobytes()).digest()).hexdigest()
         assert payload_digest({"h": arr}) == expected
+
+
+def test_a_zero_d_array_and_its_one_element_array_hash_apart():
+    """np.array(x) and np.array([x]) have the same bytes; the shape must tell them apart (an edit to
+    ``"shape"`` in a transcript would otherwise verify)."""
+    for value in (0.25, 3):
+        scalar, vector = np.array(value), np.array([value])
+        assert payload_digest({"x": scalar}) != payload_digest({"x": vector})
+        assert decode_payload(encode_payload({"x": scalar}))["x"].shape == ()
+        assert payload_digest(decode_payload(encode_payload({"x": scalar}))) == payload_digest({"x": scalar})
+
+
+def test_a_cached_digest_is_never_served_after_the_strides_change_in_place():
+    """The adversary in the process: a read-only array (cached digest) whose strides it then rewrites."""
+    big = np.random.default_rng(4).random(3 * wire.CACHED_BYTES // 8)
+    received = np.frombuffer(big.tobytes(), dtype=big.dtype)  # immutable bytes: its digest is cached
+    payload_digest({"x": received})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # setting strides is deprecated (numpy 2.4), not yet refused
+        try:
+            received.shape = (received.size // 2, 2)
+            received.strides = (16, 0)
+        except (AttributeError, ValueError, TypeError):
+            pytest.skip("this numpy no longer sets strides in place")
+    assert payload_digest({"x": received}) == payload_digest({"x": received.copy()})
 
 
 def test_large_arrays_detect_any_change():
