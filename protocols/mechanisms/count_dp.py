@@ -394,6 +394,7 @@ def support_steps(predictions: np.ndarray, masks: list[np.ndarray]) -> list[int]
     return [math.gcd(1 << PREDICTION_BITS, int(np.gcd.reduce(r[mask]))) for mask in masks]
 
 
+@lru_cache(maxsize=1024)  # pure, and asked once per one-model answer
 def pair_step(epsilon: float, support: int, optimise: str = "median") -> int:
     """The step s (lattice units) of the pair's noise lattice: among s = support / 2^i, the one with the smallest
     median (or mean) of |Y|, Y on sZ with P(Y = y) proportional to exp(-|y| epsilon / 2^B); the coarsest on a tie.
