@@ -63,6 +63,7 @@ import numpy as np
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet, MetricQuery
 from parley.protocols.mechanisms.count_dp import (
+    PREDICTION_BITS,
     metrics_from_statistics,
     pair_step,
     rho_for,
@@ -155,7 +156,7 @@ def continuous_counts(metric: str, H: np.ndarray, audit: AuditSet, draw: Callabl
     """Median error of continuous noise ``draw(rng, shape)`` on the same counts, post-processed like dp-counts."""
     masks = slices_of(metric, audit.y)
     K, N, T, sizes = statistics(H, audit.a, masks)
-    unit = float(1 << 20)
+    unit = float(1 << PREDICTION_BITS)
     k, t = np.array(K, float) / unit, np.array(T, float) / unit
     exact = evaluate(metric, H, audit.a, audit.y)
     errors = []
@@ -200,7 +201,7 @@ def pair_counts(metric: str, H: np.ndarray, audit: AuditSet, family: str, scale:
     """
     masks = slices_of(metric, audit.y)
     K, N, T, sizes = statistics(H, audit.a, masks)
-    unit = float(1 << 20)
+    unit = float(1 << PREDICTION_BITS)
     k, t = np.array(K, float) / unit, np.array(T, float) / unit
     z = np.array(N, float)[:, None] - k
     exact = evaluate(metric, H, audit.a, audit.y)
@@ -330,7 +331,7 @@ def _pair_errors(metric: str, H: np.ndarray, audit: AuditSet, y1: np.ndarray, y2
     ``metrics_from_statistics``'s post-processing (checked against it on the first points)."""
     masks = slices_of(metric, audit.y)
     (k_exact,), n1, (t,), n = (v[0] for v in statistics(H, audit.a, masks))
-    unit = float(1 << 20)
+    unit = float(1 << PREDICTION_BITS)
     k = k_exact / unit + y1
     size = n1 + y1 + y2  # N = (K + Z) / 2^B
     clamped = np.clip(size, 1.0, n - 1.0)
@@ -360,7 +361,7 @@ def exact_pair_spread(metric: str, H: np.ndarray, audit: AuditSet, epsilon: floa
     of an atom (``optimise = "mean"`` at epsilon = 1 on the compare's input: 0.0085 or 0.0130 by the seed alone),
     so the tables quote these exact figures beside the sampled ones.
     """
-    unit = 1 << 20
+    unit = 1 << PREDICTION_BITS
     step = pair_step(epsilon, support_steps(H, slices_of(metric, audit.y))[0], optimise)
     alpha = math.exp(-epsilon * step / unit)
     reach = int(45 / (1 - alpha)) + 2
