@@ -25,10 +25,18 @@ keyring's fingerprints and the final head against the ones the run printed and
 stored in ``result.json`` (``parley verify RUN --keys ... --head ...``). A file
 without an end record (an interrupted run) is *incomplete*, never intact.
 
+An array of at least :data:`BLOB_BYTES` bytes is not written into its line as
+base64: its raw bytes go to the transcript's blob file (``transcript.jsonl.blobs``,
+:func:`blob_path`), and the line holds their offset there. The digest the sender
+signed covers those bytes all the same, so the blob file is as tamper-evident as
+the lines; it travels with the transcript.
+
 The verifying reader is strict: a line must be byte for byte what the writer
 writes (sorted keys, compact separators, ASCII), with bounded nesting and
 integers, no duplicate keys, no lone surrogates, no unknown or missing fields
-and canonical base64; anything else is a :class:`TranscriptError` naming the line.
+and canonical base64; the blob file must hold exactly the arrays the lines name,
+one after the other in line order. Anything else is a :class:`TranscriptError`
+naming the line.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import binascii
 import hashlib
 import json
 import math
+import os
 import re
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -58,6 +67,7 @@ from parley.parties.wire import (
     KeyEntry,
     Keyring,
     array_base64_pieces,
+    array_bytes,
     b64decode_strict,
     end_bytes,
     key_fingerprint,
@@ -68,8 +78,10 @@ from parley.protocols.errors import IncompleteTranscriptError, InternalError, Pa
 
 __all__ = [
     "GENESIS",
+    "BLOB_BYTES",
     "TranscriptWriter",
     "Verified",
+    "blob_path",
     "check_transcript",
     "iter_transcript",
     "keyring_fingerprints",
@@ -78,9 +90,14 @@ __all__ = [
     "verify_transcript",
 ]
 
-#: v3: array bytes enter payload digests as their BLAKE3 digest (v2 hashed them with SHA-256) and envelopes sign
-#: under ``parley-envelope-v3``, so no v2 envelope verifies under v3 rules; v2 added the end signatures.
-FORMAT = "parley-transcript-v3"
+#: v4: arrays of at least :data:`BLOB_BYTES` bytes are stored raw in the blob file. v3: array bytes enter payload
+#: digests as their BLAKE3 digest (v2 hashed them with SHA-256) and envelopes sign under ``parley-envelope-v3``, so no
+#: v2 envelope verifies under v3 rules; v2 added the end signatures.
+FORMAT = "parley-transcript-v4"
+
+#: Arrays of at least this many bytes are stored raw in the blob file, smaller ones as base64 in their line: base64
+#: writes 4/3 of the bytes and costs an encoding, which for a 3.2 MB array made an append x2.2 of a binary write.
+BLOB_BYTES = 1 << 20
 
 #: Bounds of the verifying reader (far above anything a run writes).
 MAX_LINE_CHARS = 1 << 31
@@ -103,8 +120,8 @@ MISSING_FIELD_MSG = "missing field {field!r}"
 BAD_PREV_MSG = "chain link broken: prev is {got}, the previous line's hash is {expected}"
 BAD_HASH_MSG = "line hash does not match its content (stored {got}, computed {expected})"
 NO_KEYRING_MSG = "the first line must be the keyring record of a {format} transcript"
-OLD_FORMAT_MSG = ("transcript format {got!r} is not {format!r}: written by an older parley, whose digests or end "
-                  "records this one does not check (verify it with the parley that wrote it)")
+OLD_FORMAT_MSG = ("transcript format {got!r} is not {format!r}: written by an older parley, whose digests, end "
+                  "records or array storage this one does not read (verify it with the parley that wrote it)")
 BAD_KEYRING_MSG = "malformed keyring ({error})"
 LATE_KEYRING_MSG = "a keyring record may only stand on line 1"
 UNKNOWN_TYPE_MSG = "unknown record type {got!r} (expected keyring, envelope or end)"
@@ -128,6 +145,11 @@ END_SIGNERS_MSG = "end record must be signed by exactly the parties of the keyri
 END_SENT_MSG = "{signer!r} signed that it sent {claimed} messages, the transcript holds {actual} from it"
 END_SIGNATURE_MSG = "end signature of {signer!r} does not verify over the final head"
 AFTER_END_MSG = "a line after the end record"
+NO_BLOBS_MSG = ("the array bytes this line names are in {path}, which cannot be read ({error}); copy it with the "
+                "transcript")
+SHORT_BLOBS_MSG = "{path} ends at byte {size}, before the {nbytes} bytes at offset {offset} this line names"
+BLOB_TAIL_MSG = ("{path} holds {size} bytes, but the transcript's arrays take {used}: bytes were added to it "
+                 "that no line names")
 KEYS_MISMATCH_MSG = "the keyring does not match the expected keys ({detail})"
 HEAD_MISMATCH_MSG = "the final head is {got}, not the expected {expected}"
 NO_SIGNERS_MSG = "the transcript writer has no parties to sign its end record; the file stays incomplete"
@@ -165,10 +187,68 @@ def read_logged_envelope(path: str | Path, offset: int, length: int, line_hash: 
         if line["hash"] != line_hash or _chain_hash(line["prev"], record) != line_hash \
                 or record.get("type") != "envelope":
             return None
-        envelope = Envelope.from_record({k: v for k, v in record.items() if k != "type"})
+        with _BlobFile(Path(path)) as blobs:
+            envelope = Envelope.from_record({k: v for k, v in record.items() if k != "type"}, blobs.read)
         return envelope if payload_digest(envelope.payload) == envelope.digest else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
+
+
+def blob_path(path: str | Path) -> Path:
+    """The blob file beside the transcript ``path``: ``transcript.jsonl`` -> ``transcript.jsonl.blobs``."""
+    path = Path(path)
+    return path.with_name(path.name + ".blobs")
+
+
+class _BlobError(OSError):
+    """The blob file is missing or shorter than a line says (reported as such, not as a malformed array)."""
+
+
+class _BlobFile:
+    """Reads array bytes from a transcript's blob file (opened at the first read) and counts those read in order."""
+
+    def __init__(self, transcript: Path) -> None:
+        self.path = blob_path(transcript)
+        self.used = 0  # bytes the lines named so far, one array after the other
+        self._fd: int | None = None
+
+    def read(self, offset: int, nbytes: int) -> bytes:
+        """``nbytes`` bytes at ``offset``; :class:`_BlobError`, naming the file, if it is missing or too short."""
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except OSError as exc:
+                raise _BlobError(NO_BLOBS_MSG.format(path=self.path.name, error=exc.strerror)) from None
+        size = os.fstat(self._fd).st_size
+        if offset < 0 or offset + nbytes > size:  # checked first: a forged shape must not size a read
+            raise _BlobError(SHORT_BLOBS_MSG.format(path=self.path.name, size=size, nbytes=nbytes, offset=offset))
+        pieces, got = [], 0
+        while got < nbytes:  # a single read returns at most about 2 GiB
+            piece = os.pread(self._fd, nbytes - got, offset + got)
+            if not piece:  # the file shrank while being read
+                raise _BlobError(SHORT_BLOBS_MSG.format(path=self.path.name, size=offset + got, nbytes=nbytes,
+                                                        offset=offset))
+            pieces.append(piece)
+            got += len(piece)
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+    def size(self) -> int:
+        """Bytes in the file (0 if there is none)."""
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> _BlobFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def keyring_fingerprints(keyring: Keyring) -> dict[str, str]:
@@ -217,6 +297,8 @@ class TranscriptWriter:
         The head every party signed at the end (None until :meth:`close` wrote the end record).
     size : int
         Bytes written so far (ASCII: one byte a character).
+    blob_size : int
+        Bytes written so far to the blob file (:func:`blob_path`).
     """
 
     def __init__(self, path: str | Path, keyring: Keyring,
@@ -228,6 +310,10 @@ class TranscriptWriter:
         self.final_head: str | None = None
         # Binary: every line is ASCII, so bytes are written as they are, never re-encoded from text.
         self._file = self.path.open("wb")
+        self._blob_path = blob_path(self.path)
+        self._blob_path.unlink(missing_ok=True)  # an earlier run's; removed, never followed if it is a link
+        self._blobs: Any = None  # created with the first large array (unbuffered: on disk before the line naming it)
+        self.blob_size = 0
         self._where = str(self.path.resolve())
         self._prev = GENESIS
         self.lines = 0
@@ -256,11 +342,19 @@ class TranscriptWriter:
                           sort_keys=True, separators=(",", ":")) + "\n"
         # Each array's base64 goes where its placeholder stands, encoded and written a piece at a time:
         # JSON never scans megabytes of base64, and the line is never assembled (nor copied) as one string.
-        # The placeholders stand in the line's (sorted-key) order, not in the order the arrays were met.
+        # A large array's quoted placeholder becomes its offset in the blob file, its bytes written there first.
+        # The placeholders stand in the line's (sorted-key) order, not in the order the arrays were met: the
+        # blob file holds the arrays in the order a reader meets them.
         write, size, at = self._file.write, 0, 0
         for start, end, index in _placeholders(line, token, len(arrays)):
+            arr = arrays[index]
+            if arr.nbytes >= BLOB_BYTES:
+                size += write(line[at:start - 1].encode("ascii"))
+                size += write(str(self._write_blob(arr)).encode("ascii"))
+                at = end + 1
+                continue
             size += write(line[at:start].encode("ascii"))
-            for piece in array_base64_pieces(arrays[index]):
+            for piece in array_base64_pieces(arr):
                 size += write(piece)
             at = end
         size += write(line[at:].encode("ascii"))
@@ -269,20 +363,30 @@ class TranscriptWriter:
         self.size += size
         return size
 
+    def _write_blob(self, arr: np.ndarray) -> int:
+        """Append ``arr``'s raw bytes to the blob file; returns their offset."""
+        if self._blobs is None:
+            self._blobs = self._blob_path.open("xb", buffering=0)
+        offset, view = self.blob_size, memoryview(array_bytes(arr))
+        while view:  # an unbuffered write may take fewer bytes than it is given
+            view = view[self._blobs.write(view):]
+        self.blob_size += arr.nbytes
+        return offset
+
     def append(self, envelope: Envelope) -> int:
-        """Append one envelope; returns the bytes it took on the wire log."""
+        """Append one envelope; returns the bytes it took on the wire log (its line and its arrays in the blob file)."""
         arrays: list[np.ndarray] = []
         token = f"@{secrets.token_hex(8)}:"  # '@' and ':' never occur in base64, so no clash with data
 
-        def placeholder(arr: np.ndarray) -> str:
+        def placeholder(arr: np.ndarray) -> dict[str, str]:
             arrays.append(arr)
-            return f"{token}{len(arrays) - 1}."
+            return {"blob" if arr.nbytes >= BLOB_BYTES else "data": f"{token}{len(arrays) - 1}."}
 
-        offset = self.size
+        offset, blobs = self.size, self.blob_size
         size = self._write({"type": "envelope", **envelope.to_record(placeholder)}, arrays, token)
         self._messages += 1
         self._last = (envelope, offset, size, self._prev)
-        return size
+        return size + self.blob_size - blobs
 
     def locate(self, envelope: Envelope) -> tuple[str, int, int, str] | None:
         """(path, byte offset, length, line hash) of ``envelope``'s line if it is the envelope appended last, else None.
@@ -322,12 +426,14 @@ class TranscriptWriter:
             self._write({"type": "end", "messages": messages, "head": head, "signatures": signatures})
             self.final_head = head
         finally:
-            self._file.close()
+            self.abort()
 
     def abort(self) -> None:
         """Close without an end record (an interrupted run): the file verifies as incomplete, never intact."""
         if not self._file.closed:
             self._file.close()
+        if self._blobs is not None:
+            self._blobs.close()
 
     def __enter__(self) -> TranscriptWriter:
         return self
@@ -471,11 +577,11 @@ def _canonical_base64(data: str, nbytes: int) -> bool:
     return _B64.index(data[-pad - 1]) & ((1 << unused) - 1) == 0
 
 
-def _decode_array(spec: Any, path: str) -> np.ndarray:
+def _decode_array(spec: Any, path: str, blobs: _BlobFile) -> np.ndarray:
     """A transcript array, accepted only in the exact form the writer produces."""
-    if type(spec) is not dict or sorted(spec) != ["data", "dtype", "shape"]:
-        raise ValueError("expected exactly the fields data, dtype, shape")
-    dtype, shape, data = spec["dtype"], spec["shape"], spec["data"]
+    if type(spec) is not dict or sorted(spec) not in (["data", "dtype", "shape"], ["blob", "dtype", "shape"]):
+        raise ValueError("expected exactly the fields data, dtype, shape (or blob, dtype, shape)")
+    dtype, shape = spec["dtype"], spec["shape"]
     if type(dtype) is not str:
         raise ValueError("dtype must be a string")
     try:
@@ -486,6 +592,19 @@ def _decode_array(spec: Any, path: str) -> np.ndarray:
         raise ValueError(f"dtype {dtype[:40]!r} is not a canonical numeric dtype")
     if type(shape) is not list or len(shape) > MAX_ARRAY_DIMS or any(type(d) is not int or d < 0 for d in shape):
         raise ValueError("shape must be a list of non-negative integers")
+    nbytes = math.prod(shape) * dt.itemsize
+    if ("blob" in spec) != (nbytes >= BLOB_BYTES):
+        raise ValueError(f"an array of {nbytes} bytes is stored {'raw' if 'blob' in spec else 'as base64'} "
+                         f"(arrays of at least {BLOB_BYTES} bytes go to the blob file, smaller ones in the line)")
+    if "blob" in spec:
+        # The writer appends each array where the previous one ended, so a blob file holds each array once, in order.
+        if type(spec["blob"]) is not int or spec["blob"] != blobs.used:
+            raise ValueError(f"blob offset {str(spec['blob'])[:40]} is not where the previous array's bytes end "
+                             f"({blobs.used})")
+        raw = blobs.read(blobs.used, nbytes)
+        blobs.used += nbytes
+        return np.frombuffer(raw, dtype=dt).reshape(shape)
+    data = spec["data"]
     if type(data) is not str:
         raise ValueError("data must be base64 text")
     try:
@@ -494,24 +613,24 @@ def _decode_array(spec: Any, path: str) -> np.ndarray:
         raise ValueError(f"data is not base64 ({exc})") from None
     if not _canonical_base64(data, len(raw)):
         raise ValueError("data is not canonical base64")
-    if len(raw) != math.prod(shape) * dt.itemsize:
-        raise ValueError(f"data holds {len(raw)} bytes, dtype and shape need {math.prod(shape) * dt.itemsize}")
+    if len(raw) != nbytes:
+        raise ValueError(f"data holds {len(raw)} bytes, dtype and shape need {nbytes}")
     return np.frombuffer(raw, dtype=dt).reshape(shape)
 
 
-def _decode_strict(value: Any, path: str) -> Any:
+def _decode_strict(value: Any, path: str, blobs: _BlobFile) -> Any:
     """Inverse of :func:`parley.parties.wire.encode_payload` that accepts only what it produces."""
     if type(value) is dict:
         if _ND_TAG in value:
             if len(value) != 1:
                 raise ValueError(f"{path}: {_ND_TAG} beside other keys")
             try:
-                return _decode_array(value[_ND_TAG], path)
+                return _decode_array(value[_ND_TAG], path, blobs)
             except ValueError as exc:
                 raise ValueError(BAD_ARRAY_MSG.format(path=path, error=exc)) from None
-        return {k: _decode_strict(v, f"{path}.{k}") for k, v in value.items()}
+        return {k: _decode_strict(v, f"{path}.{k}", blobs) for k, v in value.items()}
     if type(value) is list:
-        return [_decode_strict(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_decode_strict(v, f"{path}[{i}]", blobs) for i, v in enumerate(value)]
     return value
 
 
@@ -520,7 +639,7 @@ _ENVELOPE_TYPES: dict[str, type] = {"id": str, "sender": str, "recipient": str, 
                                     "signature": str, "payload": dict}
 
 
-def _strict_envelope(number: int, record: dict[str, Any]) -> Envelope:
+def _strict_envelope(number: int, record: dict[str, Any], blobs: _BlobFile) -> Envelope:
     _exact_fields(number, "an envelope record", record, ("type", *_ALL_FIELDS))
     for name, expected in _ENVELOPE_TYPES.items():
         if type(record[name]) is not expected:
@@ -532,7 +651,9 @@ def _strict_envelope(number: int, record: dict[str, Any]) -> Envelope:
     _hex_field(number, "envelope", record, "head", 64)
     _hex_field(number, "envelope", record, "signature", 128)
     try:
-        payload = _decode_strict(record["payload"], "payload")
+        payload = _decode_strict(record["payload"], "payload", blobs)
+    except _BlobError as exc:
+        raise TranscriptError(number, str(exc)) from None
     except ValueError as exc:
         raise TranscriptError(number, BAD_ENVELOPE_MSG.format(error=exc)) from None
     fields = {k: record[k] for k in _HEADER_FIELDS}
@@ -597,7 +718,8 @@ class Verified:
 class _Checker:
     """Verification state over one transcript: chain, signatures, sequences, nonces, signed heads."""
 
-    def __init__(self, keys: Mapping[str, str] | Iterable[str] | None, head: str | None) -> None:
+    def __init__(self, path: Path, keys: Mapping[str, str] | Iterable[str] | None, head: str | None) -> None:
+        self.blobs = _BlobFile(path)
         self.expected_keys = keys
         self.expected_head = head
         self.prev = GENESIS
@@ -626,7 +748,7 @@ class _Checker:
             _match_keys(number, keyring_fingerprints(self.keyring), self.expected_keys)
 
     def envelope(self, number: int, record: dict[str, Any]) -> Envelope:
-        envelope = _strict_envelope(number, record)
+        envelope = _strict_envelope(number, record, self.blobs)
         try:
             verify_envelope(envelope, self.keyring)
         except WireError as exc:
@@ -678,6 +800,10 @@ class _Checker:
                                                        end_bytes(signer, self.prev, self.count, sent))
             except InvalidSignature:
                 raise TranscriptError(number, END_SIGNATURE_MSG.format(signer=signer)) from None
+        size = self.blobs.size()
+        if size != self.blobs.used:
+            raise TranscriptError(number, BLOB_TAIL_MSG.format(path=self.blobs.path.name, size=size,
+                                                               used=self.blobs.used))
         self.final_head = self.prev
         self.ended = True
 
@@ -720,6 +846,11 @@ def _walk_strict(path: Path, checker: _Checker) -> Iterator[Envelope]:
     Signatures are checked before the chain so that an edited header is reported
     as what it is (a signature failure), not only as a broken hash.
     """
+    with checker.blobs:
+        yield from _walk_lines(path, checker)
+
+
+def _walk_lines(path: Path, checker: _Checker) -> Iterator[Envelope]:
     number = 0
     for number, raw in _raw_lines(path):
         if not raw.endswith(b"\n"):
@@ -755,7 +886,7 @@ def _walk_strict(path: Path, checker: _Checker) -> Iterator[Envelope]:
 
 def _walk_fast(path: Path) -> Iterator[Envelope]:
     """Envelopes in order, unchecked (a run reading its own transcript, an observer reading a run in progress)."""
-    with path.open("r", encoding="utf-8") as fh:
+    with path.open("r", encoding="utf-8") as fh, _BlobFile(path) as blobs:
         for number, text in enumerate(fh, start=1):
             if not text.endswith("\n"):
                 return  # a line still being written
@@ -767,9 +898,12 @@ def _walk_fast(path: Path) -> Iterator[Envelope]:
             if record.get("type") != "envelope":
                 continue
             try:
-                yield Envelope.from_record({k: v for k, v in record.items() if k != "type"})
+                envelope = Envelope.from_record({k: v for k, v in record.items() if k != "type"}, blobs.read)
+            except _BlobError as exc:
+                raise TranscriptError(number, str(exc)) from None
             except Exception as exc:  # pydantic ValidationError, base64 or reshape errors
                 raise TranscriptError(number, BAD_ENVELOPE_MSG.format(error=type(exc).__name__)) from None
+            yield envelope
 
 
 def check_transcript(path: str | Path, keys: Mapping[str, str] | Iterable[str] | None = None,
@@ -793,7 +927,7 @@ def check_transcript(path: str | Path, keys: Mapping[str, str] | Iterable[str] |
     TranscriptError
         At the first bad line, naming its 1-based number and what failed.
     """
-    checker = _Checker(keys, head)
+    checker = _Checker(Path(path), keys, head)
     for _ in _walk_strict(Path(path), checker):
         pass
     return Verified(messages=checker.count, head=checker.final_head, keys=keyring_fingerprints(checker.keyring))
@@ -815,6 +949,6 @@ def read_transcript(path: str | Path, verify: bool = True) -> list[Envelope]:
 def iter_transcript(path: str | Path, verify: bool = True) -> Iterator[Envelope]:
     """The same, one envelope at a time (large transcripts)."""
     if verify:
-        return _walk_strict(Path(path), _Checker(None, None))
+        return _walk_strict(Path(path), _Checker(Path(path), None, None))
     return _walk_fast(Path(path))
 

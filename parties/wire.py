@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import pickle
 import secrets
 import struct
@@ -59,9 +60,11 @@ __all__ = [
     "Keyring",
     "ReplayGuard",
     "payload_digest",
-    "array_text",
     "array_base64",
     "array_base64_pieces",
+    "array_bytes",
+    "array_data",
+    "BlobReader",
     "b64decode_strict",
     "encode_payload",
     "decode_payload",
@@ -255,9 +258,14 @@ B64_PIECE = 3 << 15
 
 def array_base64_pieces(arr: np.ndarray) -> Iterator[bytes]:
     """:func:`array_base64` in pieces of :data:`B64_PIECE` input bytes (each encoded while in cache)."""
-    raw = _raw_bytes(np.ascontiguousarray(arr))
+    raw = array_bytes(arr)
     for start in range(0, len(raw), B64_PIECE):
         yield _base64.b64encode(raw[start:start + B64_PIECE])
+
+
+def array_bytes(arr: np.ndarray) -> memoryview | bytes:
+    """An array's raw (C-order) bytes, copied only if it is not C-contiguous (what a transcript blob file holds)."""
+    return _raw_bytes(np.ascontiguousarray(arr))
 
 
 def b64decode_strict(text: str) -> bytes:
@@ -265,38 +273,49 @@ def b64decode_strict(text: str) -> bytes:
     return _base64.b64decode(text, validate=True)
 
 
-def array_text(arr: np.ndarray) -> str:
-    """:func:`array_base64` as text."""
-    return array_base64(arr).decode("ascii")
+def array_data(arr: np.ndarray) -> dict[str, str]:
+    """The default stored form of an array's bytes: ``{"data": base64 text}``."""
+    return {"data": array_base64(arr).decode("ascii")}
 
 
-def encode_payload(value: Any, data: Callable[[np.ndarray], str] = array_text) -> Any:
-    """Turn a payload into JSON-ready values; arrays become ``{"__ndarray__": dtype, shape, data}``.
+#: Reads ``nbytes`` bytes at ``offset`` of a transcript's blob file (:func:`decode_payload`).
+BlobReader = Callable[[int, int], bytes]
 
-    ``data`` renders an array's bytes (base64 by default; the transcript passes
-    a placeholder and splices the base64 in afterwards, sparing JSON escaping).
+
+def encode_payload(value: Any, fields: Callable[[np.ndarray], dict[str, Any]] = array_data) -> Any:
+    """Turn a payload into JSON-ready values; arrays become ``{"__ndarray__": {dtype, shape, data}}``.
+
+    ``fields`` gives the fields that hold an array's bytes (``data``, base64, by default;
+    the transcript passes placeholders and splices the base64, or a blob file offset
+    ``blob``, in afterwards, sparing JSON escaping).
     """
     if isinstance(value, np.ndarray):
-        return {_ND_TAG: {"dtype": value.dtype.str, "shape": list(value.shape), "data": data(value)}}
+        return {_ND_TAG: {"dtype": value.dtype.str, "shape": list(value.shape), **fields(value)}}
     if isinstance(value, Mapping):
-        return {k: encode_payload(v, data) for k, v in value.items()}
+        return {k: encode_payload(v, fields) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [encode_payload(v, data) for v in value]
+        return [encode_payload(v, fields) for v in value]
     if isinstance(value, np.generic):
         return value.item()
     return value
 
 
-def decode_payload(value: Any) -> Any:
-    """Inverse of :func:`encode_payload` (digest-preserving)."""
+def decode_payload(value: Any, blobs: BlobReader | None = None) -> Any:
+    """Inverse of :func:`encode_payload` (digest-preserving); ``blobs`` reads arrays stored as a blob offset."""
     if isinstance(value, dict):
         if set(value) == {_ND_TAG}:
             spec = value[_ND_TAG]
-            raw = _base64.b64decode(spec["data"])
-            return np.frombuffer(raw, dtype=np.dtype(spec["dtype"])).reshape(spec["shape"])
-        return {k: decode_payload(v) for k, v in value.items()}
+            dtype = np.dtype(spec["dtype"])
+            if "blob" in spec:
+                if blobs is None:
+                    raise ValueError("an array stored in a blob file, and no blob file to read it from")
+                raw = blobs(spec["blob"], math.prod(spec["shape"]) * dtype.itemsize)
+            else:
+                raw = _base64.b64decode(spec["data"])
+            return np.frombuffer(raw, dtype=dtype).reshape(spec["shape"])
+        return {k: decode_payload(v, blobs) for k, v in value.items()}
     if isinstance(value, list):
-        return [decode_payload(v) for v in value]
+        return [decode_payload(v, blobs) for v in value]
     return value
 
 
@@ -323,10 +342,9 @@ class Envelope(BaseModel):
         """The signed header fields, digest included, signature excluded."""
         return {k: getattr(self, k) for k in _HEADER_FIELDS}
 
-    def to_record(self, data: Callable[[np.ndarray], str] | None = None) -> dict[str, Any]:
-        """JSON-ready form for the transcript (``data`` as in :func:`encode_payload`)."""
-        return {**self.header(), "signature": self.signature,
-                "payload": encode_payload(self.payload, data or array_text)}
+    def to_record(self, fields: Callable[[np.ndarray], dict[str, Any]] = array_data) -> dict[str, Any]:
+        """JSON-ready form for the transcript (``fields`` as in :func:`encode_payload`)."""
+        return {**self.header(), "signature": self.signature, "payload": encode_payload(self.payload, fields)}
 
     def __reduce__(self) -> tuple:
         """Cheap pickling for Ray: small envelopes travel as one in-band blob, large arrays out of band."""
@@ -336,9 +354,9 @@ class Envelope(BaseModel):
         return _envelope_from_fields, (fields,)
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> Envelope:
-        """Rebuild an envelope read from a transcript line."""
-        return cls(**{**record, "payload": decode_payload(record["payload"])})
+    def from_record(cls, record: Mapping[str, Any], blobs: BlobReader | None = None) -> Envelope:
+        """Rebuild an envelope read from a transcript line (``blobs`` as in :func:`decode_payload`)."""
+        return cls(**{**record, "payload": decode_payload(record["payload"], blobs)})
 
 
 _HEADER_FIELDS = ("id", "sender", "recipient", "kind", "protocol", "seq", "nonce", "timestamp", "head", "digest")

@@ -48,8 +48,8 @@ NOT_OURS = ("study folder {path} holds {files}, which no parley study wrote; a s
 
 Kind = Literal["run", "study"]
 #: What a run writes into its folder (its ledger's side files included).
-RUN_FILES = ("result.json", "report.md", "report.html", "transcript.jsonl", LEDGER_FILE, LEDGER_FILE + "-wal",
-             LEDGER_FILE + "-shm", LEDGER_FILE + HEAD_SUFFIX)
+RUN_FILES = ("result.json", "report.md", "report.html", "transcript.jsonl", "transcript.jsonl.blobs", LEDGER_FILE,
+             LEDGER_FILE + "-wal", LEDGER_FILE + "-shm", LEDGER_FILE + HEAD_SUFFIX)
 #: What a study writes into its folder, besides its plots (``*.png``) and ``cells/``.
 STUDY_FILES = (STUDY_MARKER, "results.csv", "results-stale.csv", "summary.md")
 #: The title line of an older study folder's summary.md (:func:`parley.scenarios.study.report.write_outputs`).

@@ -151,12 +151,12 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     started = time.perf_counter()
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
     # The folder is locked for this run; a failed run must not leave an older run's results behind.
-    with claim(run_dir, LEDGER_FILE, _STALE, fresh=fresh, written=("transcript.jsonl",)):
+    with claim(run_dir, LEDGER_FILE, _STALE, fresh=fresh, written=("transcript.jsonl", "transcript.jsonl.blobs")):
         return _run_in(scenario, run_dir, started, address, table, hosts, split, progress, in_process, reports)
 
 
 #: An earlier run's outputs, removed before a run starts (its ledger is handled apart, by ``claim``;
-#: ``transcript.jsonl`` is replaced when the parties start).
+#: ``transcript.jsonl`` and its blob file are replaced when the parties start).
 _STALE = ("result.json", "report.md", "report.html")
 
 

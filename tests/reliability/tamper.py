@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from parley.parties.transcript import _chain_hash
+from parley.parties.transcript import FORMAT, _chain_hash
 from parley.parties.wire import GENESIS, Identity, end_bytes, header_bytes
 
 Lines = list[dict[str, Any]]
@@ -279,7 +279,7 @@ def malformed_files(lines: Lines) -> Iterator[tuple[str, bytes]]:
     yield "non-ASCII byte", with_line(i, good[i]).replace(b'"kind":"', b'"kind":"\xc3\xa9', 1)
     yield "invalid UTF-8", with_line(i, good[i]).replace(b'"kind":"', b'"kind":"\xff', 1)
     yield "NUL byte", with_line(i, good[i]).replace(b'"kind":"', b'"kind":"\x00', 1)
-    yield "old format", with_line(0, good[0].replace("parley-transcript-v3", "parley-transcript-v2", 1))
+    yield "old format", with_line(0, good[0].replace(FORMAT, "parley-transcript-v3", 1))
     yield "binary garbage", bytes(range(256)) * 4 + b"\n"
     yield "only a newline", b"\n"
     yield "NaN for an integer", with_line(i, good[i].replace('"seq":0', '"seq":NaN', 1))

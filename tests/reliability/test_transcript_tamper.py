@@ -229,7 +229,7 @@ def test_bad_anchors_are_usage_errors(run_dir, tmp_path, capsys, monkeypatch, ar
 
 
 def test_an_older_transcript_is_refused_by_name(run_dir, tmp_path):
-    old = (run_dir / "transcript.jsonl").read_text().replace(transcript_module.FORMAT, "parley-transcript-v2", 1)
+    old = (run_dir / "transcript.jsonl").read_text().replace(transcript_module.FORMAT, "parley-transcript-v3", 1)
     path = tmp_path / "old.jsonl"
     path.write_text(old)
     with pytest.raises(TranscriptError, match="older parley") as exc:
