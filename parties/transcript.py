@@ -48,6 +48,7 @@ import math
 import os
 import re
 import secrets
+import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import ValidationError
 
+from parley.parties.payload_limits import MAX_PAYLOAD_BYTES
 from parley.parties.wire import (
     _ALL_FIELDS,
     _HEADER_FIELDS,
@@ -147,7 +149,8 @@ END_SIGNATURE_MSG = "end signature of {signer!r} does not verify over the final 
 AFTER_END_MSG = "a line after the end record"
 NO_BLOBS_MSG = ("the array bytes this line names are in {path}, which cannot be read ({error}); copy it with the "
                 "transcript")
-SHORT_BLOBS_MSG = "{path} ends at byte {size}, before the {nbytes} bytes at offset {offset} this line names"
+SHORT_BLOBS_MSG = ("this line names {nbytes} bytes at offset {offset} of {path}, which holds {size} bytes (and a "
+                   f"payload at most {MAX_PAYLOAD_BYTES:,})")
 BLOB_TAIL_MSG = ("{path} holds {size} bytes, but the transcript's arrays take {used}: bytes were added to it "
                  "that no line names")
 KEYS_MISMATCH_MSG = "the keyring does not match the expected keys ({detail})"
@@ -212,32 +215,51 @@ class _BlobFile:
         self.used = 0  # bytes the lines named so far, one array after the other
         self._fd: int | None = None
 
-    def read(self, offset: int, nbytes: int) -> bytes:
-        """``nbytes`` bytes at ``offset``; :class:`_BlobError`, naming the file, if it is missing or too short."""
+    def _open(self) -> int:
+        """The file, opened once; only a regular file (a FIFO would block the reader for ever)."""
         if self._fd is None:
             try:
-                self._fd = os.open(self.path, os.O_RDONLY)
+                fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
             except OSError as exc:
                 raise _BlobError(NO_BLOBS_MSG.format(path=self.path.name, error=exc.strerror)) from None
-        size = os.fstat(self._fd).st_size
-        if offset < 0 or offset + nbytes > size:  # checked first: a forged shape must not size a read
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise _BlobError(NO_BLOBS_MSG.format(path=self.path.name, error="not a regular file"))
+            self._fd = fd
+        return self._fd
+
+    def read(self, offset: int, nbytes: int) -> bytes:
+        """``nbytes`` bytes at ``offset``; :class:`_BlobError`, naming the file, if it is missing or too short."""
+        fd = self._open()
+        size = os.fstat(fd).st_size
+        # Checked before reading: a forged shape must not size a read. No envelope over the payload limit is
+        # ever logged (the network checks it first), so none names more bytes; the file's size alone bounds
+        # nothing (a sparse file costs no disk).
+        if nbytes > MAX_PAYLOAD_BYTES or offset < 0 or offset + nbytes > size:
             raise _BlobError(SHORT_BLOBS_MSG.format(path=self.path.name, size=size, nbytes=nbytes, offset=offset))
         pieces, got = [], 0
-        while got < nbytes:  # a single read returns at most about 2 GiB
-            piece = os.pread(self._fd, nbytes - got, offset + got)
-            if not piece:  # the file shrank while being read
-                raise _BlobError(SHORT_BLOBS_MSG.format(path=self.path.name, size=offset + got, nbytes=nbytes,
-                                                        offset=offset))
-            pieces.append(piece)
-            got += len(piece)
+        try:
+            while got < nbytes:
+                piece = os.pread(fd, nbytes - got, offset + got)
+                if not piece:  # the file shrank while being read
+                    raise _BlobError(SHORT_BLOBS_MSG.format(path=self.path.name, size=offset + got, nbytes=nbytes,
+                                                            offset=offset))
+                pieces.append(piece)
+                got += len(piece)
+        except OSError as exc:
+            if isinstance(exc, _BlobError):
+                raise
+            raise _BlobError(NO_BLOBS_MSG.format(path=self.path.name, error=exc.strerror)) from None
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     def size(self) -> int:
         """Bytes in the file (0 if there is none)."""
         try:
-            return self.path.stat().st_size
-        except FileNotFoundError:
-            return 0
+            return os.fstat(self._open()).st_size
+        except _BlobError:
+            if not os.path.lexists(self.path) or not os.path.exists(self.path):
+                return 0  # no file, or a link to none: nothing the lines could have named
+            raise
 
     def close(self) -> None:
         if self._fd is not None:
@@ -310,11 +332,11 @@ class TranscriptWriter:
         self.final_head: str | None = None
         # Binary: every line is ASCII, so bytes are written as they are, never re-encoded from text.
         self._file = self.path.open("wb")
-        self._blob_path = blob_path(self.path)
+        self._where = str(self.path.absolute())  # not resolved: the blob file is beside this name, link or not
+        self._blob_path = blob_path(self._where)
         self._blob_path.unlink(missing_ok=True)  # an earlier run's; removed, never followed if it is a link
         self._blobs: Any = None  # created with the first large array (unbuffered: on disk before the line naming it)
         self.blob_size = 0
-        self._where = str(self.path.resolve())
         self._prev = GENESIS
         self.lines = 0
         self.size = 0
@@ -800,7 +822,10 @@ class _Checker:
                                                        end_bytes(signer, self.prev, self.count, sent))
             except InvalidSignature:
                 raise TranscriptError(number, END_SIGNATURE_MSG.format(signer=signer)) from None
-        size = self.blobs.size()
+        try:
+            size = self.blobs.size()
+        except _BlobError as exc:
+            raise TranscriptError(number, str(exc)) from None
         if size != self.blobs.used:
             raise TranscriptError(number, BLOB_TAIL_MSG.format(path=self.blobs.path.name, size=size,
                                                                used=self.blobs.used))

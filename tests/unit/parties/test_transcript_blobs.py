@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 
 import numpy as np
 import pytest
@@ -179,17 +180,34 @@ def _huge_shape(path):
     _edit_line(path, 3, change)
 
 
+def _sparse_gigabytes(path):
+    """A shape naming 2 GiB and a sparse blob file that long (no disk): refused by the payload limit, unread."""
+    def change(payload):
+        payload["values"]["__ndarray__"]["shape"] = [1 << 28]
+    _edit_line(path, 3, change)
+    os.truncate(blob_path(path), _spec(path, 3, "values")["blob"] + (1 << 31))
+
+
+def _fifo(path):
+    """A named pipe for the blob file: refused at once (opening one to read would wait for a writer for ever)."""
+    _delete(path)
+    os.mkfifo(blob_path(path))
+
+
 @pytest.mark.parametrize(("edit", "line", "reason"), [
     (_flip, 2, "digest"),
-    (_truncate, 3, "ends at byte"),
+    (_truncate, 3, "names 1048576 bytes at offset 2097176"),
     (_extend, 4, "no line names"),
     (_delete, 2, "cannot be read"),
     (_swap_offsets, 2, "where the previous array's bytes end"),
     (_inline_a_large_array, 3, "is stored as base64"),
     (_blob_a_small_array, 2, "is stored raw"),
-    (_huge_shape, 3, "ends at byte"),
+    (_huge_shape, 3, "names 8796093022208 bytes"),
+    (_sparse_gigabytes, 3, "names 2147483648 bytes"),
+    (_fifo, 2, "not a regular file"),
 ], ids=["a-flipped-bit", "truncated", "a-byte-appended", "deleted", "offsets-swapped", "a-large-array-inlined",
-        "a-small-array-moved-out", "a-huge-shape"])
+        "a-small-array-moved-out", "a-huge-shape",
+        "a-sparse-2-GiB-file", "a-fifo"])
 def test_every_edit_of_the_blob_file_or_its_offsets_is_refused(written, capsys, edit, line, reason):
     path = written[0]
     edit(path)
@@ -244,4 +262,44 @@ def test_a_new_run_removes_the_old_blob_file_and_never_writes_through_a_link(tmp
     with TranscriptWriter(path, ring, ids) as log:
         log.append(ids["data-center"].seal("compliance", "metric-query", "raw", first))
     assert victim.read_bytes() == b"keep me" and not blob_path(path).is_symlink()
+    assert check_transcript(path).messages == 1
+
+
+def test_a_blob_path_that_names_no_file_is_no_blob_file(tmp_path):
+    """A link to nowhere (or to itself) where the blob file would be: a transcript naming no blob verifies, one
+    naming a blob fails naming the file; neither ends in an untyped error."""
+    path = tmp_path / "transcript.jsonl"
+    ids, ring = _fresh_parties()
+    with TranscriptWriter(path, ring, ids) as log:
+        log.append(ids["data-center"].seal("compliance", "metric-query", "raw", {"x": np.zeros(3)}))
+    blob_path(path).symlink_to(blob_path(path))
+    assert check_transcript(path).messages == 1
+    blob_path(path).unlink()
+    first, _ = _payloads()
+    ids, ring = _fresh_parties()
+    with TranscriptWriter(path, ring, ids) as log:
+        log.append(ids["data-center"].seal("compliance", "metric-query", "raw", first))
+    blob_path(path).unlink()
+    blob_path(path).symlink_to(blob_path(path))
+    with pytest.raises(TranscriptError, match="blobs, which cannot be read") as exc:
+        check_transcript(path)
+    assert exc.value.line == 2
+
+
+def test_a_journal_place_of_a_linked_transcript_reads_the_blob_file_beside_the_link(tmp_path):
+    """The run folder may hold transcript.jsonl as a link to a file further inside it: the blob file is written
+    beside the name the run uses, and a restore reads it there."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "t.jsonl").touch()
+    path = tmp_path / "transcript.jsonl"
+    path.symlink_to(tmp_path / "sub" / "t.jsonl")
+    first, _ = _payloads()
+    ids, ring = _fresh_parties()
+    with TranscriptWriter(path, ring, ids) as log:
+        envelope = ids["data-center"].seal("compliance", "metric-query", "raw", first)
+        log.append(envelope)
+        place = log.locate(envelope)
+    assert place is not None and blob_path(path).is_file()
+    back = read_logged_envelope(*place)
+    assert back is not None and back.digest == envelope.digest
     assert check_transcript(path).messages == 1
