@@ -204,7 +204,7 @@ def blob_path(path: str | Path) -> Path:
 
 
 class _BlobError(OSError):
-    """The blob file is missing or shorter than a line says (reported as such, not as a malformed array)."""
+    """The blob file cannot be read or is shorter than a line says (reported as such, not as a malformed array)."""
 
 
 class _BlobFile:
@@ -238,18 +238,16 @@ class _BlobFile:
         if nbytes > MAX_PAYLOAD_BYTES or offset < 0 or offset + nbytes > size:
             raise _BlobError(SHORT_BLOBS_MSG.format(path=self.path.name, size=size, nbytes=nbytes, offset=offset))
         pieces, got = [], 0
-        try:
-            while got < nbytes:
+        while got < nbytes:
+            try:
                 piece = os.pread(fd, nbytes - got, offset + got)
-                if not piece:  # the file shrank while being read
-                    raise _BlobError(SHORT_BLOBS_MSG.format(path=self.path.name, size=offset + got, nbytes=nbytes,
-                                                            offset=offset))
-                pieces.append(piece)
-                got += len(piece)
-        except OSError as exc:
-            if isinstance(exc, _BlobError):
-                raise
-            raise _BlobError(NO_BLOBS_MSG.format(path=self.path.name, error=exc.strerror)) from None
+            except OSError as exc:
+                raise _BlobError(NO_BLOBS_MSG.format(path=self.path.name, error=exc.strerror)) from None
+            if not piece:  # the file shrank while being read
+                raise _BlobError(SHORT_BLOBS_MSG.format(path=self.path.name, size=offset + got, nbytes=nbytes,
+                                                        offset=offset))
+            pieces.append(piece)
+            got += len(piece)
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     def size(self) -> int:
@@ -257,7 +255,7 @@ class _BlobFile:
         try:
             return os.fstat(self._open()).st_size
         except _BlobError:
-            if not os.path.lexists(self.path) or not os.path.exists(self.path):
+            if not os.path.exists(self.path):
                 return 0  # no file, or a link to none: nothing the lines could have named
             raise
 

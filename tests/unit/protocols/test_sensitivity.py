@@ -314,9 +314,11 @@ def test_paper_smooth_sp_fails_without_min_max():
 
 @pytest.mark.parametrize("beta", BETAS)
 def test_paper_smooth_abs_sp_is_below_the_brute_force(beta):
-    A, _ = local_table("abs_sp", 8)
+    """App. D.4's smooth |SP| falls below the exhaustive search: at n = 6 by 0.10 to 0.17 over the betas (n = 8,
+    14 s of brute force, by 0.07 to 0.15: the same finding)."""
+    A, _ = local_table("abs_sp", 6)
     gaps = [value - paper_smooth_sensitivity_abs_sp(1, *sizes(a), beta)
-            for a, value in zip(A, brute_smooth("abs_sp", 8, beta), strict=True) if sizes(a)[0] <= sizes(a)[1]]
+            for a, value in zip(A, brute_smooth("abs_sp", 6, beta), strict=True) if sizes(a)[0] <= sizes(a)[1]]
     assert max(gaps) > 0.05
 
 
