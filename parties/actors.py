@@ -532,8 +532,17 @@ class Pending:
     _done: list[Any] = field(default_factory=list)  # [value] or [value, error] of an already settled call
 
     def done(self) -> bool:
-        """Has the call settled (its result or error known)?"""
-        return self._call is None or self._call.settled
+        """Has the call finished: settled, or its host's outcome in (:meth:`result` would not wait for the host)?
+
+        A call still gathered for its busy host is sent once the host is free, as a submit would send it.
+        """
+        call = self._call
+        if call is None or call.settled:
+            return True
+        if call.ref is None:
+            assert self._deployment is not None
+            self._deployment._send_if_free(call.slot)
+        return call.ref is not None and call.ref.ready()
 
     def result(self) -> Any:
         """The party method's result (raising what it raised), once every earlier call to its party settled."""
@@ -760,12 +769,23 @@ class RayDeployment:
         if slot in self._down:
             return Pending(self, call)  # sent after the party's restore, behind the calls waiting for it
         unsent = [c for c in queue if c.ref is None]
-        sent = [c.ref for c in queue if c.ref is not None]
         # Nagle's rule: a host with nothing under way gets the call now; a busy one gets the calls
         # gathered meanwhile as one batch once it is done, or once the batch is full.
-        if not sent or sent[-1].ready() or len(unsent) >= BATCH_CALLS or sum(c.nbytes for c in unsent) >= BATCH_BYTES:
+        if self._free(queue) or len(unsent) >= BATCH_CALLS or sum(c.nbytes for c in unsent) >= BATCH_BYTES:
             self._flush(slot)
         return Pending(self, call)
+
+    @staticmethod
+    def _free(queue: deque[_Call]) -> bool:
+        """Has the host of ``queue``'s calls nothing under way (no batch sent, or the last one done)?"""
+        sent = [c.ref for c in queue if c.ref is not None]
+        return not sent or sent[-1].ready()
+
+    def _send_if_free(self, slot: str) -> None:
+        """Send the calls gathered for ``slot`` if its host is free (and up)."""
+        with self._calls:
+            if slot not in self._down and self._free(self._pending.get(slot, deque())):
+                self._flush(slot)
 
     def _flush(self, slot: str) -> None:
         """Send the calls to ``slot`` not sent yet, in order, as one Ray task."""

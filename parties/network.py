@@ -30,7 +30,8 @@ NO_SIGNER = "no party can sign the end of the transcript as {name!r}: the party 
 
 
 class Handle(TypingProtocol):
-    """A call under way: ``result()`` waits for it and returns what the party method returned (or raises)."""
+    """A call under way: ``result()`` waits for it and returns what the party method returned (or raises);
+    ``done()`` says whether it has finished, so that ``result()`` would not wait for the party."""
 
     def result(self) -> Any: ...
 
@@ -100,6 +101,7 @@ class Delivery:
         self._network, self._envelope, self._handle = network, envelope, handle
 
     def done(self) -> bool:
+        """Is the reply in (:meth:`result` would not wait for the recipient)?"""
         return self._handle.done()
 
     def result(self) -> Envelope | None:
@@ -134,6 +136,9 @@ class Network:
         self.kinds: Counter[str] = Counter()
         #: Called with each envelope once it is logged and delivered (``parley run``'s status line on a terminal).
         self.observer: Callable[[Envelope], None] | None = None
+        #: Called while :meth:`exchange` waits for a reply that is not in yet, as long as it returns True: a bit
+        #: of other work (:meth:`parley.parties.transcript.TranscriptFollower.step` verifies a transcript line).
+        self.idle: Callable[[], bool] | None = None
 
     def route(self, name: str, slot: str) -> None:
         """Deliver envelopes addressed to ``name`` to the party in ``slot``."""
@@ -204,8 +209,13 @@ class Network:
                 under_way.append(self.post(envelope))
 
         post_all(first)
+        idle = self.idle
         while under_way:
-            post_all(under_way.popleft().result())
+            delivery = under_way.popleft()
+            if idle is not None:
+                while not delivery.done() and idle():
+                    pass
+            post_all(delivery.result())
 
     def countersign(self, unrouted: Mapping[str, Identity], head: str, messages: int) -> list[dict[str, Any]]:
         """End signatures of every party in the transcript's keyring over ``head`` after ``messages`` envelopes.

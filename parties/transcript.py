@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from blake3 import blake3
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import ValidationError
@@ -81,6 +82,7 @@ from parley.protocols.errors import IncompleteTranscriptError, InternalError, Pa
 __all__ = [
     "GENESIS",
     "BLOB_BYTES",
+    "TranscriptFollower",
     "TranscriptWriter",
     "Verified",
     "blob_path",
@@ -151,6 +153,7 @@ NO_BLOBS_MSG = ("the array bytes this line names are in {path}, which cannot be 
                 "transcript")
 SHORT_BLOBS_MSG = ("this line names {nbytes} bytes at offset {offset} of {path}, which holds {size} bytes (and a "
                    f"payload at most {MAX_PAYLOAD_BYTES:,})")
+CHANGED_MSG = "{path} changed after its lines were verified: it no longer holds the bytes that were checked"
 BLOB_TAIL_MSG = ("{path} holds {size} bytes, but the transcript's arrays take {used}: bytes were added to it "
                  "that no line names")
 KEYS_MISMATCH_MSG = "the keyring does not match the expected keys ({detail})"
@@ -213,6 +216,7 @@ class _BlobFile:
     def __init__(self, transcript: Path) -> None:
         self.path = blob_path(transcript)
         self.used = 0  # bytes the lines named so far, one array after the other
+        self.seen = blake3()  # ... and their digest (:class:`TranscriptFollower` checks the file still holds them)
         self._fd: int | None = None
 
     def _open(self) -> int:
@@ -623,6 +627,7 @@ def _decode_array(spec: Any, path: str, blobs: _BlobFile) -> np.ndarray:
                              f"({blobs.used})")
         raw = blobs.read(blobs.used, nbytes)
         blobs.used += nbytes
+        blobs.seen.update(raw)
         return np.frombuffer(raw, dtype=dt).reshape(shape)
     data = spec["data"]
     if type(data) is not str:
@@ -878,25 +883,36 @@ def _walk_lines(path: Path, checker: _Checker) -> Iterator[Envelope]:
     for number, raw in _raw_lines(path):
         if not raw.endswith(b"\n"):
             raise IncompleteTranscriptError(number, TORN_MSG.format(count=checker.count), checker.count, checker.prev)
-        if checker.ended:
-            raise TranscriptError(number, AFTER_END_MSG)
-        line = _parse_line(number, raw)
-        record = line["record"]
-        kind = record.get("type")
-        envelope = None
-        if number == 1:
-            checker.keyring_line(number, record)
-        elif kind == "keyring":
-            raise TranscriptError(number, LATE_KEYRING_MSG)
-        elif kind == "end":
-            checker.end(number, record)
-        elif kind == "envelope":
-            envelope = checker.envelope(number, record)
-        else:
-            raise TranscriptError(number, UNKNOWN_TYPE_MSG.format(got=str(kind)[:40]))
-        checker.chain(number, line)
+        envelope = _check_line(number, raw, checker)
         if envelope is not None:
             yield envelope
+    _check_ending(number, checker)
+
+
+def _check_line(number: int, raw: bytes, checker: _Checker) -> Envelope | None:
+    """Check one whole line (its envelope, if it holds one)."""
+    if checker.ended:
+        raise TranscriptError(number, AFTER_END_MSG)
+    line = _parse_line(number, raw)
+    record = line["record"]
+    kind = record.get("type")
+    envelope = None
+    if number == 1:
+        checker.keyring_line(number, record)
+    elif kind == "keyring":
+        raise TranscriptError(number, LATE_KEYRING_MSG)
+    elif kind == "end":
+        checker.end(number, record)
+    elif kind == "envelope":
+        envelope = checker.envelope(number, record)
+    else:
+        raise TranscriptError(number, UNKNOWN_TYPE_MSG.format(got=str(kind)[:40]))
+    checker.chain(number, line)
+    return envelope
+
+
+def _check_ending(number: int, checker: _Checker) -> None:
+    """After the last of ``number`` lines: the file is not empty, it ended with the end record, at the head expected."""
     if number == 0:
         raise IncompleteTranscriptError(1, EMPTY_MSG, 0, GENESIS)
     if not checker.ended:
@@ -927,6 +943,87 @@ def _walk_fast(path: Path) -> Iterator[Envelope]:
             except Exception as exc:  # pydantic ValidationError, base64 or reshape errors
                 raise TranscriptError(number, BAD_ENVELOPE_MSG.format(error=type(exc).__name__)) from None
             yield envelope
+
+
+def _file_digest(path: Path) -> bytes:
+    """BLAKE3 of a file's bytes (of none if it does not exist)."""
+    h = blake3()
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    except FileNotFoundError:
+        pass
+    return h.digest()
+
+
+class TranscriptFollower:
+    """Verifies the transcript a :class:`TranscriptWriter` is writing, a line at a time, while the run waits.
+
+    The checks of :func:`read_transcript` with ``verify=True``, on the same bytes: each line is read
+    back from the file once the writer has written it whole. A run over Ray waits for its parties
+    during an exchange (:attr:`parley.parties.network.Network.idle` calls :meth:`step` then), so the
+    report's verification is mostly done when the run ends. :meth:`finish` checks the rest, the end
+    record included, and that the transcript and its blob file still hold exactly the bytes that were
+    checked: the outcome is the one of reading the finished files. One thread steps it (the run's).
+    """
+
+    def __init__(self, writer: TranscriptWriter) -> None:
+        self._writer = writer
+        self._checker = _Checker(writer.path, None, None)
+        self._file = writer.path.open("rb")
+        self._partial = b""  # the start of a line not yet written whole
+        self._lines = 0
+        self._seen = blake3()
+        self._error: TranscriptError | None = None
+        self.envelopes: list[Envelope] = []
+
+    def step(self, lines: int = 1) -> bool:
+        """Check up to ``lines`` more lines the writer has written whole; False if none was waiting."""
+        if self._error is not None or self._file.closed:
+            return False
+        self._writer.flush()
+        for done in range(lines):
+            raw = self._partial + self._file.readline(MAX_LINE_CHARS + 1 - len(self._partial))
+            if not raw.endswith(b"\n"):
+                self._partial = raw
+                if len(raw) > MAX_LINE_CHARS:
+                    self._error = TranscriptError(self._lines + 1, TOO_LONG_MSG)
+                return done > 0
+            self._partial = b""
+            self._lines += 1
+            self._seen.update(raw)
+            try:
+                envelope = _check_line(self._lines, raw, self._checker)
+            except TranscriptError as exc:
+                self._error = exc
+                return False
+            if envelope is not None:
+                self.envelopes.append(envelope)
+        return True
+
+    def finish(self) -> list[Envelope]:
+        """Check what is left once the writer is closed; the envelopes, or raises as :func:`read_transcript`."""
+        try:
+            self.step(1 << 62)
+            if self._error is not None:
+                raise self._error
+            if self._partial:
+                raise IncompleteTranscriptError(self._lines + 1, TORN_MSG.format(count=self._checker.count),
+                                                self._checker.count, self._checker.prev)
+            _check_ending(self._lines, self._checker)
+            blobs = self._checker.blobs
+            for path, seen in ((self._writer.path, self._seen), (blobs.path, blobs.seen)):
+                if _file_digest(path) != seen.digest():  # a line edited after it was checked, say
+                    raise TranscriptError(self._lines, CHANGED_MSG.format(path=path.name))
+            return self.envelopes
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop following (a run that failed writes no report)."""
+        self._file.close()
+        self._checker.blobs.close()
 
 
 def check_transcript(path: str | Path, keys: Mapping[str, str] | Iterable[str] | None = None,

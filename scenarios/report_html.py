@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from parley.parties.confidential import is_sealed
-from parley.parties.transcript import read_transcript
+from parley.parties.transcript import TranscriptFollower, read_transcript
 from parley.protocols.errors import TranscriptError
 from parley.scenarios.explain import describe, explain_record
 
@@ -202,9 +202,9 @@ def bars_figure(record: Mapping[str, Any]) -> str:
     return _png(fig)
 
 
-def _verification(record: Mapping[str, Any], transcript: Path) -> tuple[str, list[Any]]:
+def _verification(transcript: Path, follower: TranscriptFollower | None) -> tuple[str, list[Any]]:
     try:
-        envelopes = read_transcript(transcript, verify=True)
+        envelopes = read_transcript(transcript, verify=True) if follower is None else follower.finish()
         status = f"verified: {len(envelopes):,} messages; every signature, digest and chain link is intact"
     except TranscriptError as exc:
         envelopes = read_transcript(transcript, verify=False)
@@ -254,11 +254,11 @@ document.addEventListener('DOMContentLoaded', function () {
 """
 
 
-def render(record: Mapping[str, Any], transcript: Path) -> str:
-    """The page as a string (see the module docstring)."""
+def render(record: Mapping[str, Any], transcript: Path, follower: TranscriptFollower | None = None) -> str:
+    """The page as a string (see the module docstring); ``follower`` has verified the transcript as the run wrote it."""
     from parley.scenarios.report import HEADLINE, SWAP_NOTE, _fmt
 
-    status, envelopes = _verification(record, transcript)
+    status, envelopes = _verification(transcript, follower)
     m = record["metrics"]
     esc = html.escape
     headline = "".join(f"<tr><th>{esc(k)}</th><td>{esc(_fmt(m[k]))}</td></tr>" for k in HEADLINE if k in m)
@@ -294,8 +294,9 @@ Hover over an arrow for what it says. <span id="legend"></span></p>
 """
 
 
-def write_html_report(record: Mapping[str, Any], run_dir: Path) -> Path:
-    """Write ``run_dir/report.html`` from ``record`` (``result.json``) and the run's transcript."""
+def write_html_report(record: Mapping[str, Any], run_dir: Path, follower: TranscriptFollower | None = None) -> Path:
+    """Write ``run_dir/report.html`` from ``record`` (``result.json``) and the run's transcript (verified by
+    ``follower`` as the run wrote it, if given: :class:`parley.parties.transcript.TranscriptFollower`)."""
     path = Path(run_dir) / "report.html"
-    path.write_text(render(record, Path(run_dir) / "transcript.jsonl"), encoding="utf-8")
+    path.write_text(render(record, Path(run_dir) / "transcript.jsonl", follower), encoding="utf-8")
     return path

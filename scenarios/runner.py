@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from parley.parties.compliance import PURPOSE_SEPARATOR
+from parley.parties.transcript import TranscriptFollower
 from parley.scenarios.datasets import Table
 from parley.scenarios.flows import get_flow
 from parley.scenarios.progress import Display, RunProgress
@@ -186,6 +187,9 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
     world = build_world(scenario, run_dir, address, table, hosts, split, in_process)
     if display is not None:
         _watch(world, display)
+    # The report verifies the transcript; over Ray most of it is done while the run waits for its parties.
+    follower = TranscriptFollower(world.transcript) if reports else None
+    world.network.idle = None if follower is None else follower.step
     try:
         flow_metrics = get_flow(world.protocol.flow)(world)
         if world.progress is not None:
@@ -198,6 +202,8 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
         # An interrupted or failed run ends without the parties' end record: its transcript is incomplete,
         # never intact (a transcript the flow had already closed stays as the parties signed it).
         world.transcript.abort()
+        if follower is not None:
+            follower.close()
         raise
     finally:
         if display is not None:
@@ -244,5 +250,5 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
     inside(run_dir, "result.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     if reports:
         write_report(record, run_dir)
-        write_html_report(record, run_dir)
+        write_html_report(record, run_dir, follower)
     return Result(record=record, run_dir=run_dir)
