@@ -542,7 +542,8 @@ class Pending:
         if call.ref is None:
             assert self._deployment is not None
             self._deployment._send_if_free(call.slot)
-        return call.ref is not None and call.ref.ready()
+        ref = call.ref  # read once: a thread sharing the deployment may settle the call meanwhile
+        return ref is not None and ref.ready()
 
     def result(self) -> Any:
         """The party method's result (raising what it raised), once every earlier call to its party settled."""

@@ -153,7 +153,6 @@ NO_BLOBS_MSG = ("the array bytes this line names are in {path}, which cannot be 
                 "transcript")
 SHORT_BLOBS_MSG = ("this line names {nbytes} bytes at offset {offset} of {path}, which holds {size} bytes (and a "
                    f"payload at most {MAX_PAYLOAD_BYTES:,})")
-CHANGED_MSG = "{path} changed after its lines were verified: it no longer holds the bytes that were checked"
 BLOB_TAIL_MSG = ("{path} holds {size} bytes, but the transcript's arrays take {used}: bytes were added to it "
                  "that no line names")
 KEYS_MISMATCH_MSG = "the keyring does not match the expected keys ({detail})"
@@ -945,15 +944,24 @@ def _walk_fast(path: Path) -> Iterator[Envelope]:
             yield envelope
 
 
-def _file_digest(path: Path) -> bytes:
-    """BLAKE3 of a file's bytes (of none if it does not exist)."""
+def _file_digest(path: Path) -> bytes | None:
+    """BLAKE3 of a regular file's bytes (of none if there is no file); None if it is something else or unreadable."""
     h = blake3()
     try:
-        with path.open("rb") as fh:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the report
+    except FileNotFoundError:
+        return h.digest()
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        try:
             while chunk := fh.read(1 << 20):
                 h.update(chunk)
-    except FileNotFoundError:
-        pass
+        except OSError:
+            return None
     return h.digest()
 
 
@@ -965,7 +973,8 @@ class TranscriptFollower:
     during an exchange (:attr:`parley.parties.network.Network.idle` calls :meth:`step` then), so the
     report's verification is mostly done when the run ends. :meth:`finish` checks the rest, the end
     record included, and that the transcript and its blob file still hold exactly the bytes that were
-    checked: the outcome is the one of reading the finished files. One thread steps it (the run's).
+    checked. Whenever that is not a clean pass, it verifies the finished files afresh: the verdict, and
+    the reason of a failure, are always those of reading the finished files. One thread steps it (the run's).
     """
 
     def __init__(self, writer: TranscriptWriter) -> None:
@@ -985,10 +994,11 @@ class TranscriptFollower:
         self._writer.flush()
         for done in range(lines):
             raw = self._partial + self._file.readline(MAX_LINE_CHARS + 1 - len(self._partial))
+            if len(raw) > MAX_LINE_CHARS:
+                self._error = TranscriptError(self._lines + 1, TOO_LONG_MSG)
+                return False
             if not raw.endswith(b"\n"):
                 self._partial = raw
-                if len(raw) > MAX_LINE_CHARS:
-                    self._error = TranscriptError(self._lines + 1, TOO_LONG_MSG)
                 return done > 0
             self._partial = b""
             self._lines += 1
@@ -1005,20 +1015,26 @@ class TranscriptFollower:
     def finish(self) -> list[Envelope]:
         """Check what is left once the writer is closed; the envelopes, or raises as :func:`read_transcript`."""
         try:
-            self.step(1 << 62)
-            if self._error is not None:
-                raise self._error
-            if self._partial:
-                raise IncompleteTranscriptError(self._lines + 1, TORN_MSG.format(count=self._checker.count),
-                                                self._checker.count, self._checker.prev)
-            _check_ending(self._lines, self._checker)
-            blobs = self._checker.blobs
-            for path, seen in ((self._writer.path, self._seen), (blobs.path, blobs.seen)):
-                if _file_digest(path) != seen.digest():  # a line edited after it was checked, say
-                    raise TranscriptError(self._lines, CHANGED_MSG.format(path=path.name))
-            return self.envelopes
+            if self._clean():
+                return self.envelopes
         finally:
             self.close()
+        # A failure, or files that changed since their check (an edit, even one undone since): the finished
+        # files decide, and say why.
+        return read_transcript(self._writer.path, verify=True)
+
+    def _clean(self) -> bool:
+        """Did every line pass, ending with the end record, in files that still hold the bytes checked?"""
+        self.step(1 << 62)
+        if self._error is not None or self._partial:
+            return False
+        try:
+            _check_ending(self._lines, self._checker)
+        except TranscriptError:
+            return False
+        blobs = self._checker.blobs
+        return all(_file_digest(path) == seen.digest()
+                   for path, seen in ((self._writer.path, self._seen), (blobs.path, blobs.seen)))
 
     def close(self) -> None:
         """Stop following (a run that failed writes no report)."""

@@ -249,6 +249,10 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
     })
     inside(run_dir, "result.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     if reports:
-        write_report(record, run_dir)
-        write_html_report(record, run_dir, follower)
+        try:
+            write_report(record, run_dir)
+            write_html_report(record, run_dir, follower)
+        finally:
+            if follower is not None:
+                follower.close()
     return Result(record=record, run_dir=run_dir)

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from parley.parties.transcript import iter_transcript, verify_transcript
+from parley.parties.transcript import TranscriptFollower, iter_transcript, verify_transcript
 from parley.protocols import PROTOCOLS
 from parley.scenarios.catalog import DEFAULT_SCENARIO, scenario_path
 from parley.scenarios.cli import main
@@ -158,13 +158,26 @@ def _exchanges(path) -> list[tuple]:
     return pairs
 
 
-def test_the_precision_attack_over_ray_asks_in_bursts_and_agrees_with_in_process(ray_session, tmp_path, capsys):
+def test_the_precision_attack_over_ray_asks_in_bursts_and_agrees_with_in_process(ray_session, tmp_path, capsys,
+                                                                                  monkeypatch):
     """Its blocks go on the wire in pipelined bursts (several signed queries before their answers), yet the
-    queries, the answers and the result are those of the in-process run, and the transcript verifies."""
+    queries, the answers and the result are those of the in-process run, and the transcript verifies; over Ray
+    the report's verification checked lines while the run waited for its parties."""
+    checked_before_the_end: list[int] = []
+    finish = TranscriptFollower.finish
+
+    def counted(self: TranscriptFollower) -> list:
+        checked_before_the_end.append(len(self.envelopes))
+        return finish(self)
+
+    monkeypatch.setattr(TranscriptFollower, "finish", counted)
     scenario = Scenario.from_toml(scenario_path("adult-reveal-precision")).with_values({
         "dataset.name": "synthetic", "dataset.audit_size": 6000, "dataset.minority": 600, "dataset.train_size": 800})
     over_ray = run(scenario, out=tmp_path / "ray")
     local = run(scenario.with_values({"backend": "local"}), out=tmp_path / "local")
+    messages = over_ray.metrics["messages"]
+    assert 0 < checked_before_the_end[0] <= messages and checked_before_the_end[1] == 0  # in process nothing waits
+    assert f"verified: {messages:,} messages" in (tmp_path / "ray" / "report.html").read_text()
     one_by_one = run(scenario.with_values({"backend": "local", "attack.ahead": 1}), out=tmp_path / "one")
     assert over_ray.metrics["exact_recovery"] and over_ray.metrics["queries"] > 150
     kinds = [e.kind for e in iter_transcript(tmp_path / "ray" / "transcript.jsonl", verify=False)]
