@@ -249,7 +249,7 @@ def payload_digest(payload: Mapping[str, Any]) -> str:
 
 def array_base64(arr: np.ndarray) -> bytes:
     """Base64 (ASCII bytes) of an array's raw (C-order) bytes, as stored in transcripts."""
-    return _base64.b64encode(_raw_bytes(np.ascontiguousarray(arr)))
+    return _base64.b64encode(array_bytes(arr))
 
 
 #: Bytes of array data base64-encoded at a time when written (a multiple of 3: the pieces join without padding).

@@ -189,7 +189,8 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
         _watch(world, display)
     # The report verifies the transcript; over Ray most of it is done while the run waits for its parties.
     follower = TranscriptFollower(world.transcript) if reports else None
-    world.network.idle = None if follower is None else follower.step
+    if follower is not None:
+        world.network.idle = follower.step
     try:
         flow_metrics = get_flow(world.protocol.flow)(world)
         if world.progress is not None:

@@ -121,6 +121,13 @@ def test_an_edited_line_fails_the_finish_as_it_fails_the_file(tmp_path, identiti
     _same_failure(follower, path)
 
 
+def test_a_line_added_after_the_end_record_fails_the_finish_as_it_fails_the_file(tmp_path, identities, keyring):
+    path, follower = _written(tmp_path, identities, keyring)
+    with path.open("ab") as fh:
+        fh.write(path.read_bytes().splitlines(keepends=True)[1])  # a replay of the first message after the end
+    _same_failure(follower, path)
+
+
 def test_the_blob_file_edited_after_its_check_fails_the_finish_as_it_fails_the_file(tmp_path, identities, keyring):
     path, follower = _written(tmp_path, identities, keyring)
     data = bytearray(blob_path(path).read_bytes())
