@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 from blake3 import blake3
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from nacl.exceptions import BadSignatureError
+from nacl.signing import SigningKey, VerifyKey
 from pydantic import BaseModel, ConfigDict, Field
 
 from parley.parties.payload_limits import PAYLOAD_TOO_LARGE, check_payload
@@ -415,7 +415,7 @@ class Identity:
 
     name: str
     role: str
-    private_key: Ed25519PrivateKey
+    private_key: SigningKey
     next_seq: int = 0
     #: X25519 key of a party on confidential channels (parties/confidential.py); None: payloads in the clear.
     kx_private: X25519PrivateKey | None = None
@@ -424,12 +424,12 @@ class Identity:
     @classmethod
     def generate(cls, name: str, role: str, kx: bool = False) -> Identity:
         """A fresh identity with a random key (never derived from scenario seeds); ``kx``: an X25519 key too."""
-        return cls(name=name, role=role, private_key=Ed25519PrivateKey.generate(),
+        return cls(name=name, role=role, private_key=SigningKey.generate(),
                    kx_private=X25519PrivateKey.generate() if kx else None)
 
     @property
     def public_key_hex(self) -> str:
-        return self.private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+        return bytes(self.private_key.verify_key).hex()
 
     def key_entry(self) -> KeyEntry:
         kx = None
@@ -452,7 +452,7 @@ class Identity:
             "digest": payload_digest(payload),
         }
         self.next_seq += 1
-        signature = self.private_key.sign(header_bytes(header)).hex()
+        signature = self.private_key.sign(header_bytes(header)).signature.hex()
         return Envelope.model_construct(**header, payload=dict(payload), signature=signature)
 
     def saw(self, head: str) -> None:
@@ -465,14 +465,14 @@ class Identity:
         The sent count comes from the party's own counter, not from the log, so a log
         missing one of its messages cannot carry its end signature.
         """
-        signature = self.private_key.sign(end_bytes(self.name, head, messages, self.next_seq)).hex()
+        signature = self.private_key.sign(end_bytes(self.name, head, messages, self.next_seq)).signature.hex()
         return {"signer": self.name, "sent": self.next_seq, "signature": signature}
 
-    # Ed25519PrivateKey does not pickle; Ray moves identities between processes.
+    # Ray moves identities between processes: the keys travel as their raw bytes (X25519 keys do not pickle).
     def __getstate__(self) -> dict[str, Any]:
         from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
 
-        raw = self.private_key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+        raw = bytes(self.private_key)  # the 32-byte seed
         kx = (None if self.kx_private is None
               else self.kx_private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
         return {"name": self.name, "role": self.role, "key": raw, "next_seq": self.next_seq, "kx": kx,
@@ -480,7 +480,7 @@ class Identity:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.name, self.role, self.next_seq = state["name"], state["role"], state["next_seq"]
-        self.private_key = Ed25519PrivateKey.from_private_bytes(state["key"])
+        self.private_key = SigningKey(state["key"])
         kx = state.get("kx")
         self.kx_private = None if kx is None else X25519PrivateKey.from_private_bytes(kx)
         self.head = state.get("head", GENESIS)
@@ -508,7 +508,7 @@ class Keyring:
         self._keys.pop(entry.name, None)
 
     def __post_init__(self) -> None:
-        self._keys: dict[str, Ed25519PublicKey] = {}
+        self._keys: dict[str, VerifyKey] = {}
 
     def __contains__(self, name: str) -> bool:
         return name in self.entries
@@ -521,10 +521,23 @@ class Keyring:
             known = ", ".join(sorted(self.entries)) or "none"
             raise WireError(UNKNOWN_SENDER, UNKNOWN_SENDER_MSG.format(sender=name, known=known)) from None
 
-    def public_key(self, name: str) -> Ed25519PublicKey:
+    def public_key(self, name: str) -> VerifyKey:
         if name not in self._keys:
-            self._keys[name] = Ed25519PublicKey.from_public_bytes(bytes.fromhex(self.entry(name).public_key))
+            self._keys[name] = VerifyKey(bytes.fromhex(self.entry(name).public_key))
         return self._keys[name]
+
+    def signed(self, name: str, signature_hex: str, message: bytes) -> bool:
+        """Is ``signature_hex`` ``name``'s Ed25519 signature of ``message``? (Unknown ``name``: :class:`WireError`.)
+
+        libsodium's checks: a non-canonical scalar, a small-order or non-canonical point, a signature
+        that is not 64 bytes of hex: all False, never an exception.
+        """
+        key = self.public_key(name)
+        try:
+            key.verify(message, bytes.fromhex(signature_hex))
+        except (BadSignatureError, ValueError):  # nacl's ValueError (wrong length) is one
+            return False
+        return True
 
     def to_json(self) -> dict[str, Any]:
         return {name: e.model_dump(exclude_none=True) for name, e in sorted(self.entries.items())}
@@ -553,11 +566,8 @@ def verify_envelope(envelope: Envelope, keyring: Keyring, recipient: str | None 
     computed = payload_digest(envelope.payload)
     if computed != envelope.digest:
         raise WireError(DIGEST_MISMATCH, DIGEST_MISMATCH_MSG.format(claimed=envelope.digest, computed=computed))
-    try:
-        signature = bytes.fromhex(envelope.signature)
-        keyring.public_key(envelope.sender).verify(signature, header_bytes(envelope.header()))
-    except (InvalidSignature, ValueError):
-        raise WireError(BAD_SIGNATURE, BAD_SIGNATURE_MSG.format(sender=envelope.sender)) from None
+    if not keyring.signed(envelope.sender, envelope.signature, header_bytes(envelope.header())):
+        raise WireError(BAD_SIGNATURE, BAD_SIGNATURE_MSG.format(sender=envelope.sender))
 
 
 _FIELD_TYPES = {"id": str, "sender": str, "recipient": str, "kind": str, "protocol": str, "seq": int,

@@ -74,7 +74,7 @@ class Result:
 @functools.lru_cache(maxsize=1)
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for name in ("parley", "ray", "numpy", "scipy", "scikit-learn", "cryptography", "pydantic", "fairlearn"):
+    for name in ("parley", "ray", "numpy", "scipy", "scikit-learn", "cryptography", "pynacl", "pydantic", "fairlearn"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

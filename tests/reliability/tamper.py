@@ -61,7 +61,7 @@ def rechain(lines: Lines, resign: dict[str, Identity] | None = None) -> Lines:
                 record["head"] = renamed.get(record["head"], record["head"])
                 header = {k: record[k] for k in ("id", "sender", "recipient", "kind", "protocol", "seq", "nonce",
                                                  "timestamp", "head", "digest")}
-                record["signature"] = resign[record["sender"]].private_key.sign(header_bytes(header)).hex()
+                record["signature"] = resign[record["sender"]].private_key.sign(header_bytes(header)).signature.hex()
         elif record["type"] == "end":
             count = sum(1 for x in out if x["record"]["type"] == "envelope")
             record["messages"], record["head"] = count, prev
@@ -69,7 +69,7 @@ def rechain(lines: Lines, resign: dict[str, Identity] | None = None) -> Lines:
                 item["sent"] = sent.get(item["signer"], 0)
                 if resign is not None and item["signer"] in resign:
                     item["signature"] = resign[item["signer"]].private_key.sign(
-                        end_bytes(item["signer"], prev, count, item["sent"])).hex()
+                        end_bytes(item["signer"], prev, count, item["sent"])).signature.hex()
         old = line["hash"]
         line["prev"] = prev
         line["hash"] = _chain_hash(prev, record)

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import random
 import struct
 import warnings
 
 import numpy as np
 import pytest
 from blake3 import blake3
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from nacl.signing import SigningKey
 
 from parley.parties import wire
 from parley.parties.wire import (
     Envelope,
     Identity,
+    KeyEntry,
     Keyring,
     ReplayGuard,
     decode_payload,
@@ -88,6 +92,41 @@ def test_forgery_in_anothers_name_fails(identities, keyring):
     """The outsider signs a header claiming to be the data center: the signature does not verify."""
     forger = Identity(name="data-center", role="data-center", private_key=identities["outsider"].private_key)
     assert _refusal_reason(forger.seal("compliance", "metric-query", "raw", {}), keyring) == wire.BAD_SIGNATURE
+
+
+def test_signatures_are_standard_ed25519_byte_for_byte():
+    """libsodium's signatures are RFC 8032's: OpenSSL (cryptography) derives the same key and accepts them."""
+    rng = random.Random(8032)
+    for _ in range(40):
+        seed = rng.randbytes(32)
+        signer = Identity("dc", "data-center", SigningKey(seed))
+        reference = Ed25519PrivateKey.from_private_bytes(seed)
+        assert signer.public_key_hex == reference.public_key().public_bytes_raw().hex()
+        env = signer.seal("compliance", "metric-query", "raw", {"h": np.arange(rng.randrange(1, 300))})
+        assert bytes.fromhex(env.signature) == reference.sign(wire.header_bytes(env.header()))
+
+
+#: The order of Ed25519's base point (RFC 8032, section 5.1).
+_L = 2**252 + 27742317777372353535851937790883648493
+
+
+def test_malleated_and_small_order_signatures_are_refused(identities, keyring):
+    """Two forgeries without the private key: S + L in place of S, and a small-order key's trivial signature.
+
+    OpenSSL's check (cryptography) accepts the second: with the identity point as the public key,
+    R = identity and S = 0 satisfy [S]B = R + [k]A for every message. libsodium refuses both.
+    """
+    env = identities["data-center"].seal("compliance", "metric-query", "raw", {"h": np.ones(3)})
+    raw = bytes.fromhex(env.signature)
+    malleated = raw[:32] + (int.from_bytes(raw[32:], "little") + _L).to_bytes(32, "little")
+    assert _refusal_reason(env.model_copy(update={"signature": malleated.hex()}), keyring) == wire.BAD_SIGNATURE
+    identity_point = bytes([1]) + bytes(31)
+    weak = Keyring()
+    weak.add(KeyEntry(name="data-center", role="data-center", public_key=identity_point.hex()))
+    trivial = (identity_point + bytes(32)).hex()
+    assert not weak.signed("data-center", trivial, b"any message")
+    assert _refusal_reason(env.model_copy(update={"signature": trivial}), weak) == wire.BAD_SIGNATURE
+    assert not keyring.signed("data-center", env.signature[:-2], wire.header_bytes(env.header()))  # 63 bytes
 
 
 def test_replay_guard_rejects_nonce_and_stale_sequence(identities):
