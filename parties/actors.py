@@ -488,19 +488,19 @@ class _Batch:
     outcomes: list | None = None
     _future: Any = None
 
-    def ready(self) -> bool:
-        """Is the batch's outcome in? Asked only while calls are pipelined; a blocking call never asks.
+    def watch(self) -> _Batch:
+        """From now on Ray's own callback completes a future, so :meth:`ready` costs no round trip.
 
-        Ray's own callback completes the future, so asking costs no round trip. The future is made at
-        the first question, not with the batch: its callback deserialises the outcome a second time in
-        the driver, which cost every blocking call 0.16 to 0.27 ms (``tests/benchmarks/bench_wire.py --echo``).
+        Made for batches a caller will ask about (pipelined calls), not for those it waits on at once:
+        the callback deserialises the outcome a second time in the driver, which cost every blocking
+        call 0.16 to 0.27 ms (``tests/benchmarks/bench_wire.py --echo``).
         """
-        if self.outcomes is not None:
-            return True
-        future = self._future
-        if future is None:  # two threads may both make one here: either answers alike
-            future = self._future = self.ref.future()
-        return future.done()
+        if self._future is None:  # two threads may both make one here: either answers alike
+            self._future = self.ref.future()
+        return self
+
+    def ready(self) -> bool:
+        return self.outcomes is not None or self.watch()._future.done()
 
     def outcome(self, index: int) -> tuple[Any, list[str], BaseException | None]:
         if self.outcomes is None:
@@ -750,7 +750,9 @@ class RayDeployment:
 
     def call(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Any:
         """Run ``method`` of the party in ``slot`` and return its result (after every call submitted before it)."""
-        return self.submit(slot, method, *args, **kwargs).result()
+        with self._calls:
+            pending = self._submit(slot, method, args, kwargs, watch=False)
+        return pending.result()
 
     def submit(self, slot: str, method: str, *args: Any, **kwargs: Any) -> Pending:
         """Start ``method`` of the party in ``slot`` and return at once; :meth:`Pending.result` waits for it.
@@ -769,7 +771,7 @@ class RayDeployment:
         with self._calls:
             return self._submit(slot, method, args, kwargs)
 
-    def _submit(self, slot: str, method: str, args: tuple, kwargs: dict) -> Pending:
+    def _submit(self, slot: str, method: str, args: tuple, kwargs: dict, watch: bool = True) -> Pending:
         self._writer.check()
         nbytes = sum(_payload_nbytes(a.payload) for a in (*args, *kwargs.values()) if isinstance(a, Envelope))
         call = _Call(slot, method, args, kwargs, self._compact(args, kwargs), nbytes=nbytes)
@@ -781,7 +783,7 @@ class RayDeployment:
         # Nagle's rule: a host with nothing under way gets the call now; a busy one gets the calls
         # gathered meanwhile as one batch once it is done, or once the batch is full.
         if self._free(queue) or len(unsent) >= BATCH_CALLS or sum(c.nbytes for c in unsent) >= BATCH_BYTES:
-            self._flush(slot)
+            self._flush(slot, watch)
         return Pending(self, call)
 
     @staticmethod
@@ -796,8 +798,8 @@ class RayDeployment:
             if slot not in self._down and self._free(self._pending.get(slot, deque())):
                 self._flush(slot)
 
-    def _flush(self, slot: str) -> None:
-        """Send the calls to ``slot`` not sent yet, in order, as one Ray task."""
+    def _flush(self, slot: str, watch: bool = True) -> None:
+        """Send the calls to ``slot`` not sent yet, in order, as one Ray task (``watch``: see :meth:`_Batch.watch`)."""
         unsent = [c for c in self._pending.get(slot, ()) if c.ref is None]
         if not unsent:
             return
@@ -805,7 +807,7 @@ class RayDeployment:
             ref = self.hosts[slot].call_batch.remote([(c.method, c.args, c.kwargs) for c in unsent])
         except ray.exceptions.RayActorError:  # a host gone for good: retried when they settle
             return
-        batch = _Batch(ref)
+        batch = _Batch(ref).watch() if watch else _Batch(ref)
         for index, c in enumerate(unsent):
             c.ref, c.index = batch, index
 
@@ -830,7 +832,7 @@ class RayDeployment:
                 if call.ref is None:  # not sent yet, or its host died: restore if needed, then send
                     if call.slot in self._down:
                         self._restore(call.slot)
-                    self._flush(call.slot)
+                    self._flush(call.slot, watch=False)  # waited on now
                     if call.ref is None:
                         raise HostRestarted(NOT_LOADED)  # its host could not take the call: recover
                 value, drawn, error = call.ref.outcome(call.index)

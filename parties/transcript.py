@@ -63,6 +63,7 @@ from parley.parties.wire import (
     _ALL_FIELDS,
     _HEADER_FIELDS,
     GENESIS,
+    LOWER_HEX,
     Envelope,
     Identity,
     KeyEntry,
@@ -160,7 +161,6 @@ NO_SIGNERS_MSG = "the transcript writer has no parties to sign its end record; t
 #: Signs the end of a run: (final head, number of messages) -> one signature record per party.
 Countersign = Callable[[str, int], Sequence[Mapping[str, Any]]]
 
-_HEX64 = frozenset("0123456789abcdef")
 _ND_TAG = "__ndarray__"
 
 
@@ -573,7 +573,7 @@ def _exact_fields(number: int, what: str, record: Mapping[str, Any], expected: I
 
 def _hex_field(number: int, what: str, record: Mapping[str, Any], name: str, length: int) -> None:
     value = record[name]
-    if type(value) is not str or len(value) != length or not _HEX64.issuperset(value):
+    if type(value) is not str or len(value) != length or not LOWER_HEX.issuperset(value):
         raise TranscriptError(number, FIELD_TYPE_MSG.format(what=what, field=name,
                                                             expected=f"{length} lowercase hex digits",
                                                             got=repr(value)[:80]))
@@ -707,7 +707,7 @@ def _strict_keyring(number: int, record: dict[str, Any]) -> Keyring:
             value = getattr(entry, field_name)
             if value is None:
                 continue
-            if len(value) != 64 or not _HEX64.issuperset(value):
+            if len(value) != 64 or not LOWER_HEX.issuperset(value):
                 raise TranscriptError(number, BAD_KEYRING_MSG.format(
                     error=f"{name[:40]!r}: {field_name} must be 64 lowercase hex digits"))
         ring.add(entry)

@@ -359,6 +359,9 @@ class Envelope(BaseModel):
         return cls(**{**record, "payload": decode_payload(record["payload"], blobs)})
 
 
+#: The digits of parley's hex fields (keys, digests, heads, signatures): lowercase only, one spelling per value.
+LOWER_HEX = frozenset("0123456789abcdef")
+
 _HEADER_FIELDS = ("id", "sender", "recipient", "kind", "protocol", "seq", "nonce", "timestamp", "head", "digest")
 _ALL_FIELDS = (*_HEADER_FIELDS, "payload", "signature")
 #: Payloads with at most this many array bytes are pickled in band (no object-store round trip).
@@ -526,16 +529,19 @@ class Keyring:
             self._keys[name] = VerifyKey(bytes.fromhex(self.entry(name).public_key))
         return self._keys[name]
 
-    def signed(self, name: str, signature_hex: str, message: bytes) -> bool:
+    def signed(self, name: str, signature_hex: Any, message: bytes) -> bool:
         """Is ``signature_hex`` ``name``'s Ed25519 signature of ``message``? (Unknown ``name``: :class:`WireError`.)
 
-        libsodium's checks: a non-canonical scalar, a small-order or non-canonical point, a signature
-        that is not 64 bytes of hex: all False, never an exception.
+        False, never an exception, for: a signature that is not 128 lowercase hex digits (the one spelling
+        a transcript accepts, so the wire and ``parley verify`` never disagree), an entry whose key is not
+        32 bytes of hex, and what libsodium refuses (a non-canonical scalar, a small-order or non-canonical point).
         """
-        key = self.public_key(name)
+        self.entry(name)
+        if type(signature_hex) is not str or len(signature_hex) != 128 or not LOWER_HEX.issuperset(signature_hex):
+            return False
         try:
-            key.verify(message, bytes.fromhex(signature_hex))
-        except (BadSignatureError, ValueError):  # nacl's ValueError (wrong length) is one
+            self.public_key(name).verify(message, bytes.fromhex(signature_hex))
+        except (BadSignatureError, ValueError):  # a malformed key entry, a refused signature
             return False
         return True
 

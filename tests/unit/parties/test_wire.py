@@ -129,6 +129,28 @@ def test_malleated_and_small_order_signatures_are_refused(identities, keyring):
     assert not keyring.signed("data-center", env.signature[:-2], wire.header_bytes(env.header()))  # 63 bytes
 
 
+def test_a_signature_verifies_only_in_the_spelling_the_transcript_accepts(identities, keyring):
+    """Upper-case hex or a trailing newline decode to the same bytes; the wire refuses them as parley verify does."""
+    env = identities["data-center"].seal("compliance", "metric-query", "raw", {"h": np.ones(3)})
+    header = wire.header_bytes(env.header())
+    assert keyring.signed("data-center", env.signature, header)
+    for spelling in (env.signature.upper(), env.signature + "\n", " " + env.signature, None, 7, env.signature.encode()):
+        assert not keyring.signed("data-center", spelling, header)
+    assert _refusal_reason(env.model_copy(update={"signature": env.signature.upper()}), keyring) == wire.BAD_SIGNATURE
+    with pytest.raises(WireError) as exc:
+        keyring.signed("nobody", env.signature, header)
+    assert exc.value.reason == wire.UNKNOWN_SENDER
+
+
+@pytest.mark.parametrize("key", ["ab" * 31, "zz" * 32, "AB" * 32])
+def test_a_malformed_key_entry_refuses_with_a_typed_error(identities, key):
+    """A keyring built through the API may hold a key that is not 32 bytes of hex: bad-signature, never ValueError."""
+    ring = Keyring()
+    ring.add(KeyEntry(name="data-center", role="data-center", public_key=key))
+    env = identities["data-center"].seal("compliance", "metric-query", "raw", {})
+    assert _refusal_reason(env, ring) == wire.BAD_SIGNATURE
+
+
 def test_replay_guard_rejects_nonce_and_stale_sequence(identities):
     dc = identities["data-center"]
     guard = ReplayGuard()
