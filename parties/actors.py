@@ -35,8 +35,8 @@ times stops the run with :class:`PartyLostError`.
 
 Pipelining
 ----------
-:meth:`RayDeployment.submit` starts a call and returns a :class:`Pending` handle (``call`` is
-``submit(...).result()``). Ray runs one caller's calls to an actor in submission order, and the
+:meth:`RayDeployment.submit` starts a call and returns a :class:`Pending` handle (``call`` submits the
+same way and waits at once). Ray runs one caller's calls to an actor in submission order, and the
 deployment settles them in that order: each is journaled when its outcome is known, and a crash
 with calls under way restores the party from the calls settled before it and sends the rest again
 (after every one sent to the dead host has failed, so none reaches the restored party twice).

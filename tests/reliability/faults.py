@@ -141,11 +141,13 @@ class Injector:
 
     @contextmanager
     def installed(self) -> Iterator[Injector]:
-        # Every call goes through submit (call waits on it; the network posts deliveries with it, pipelined).
-        original_submit, original_restore = RayDeployment.submit, RayDeployment._restore
+        # Every call goes through _submit: call (which waits on it at once) and submit (the network posts
+        # deliveries with it, pipelined) alike.
+        original_submit, original_restore = RayDeployment._submit, RayDeployment._restore
         injector = self
 
-        def submit(deployment: RayDeployment, slot: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        def submit(deployment: RayDeployment, slot: str, method: str, args: tuple, kwargs: dict,
+                   watch: bool = True) -> Any:
             injector.deployment = deployment
             injector.calls += 1
             injector.slots_called.append(slot)
@@ -153,7 +155,7 @@ class Injector:
             if (fault is not None and injector.armed is None and injector.calls >= fault.at_call
                     and slot == fault.target and fault.method in (None, method)):
                 injector._arm(deployment, slot, method)  # the host dies inside this very call
-            return original_submit(deployment, slot, method, *args, **kwargs)
+            return original_submit(deployment, slot, method, args, kwargs, watch)
 
         def restore(deployment: RayDeployment, slot: str) -> None:
             fault = injector.fault
@@ -164,11 +166,11 @@ class Injector:
                 deployment._get(deployment.hosts[slot].__ray_call__.remote(_exit_process))
             return original_restore(deployment, slot)
 
-        RayDeployment.submit, RayDeployment._restore = submit, restore
+        RayDeployment._submit, RayDeployment._restore = submit, restore
         try:
             yield self
         finally:
-            RayDeployment.submit, RayDeployment._restore = original_submit, original_restore
+            RayDeployment._submit, RayDeployment._restore = original_submit, original_restore
 
 
 class StudyKiller:
