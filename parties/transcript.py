@@ -42,6 +42,7 @@ naming the line.
 from __future__ import annotations
 
 import binascii
+import errno
 import hashlib
 import json
 import math
@@ -207,6 +208,18 @@ class _BlobError(OSError):
     """The blob file cannot be read or is shorter than a line says (reported as such, not as a malformed array)."""
 
 
+def _open_regular(path: Path) -> int:
+    """A read-only descriptor of ``path``, a regular file (opened non-blocking: a FIFO must never block a reader).
+
+    Raises :class:`OSError` if it cannot be opened or is not a regular file (``strerror`` says which).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file")
+    return fd
+
+
 class _BlobFile:
     """Reads array bytes from a transcript's blob file (opened at the first read) and counts those read in order."""
 
@@ -220,13 +233,9 @@ class _BlobFile:
         """The file, opened once; only a regular file (a FIFO would block the reader for ever)."""
         if self._fd is None:
             try:
-                fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+                self._fd = _open_regular(self.path)
             except OSError as exc:
                 raise _BlobError(NO_BLOBS_MSG.format(path=self.path.name, error=exc.strerror)) from None
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                os.close(fd)
-                raise _BlobError(NO_BLOBS_MSG.format(path=self.path.name, error="not a regular file"))
-            self._fd = fd
         return self._fd
 
     def read(self, offset: int, nbytes: int) -> bytes:
@@ -939,13 +948,10 @@ def _file_digest(path: Path) -> bytes | None:
     """BLAKE3 of a regular file's bytes (of none if there is no file); None if it is something else or unreadable."""
     h = blake3()
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the report
+        fd = _open_regular(path)
     except FileNotFoundError:
         return h.digest()
     except OSError:
-        return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
         return None
     with os.fdopen(fd, "rb") as fh:
         try:
