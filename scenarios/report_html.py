@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,36 @@ _KIND_COLOUR = {"refusal": "#c0392b"}
 _ROLE_ORDER = ("data-center", "compliance", "adversary", "observer")
 
 
-def _png(fig: Any) -> str:
-    import matplotlib.pyplot as plt
+#: Held while matplotlib is imported and set to Agg: a figure waits for a warm-up under way (:func:`warm_up`)
+#: rather than run the same import and ``matplotlib.use`` beside it.
+_PYPLOT = threading.Lock()
 
+
+def _pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display)."""
+    with _PYPLOT:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    return plt
+
+
+def warm_up() -> threading.Thread:
+    """Import matplotlib in a thread of its own, while the caller goes on; the thread, started.
+
+    The run calls it when its parties are in other processes (over Ray): the driver then spends the
+    parties' start and its first calls waiting, and the figures' import (0.3 s on the development
+    machine) is done by the time the report is drawn. A figure drawn meanwhile waits for it. In process
+    nothing waits, and a second thread would only take turns with the run.
+    """
+    thread = threading.Thread(target=_pyplot, name="parley-report-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _png(fig: Any) -> str:
+    plt = _pyplot()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
     plt.close(fig)
@@ -123,10 +151,7 @@ def _answered_models(envelopes: Sequence[Any]) -> np.ndarray:
 
 def knowledge_figure(record: Mapping[str, Any], envelopes: Sequence[Any]) -> str:
     """What the adversary had pinned down (decided, and rightly) against the queries answered so far."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     m = record["metrics"]
     steps = record.get("knowledge") or []
@@ -164,10 +189,7 @@ def knowledge_figure(record: Mapping[str, Any], envelopes: Sequence[Any]) -> str
 
 def bars_figure(record: Mapping[str, Any]) -> str:
     """Leakage beside its bound (from the epsilon spent), and the budget spent against the budget."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     m = record["metrics"]
     budget = (record.get("spec") or {}).get("budget") or {}

@@ -25,12 +25,13 @@ from typing import Any
 import numpy as np
 
 from parley.parties.compliance import PURPOSE_SEPARATOR
+from parley.parties.network import LocalDeployment
 from parley.parties.transcript import TranscriptFollower
 from parley.scenarios.datasets import Table
 from parley.scenarios.flows import get_flow
 from parley.scenarios.progress import Display, RunProgress
 from parley.scenarios.report import write_report
-from parley.scenarios.report_html import write_html_report
+from parley.scenarios.report_html import warm_up, write_html_report
 from parley.scenarios.run_folder import claim, inside
 from parley.scenarios.spec import Scenario
 from parley.scenarios.world import COMPLIANCE, DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, World, build_world
@@ -185,6 +186,8 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
             reports: bool = True) -> Result:
     """The run proper, in a folder :func:`parley.scenarios.run_folder.claim` holds."""
     world = build_world(scenario, run_dir, address, table, hosts, split, in_process)
+    if reports and not isinstance(world.deployment, LocalDeployment):
+        warm_up()  # the driver waits for its parties' first replies meanwhile
     if display is not None:
         _watch(world, display)
     # The report verifies the transcript; over Ray most of it is done while the run waits for its parties.

@@ -9,7 +9,10 @@ two largest sizes is printed too).
 
 Each run is a child process (its own Ray instance, started before the clock starts); the peak
 proportional set size of that child's process tree (the run and every Ray process it started,
-sampled every 0.25 s from Ray's start to the end: :mod:`proc_memory`) is printed beside its time. With
+sampled every second from Ray's start to the end: :mod:`proc_memory`) is printed beside its time, with
+the CPU time the sampling took. Sampling is charged to the run it measures, and more to a Ray run (its
+eleven processes) than to one process: every 0.25 s, as before, it cost the Ray run at n = 100,000 about
+0.3 s of its 6 s and the in-process run nothing measurable (``--memory-every 0.25``). With
 ``--baseline PATH`` (a checkout of another parley, e.g. ``git worktree add /tmp/before <commit>``)
 every run is made twice in a row, once with that code and once with this one, so the machine's load
 hits both alike, and the ratio of their times is printed. Ray starts the party hosts (its worker
@@ -17,7 +20,7 @@ processes) at nice 15, below the in-process run, which is all in the nice-0 chil
 other jobs load, ``--worker-niceness 0`` gives them the same priority (``RAY_worker_niceness``).
 
 Run: ``PYTHONPATH=. python tests/benchmarks/bench_precision_scaling.py [--sizes 10000 30000 100000]
-[--backends local ray] [--baseline PATH] [--worker-niceness N]``. The last line is one JSON object.
+[--backends local ray] [--baseline PATH] [--worker-niceness N] [--memory-every S]``. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def one(n: int, backend: str) -> dict:
+def one(n: int, backend: str, every_s: float) -> dict:
     """One run in this process; the Ray instance is started before the clock, the memory sampler before Ray."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from proc_memory import PeakSampler
@@ -45,7 +48,7 @@ def one(n: int, backend: str) -> dict:
     from parley.scenarios.runner import run
     from parley.scenarios.spec import Scenario
 
-    with PeakSampler() as memory:
+    with PeakSampler(every_s) as memory:
         if backend == "ray":
             from parley.parties.actors import ensure_ray
 
@@ -60,15 +63,15 @@ def one(n: int, backend: str) -> dict:
     # cpu_s: this process's CPU time over the run (all of it in process; the driver's share over Ray), which the
     # machine's load does not stretch as it stretches wall_s
     return {"n": n, "backend": backend, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-            "peak_gib": round(memory.peak / 2**30, 3),
+            "peak_gib": round(memory.peak / 2**30, 3), "sampler_cpu_s": round(memory.cpu_s, 2),
             "queries": metrics["queries"], "exact_recovery": metrics["exact_recovery"]}
 
 
-def child(n: int, backend: str, code: Path, niceness: int | None = None) -> dict:
+def child(n: int, backend: str, code: Path, every_s: float, niceness: int | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(code)}
     if niceness is not None:  # Ray reads it when the child starts its instance
         env["RAY_worker_niceness"] = str(niceness)
-    done = subprocess.run([sys.executable, __file__, "--one", str(n), backend], env=env, check=True,
+    done = subprocess.run([sys.executable, __file__, "--one", str(n), backend, str(every_s)], env=env, check=True,
                           capture_output=True, text=True, cwd=code)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -87,22 +90,26 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", choices=("local", "ray"), default=["local", "ray"])
     parser.add_argument("--baseline", type=Path, help="checkout of the parley to compare with")
     parser.add_argument("--worker-niceness", type=int, help="RAY_worker_niceness of the Ray runs (Ray's default: 15)")
-    parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)  # one run, in a child process
+    parser.add_argument("--memory-every", type=float, default=1.0, metavar="S",
+                        help="seconds between two samples of the process tree's memory (default 1)")
+    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)  # one run, in a child process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(int(args.one[0]), args.one[1])))
+        print(json.dumps(one(int(args.one[0]), args.one[1], float(args.one[2]))))
         return
     codes = {"current": ROOT, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
     result: dict = {"benchmark": "precision-scaling", "sizes": args.sizes, "worker_niceness": args.worker_niceness,
+                    "memory_every_s": args.memory_every,
                     "code": {k: str(v) for k, v in codes.items()}}
     for backend in args.backends:
         rows: dict[str, list[dict]] = {k: [] for k in codes}
         for n in args.sizes:
             for label, code in codes.items():  # back to back: the load hits both alike
-                row = child(n, backend, code, args.worker_niceness)
+                row = child(n, backend, code, args.memory_every, args.worker_niceness)
                 rows[label].append(row)
-                print(f"{backend:>5} n={n:>9,} {label:>8}: {row['wall_s']:7.1f} s (cpu {row.get('cpu_s')} s), "
-                      f"peak {row.get('peak_gib')} GiB, {row['queries']} queries, exact={row['exact_recovery']}",
+                print(f"{backend:>5} n={n:>9,} {label:>8}: {row['wall_s']:7.2f} s (cpu {row.get('cpu_s')} s), "
+                      f"peak {row.get('peak_gib')} GiB (sampling took {row.get('sampler_cpu_s')} s of cpu), "
+                      f"{row['queries']} queries, exact={row['exact_recovery']}",
                       file=sys.stderr, flush=True)
         result[backend] = {}
         for label in codes:
