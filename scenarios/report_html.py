@@ -165,7 +165,8 @@ def knowledge_figure(record: Mapping[str, Any], envelopes: Sequence[Any]) -> str
         ax.barh(list(bars)[::-1], list(bars.values())[::-1], color="#2c7fb8", height=0.55)
         for row, value in enumerate(list(bars.values())[::-1]):
             ax.text(value, row, f" {value:,}", va="center", ha="left")
-        ax.set_xlim(0, n * 1.15)
+        # room for the longest bar's label: an attack on the training set targets more people than the audit set holds
+        ax.set_xlim(0, max(bars.values()) * 1.15 or 1.0)
         ax.set_xlabel("people")
         ax.set_title(f"What the adversary concluded after all {len(envelopes):,} messages")
         fig.tight_layout()
