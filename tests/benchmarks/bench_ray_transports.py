@@ -5,7 +5,9 @@ shared-memory channels set up once, instead of submitting a task each time. This
 what the party-to-party round trip would cost over one, before parley's deployment is built on it:
 the same sealed query (1 float64, then 400 x 1000 float64) answered by the same echo party
 (``tests.party_world.Echo``: it verifies the query and seals the array back) and checked by the
-querier, against a bare echo actor over each transport, call by call interleaved.
+querier, against a bare echo actor over each transport, call by call interleaved. Then the CPU time
+each actor uses over a second of doing nothing: an actor that serves a compiled graph keeps reading
+its channel (in Ray 2.60 it spins), and on a two-core machine that core is taken from everything else.
 
 Run: ``PYTHONPATH=. python tests/benchmarks/bench_ray_transports.py``. The last line is one JSON object.
 """
@@ -33,6 +35,9 @@ class BareEcho:
     def echo(self, value):
         return value
 
+    def cpu(self) -> float:
+        return time.process_time()
+
 
 @ray.remote(num_cpus=0)
 class EchoParty:
@@ -41,6 +46,16 @@ class EchoParty:
 
     def receive(self, envelope):
         return self.party.receive(envelope)
+
+    def cpu(self) -> float:
+        return time.process_time()
+
+
+def _idle_cpu(actors: dict[str, object], seconds: float = 1.0) -> dict[str, float]:
+    """CPU seconds each actor's process used while nothing was asked of it for ``seconds``."""
+    before = {k: ray.get(a.cpu.remote()) for k, a in actors.items()}
+    time.sleep(seconds)
+    return {k: round(ray.get(a.cpu.remote()) - before[k], 3) for k, a in actors.items()}
 
 
 def _compiled(method) -> object:
@@ -94,6 +109,9 @@ def main() -> None:
                   f"signed over an actor call {ms['signed_actor']:.3f} ms (x{ms['signed_actor_over_bare_actor']:.2f}), "
                   f"over a compiled graph {ms['signed_graph']:.3f} ms (x{ms['signed_graph_over_bare_actor']:.2f} of "
                   f"the bare actor call, x{ms['signed_graph_over_bare_graph']:.2f} of the bare graph)", file=sys.stderr)
+        results["idle_cpu_s_per_s"] = idle = _idle_cpu({"actor": signed, "graph": signed_for_graph})
+        print(f"   at rest, CPU seconds in one second: the actor {idle['actor']:.3f}, the actor serving a compiled "
+              f"graph {idle['graph']:.3f}", file=sys.stderr)
     finally:
         bare_graph.teardown()
         signed_graph.teardown()
