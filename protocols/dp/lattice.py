@@ -55,6 +55,7 @@ The proofs of the three mechanisms are in the docstrings of
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from fractions import Fraction
@@ -320,12 +321,24 @@ def laplace_lattice(exact: np.ndarray, sensitivity: float, epsilon: float, n: in
     n, the audit set's size, enters through :func:`metric_float_error`.
     """
     exact = np.asarray(exact, dtype=np.float64)
-    g = granularity(min(sensitivity, sensitivity / epsilon) / exact.size)
-    tau = lattice_sensitivity(sensitivity, exact.size, g, n) / (Fraction(epsilon) * Fraction(g))
-    t, s = math.ceil(tau * 2**SCALE_BITS), 2**SCALE_BITS
+    g, t, s, scale = _laplace_lattice_plan(sensitivity, epsilon, exact.size, n)
     bits = RandomBits(rng)
     noise = [discrete_laplace(bits, t, s) for _ in range(exact.size)]
-    return _release(exact, g, noise), {"granularity": g, "scale": float(Fraction(t, s) * Fraction(g))}
+    return _release(exact, g, noise), {"granularity": g, "scale": scale}
+
+
+@functools.lru_cache(maxsize=256, typed=True)
+def _laplace_lattice_plan(sensitivity: float, epsilon: float, m: int, n: int) -> tuple[float, int, int, float]:
+    """g, the noise scale tau as t/s lattice steps, and tau g, for :func:`laplace_lattice`.
+
+    A function of public quantities only (the global sensitivity, epsilon, m, n), so it is kept
+    per argument tuple: the exact rational arithmetic cost a third of a release, the same for every
+    query of one shape on one audit set.
+    """
+    g = granularity(min(sensitivity, sensitivity / epsilon) / m)
+    tau = lattice_sensitivity(sensitivity, m, g, n) / (Fraction(epsilon) * Fraction(g))
+    t, s = math.ceil(tau * 2**SCALE_BITS), 2**SCALE_BITS
+    return g, t, s, float(Fraction(t, s) * Fraction(g))
 
 
 def smooth_lattice(exact: np.ndarray, smooth: float, factor: float, epsilon: float, public_bound: float, n: int,

@@ -27,6 +27,7 @@ from parley.protocols.budget import ApproxDP, PureDP
 from parley.protocols.dp.lattice import (
     FLOAT_UNSAFE_WARNING,
     RandomBits,
+    _laplace_lattice_plan,
     bernoulli_exp,
     discrete_cauchy,
     discrete_laplace,
@@ -305,6 +306,26 @@ def test_exact_samplers_are_reproducible_from_the_seed():
         p = make(name, **params)
         first = p.answer(query, audit, np.random.default_rng(3))["values"]
         np.testing.assert_array_equal(first, p.answer(query, audit, np.random.default_rng(3))["values"])
+
+
+def test_the_kept_laplace_plan_is_the_fresh_one():
+    """The Laplace lattice and scale, kept per (Delta, epsilon, m, n), are what a fresh computation gives."""
+    rng = np.random.default_rng(5)
+    cases = [(float(rng.uniform(1e-3, 3.0)), float(rng.uniform(0.05, 4.0)), int(rng.integers(1, 50)),
+              int(rng.integers(10, 10**6))) for _ in range(40)]
+    _laplace_lattice_plan.cache_clear()
+    for case in cases + cases[::-1]:  # the second pass hits the cache in the other order
+        assert _laplace_lattice_plan(*case) == _laplace_lattice_plan.__wrapped__(*case)
+    assert _laplace_lattice_plan.cache_info().hits == len(cases)
+    query = MetricQuery(metric="sp", predictions=np.full((3, 6), 0.5), query_id="q")
+    audit = AuditSet(a=np.array([0, 0, 1, 1, 1, 1], dtype=np.int8), y=np.ones(6, dtype=np.int8))
+    laplace = make("laplace", epsilon=0.3)
+    _laplace_lattice_plan.cache_clear()
+    fresh = laplace.answer(query, audit, np.random.default_rng(4))
+    kept = laplace.answer(query, audit, np.random.default_rng(4))
+    assert _laplace_lattice_plan.cache_info().hits == 1
+    np.testing.assert_array_equal(fresh["values"], kept["values"])
+    assert (fresh["scale"], fresh["granularity"]) == (kept["scale"], kept["granularity"])
 
 
 @pytest.mark.parametrize(("name", "params"), [("laplace", {"epsilon": 0.7}), ("smooth-cauchy", {"epsilon": 0.7}),
