@@ -312,6 +312,10 @@ def laplace_lattice(exact: np.ndarray, sensitivity: float, epsilon: float, n: in
     CKS 2020, Sec. 2): pure epsilon-DP, with no floating-point step between the
     exact integer draw and the release.
 
+    ``sensitivity`` must be public (a global sensitivity, the same on neighbouring audit sets):
+    g, tau and the scale are kept per (``sensitivity``, ``epsilon``, m, n) once computed, so the
+    time of a release could tell whether a value was seen before.
+
     Returns
     -------
     values : ndarray

@@ -1,8 +1,9 @@
 """Time of one DP answer, protocol by protocol, on one audit set: what a statistical audit or a study pays per query.
 
 Each protocol answers the same SP query (m = 1, then m = 20 models) on a synthetic audit set of
-n = 1,000 (30 % in group 1) from one seeded generator, ``CALLS`` times in a row after a warm-up; the
-figure is the median over ``--rounds`` rounds of the mean time per answer. ``--baseline PATH`` runs
+n = 1,000 (30 % in group 1) from one seeded generator, ``CALLS`` times in a row after 100 answers of
+warm-up (so the steady state: what a protocol keeps between answers is kept); the figure is the
+median over ``--rounds`` rounds of the mean time per answer. ``--baseline PATH`` runs
 the same measurement on a source copy of another parley commit in a child process, alternated round
 by round with this checkout's, and prints baseline / this for each row.
 
@@ -70,6 +71,8 @@ def sampler_timing(draws: int = 60_000) -> dict[str, dict[str, float]]:
     out = {}
     for low, high in ((0, 1), (1, 2), (2, 3), (3, 5)):
         sel = (size >= low) & (size < high)
+        if not sel.any():
+            continue
         median_us = round(float(np.median(took[sel])) / 1e3, 2)
         out[f"|Y|/tau in [{low}, {high})"] = {"draws": int(sel.sum()), "median_us": median_us}
     return out
@@ -78,8 +81,8 @@ def sampler_timing(draws: int = 60_000) -> dict[str, dict[str, float]]:
 def _in_child(code: Path) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(code)}
     proc = subprocess.run([sys.executable, __file__, "--child"], env=env, cwd=code, capture_output=True, text=True)
-    if proc.returncode:
-        sys.exit(f"the measurement on {code} failed:\n{proc.stderr[-2000:]}")
+    if proc.returncode or not proc.stdout.strip():
+        sys.exit(f"the measurement on {code} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.splitlines()[-1])
 
 
@@ -90,6 +93,10 @@ def main() -> None:
     parser.add_argument("--sampler-timing", action="store_true", help="time one draw by the size of its noise")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.sampler_timing and args.baseline:
+        parser.error("--sampler-timing measures this checkout only; drop --baseline")
     if args.child:
         print(json.dumps(measure()))
         return
@@ -105,15 +112,19 @@ def main() -> None:
         for label, code in codes.items():
             runs[label].append(_in_child(code))
             print(f"round {r + 1} {label}: {runs[label][-1]}", file=sys.stderr)
-    medians = {label: {row: statistics.median(run[row] for run in rs) for row in rs[0]} for label, rs in runs.items()}
+    rows = [row for row in runs["this"][0] if all(row in run for rs in runs.values() for run in rs)]
+    medians = {label: {row: statistics.median(run[row] for run in rs) for row in rows} for label, rs in runs.items()}
     out: dict[str, object] = {"benchmark": "answers", "us_per_answer": medians}
+    skipped = sorted(set(runs["this"][0]) - set(rows))
+    if skipped:
+        print(f"not in every run (a protocol the baseline lacks?), left out: {', '.join(skipped)}", file=sys.stderr)
+    base = medians.get("baseline")
     for row, us in medians["this"].items():
         line = f"{row:>20}: {us:8.1f} us"
-        if "baseline" in medians:
-            line += f"  (baseline {medians['baseline'][row]:.1f} us, x{medians['baseline'][row] / us:.2f} faster)"
+        if base:
+            line += f"  (baseline {base[row]:.1f} us; baseline / this x{base[row] / us:.2f})"
         print(line, file=sys.stderr)
-    if "baseline" in medians:
-        base = medians["baseline"]
+    if base:
         out["baseline_over_this"] = {row: round(base[row] / us, 3) for row, us in medians["this"].items()}
     print(json.dumps(out))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -32,6 +33,7 @@ from parley.protocols.dp.lattice import (
     discrete_cauchy,
     discrete_laplace,
     granularity,
+    lattice_sensitivity,
 )
 from parley.protocols.dp.sensitivity import GLOBAL_METRICS
 from parley.protocols.errors import QueryError
@@ -313,10 +315,21 @@ def test_the_kept_laplace_plan_is_the_fresh_one():
     rng = np.random.default_rng(5)
     cases = [(float(rng.uniform(1e-3, 3.0)), float(rng.uniform(0.05, 4.0)), int(rng.integers(1, 50)),
               int(rng.integers(10, 10**6))) for _ in range(40)]
+    # neighbours in one argument each: a cache that dropped any argument from its key would answer one with another
+    base = (0.6, 1.0, 1, 10)
+    cases += [(0.6, 1.0, 1, 10**6), (0.6, 1.5, 1, 10), (0.6, 1.0, 2, 10), (0.7, 1.0, 1, 10), base,
+              (np.float64(0.6), 1.0, 1, 10)]
     _laplace_lattice_plan.cache_clear()
     for case in cases + cases[::-1]:  # the second pass hits the cache in the other order
         assert _laplace_lattice_plan(*case) == _laplace_lattice_plan.__wrapped__(*case)
     assert _laplace_lattice_plan.cache_info().hits == len(cases)
+    assert len({_laplace_lattice_plan(*case) for case in cases[-6:-1]}) == 5  # n alone moves t (by eta(n))
+    for sensitivity, epsilon, m, n in cases:  # the plan is the proof's: g a power of two, tau >= Delta_g / (eps g)
+        g, t, s, scale = _laplace_lattice_plan(sensitivity, epsilon, m, n)
+        assert g == 2.0 ** round(math.log2(g))
+        tau = Fraction(t, s)
+        bound = lattice_sensitivity(sensitivity, m, g, n) / (Fraction(epsilon) * Fraction(g))
+        assert bound <= tau < bound + Fraction(1, s) and scale == float(tau * Fraction(g))
     query = MetricQuery(metric="sp", predictions=np.full((3, 6), 0.5), query_id="q")
     audit = AuditSet(a=np.array([0, 0, 1, 1, 1, 1], dtype=np.int8), y=np.ones(6, dtype=np.int8))
     laplace = make("laplace", epsilon=0.3)
