@@ -336,8 +336,8 @@ def _laplace_lattice_plan(sensitivity: float, epsilon: float, m: int, n: int) ->
     """g, the noise scale tau as t/s lattice steps, and tau g, for :func:`laplace_lattice`.
 
     A function of public quantities only (the global sensitivity, epsilon, m, n), so it is kept
-    per argument tuple: the exact rational arithmetic cost a third of a release, the same for every
-    query of one shape on one audit set.
+    per argument tuple: its exact rational arithmetic was about a third of a release's time, and
+    it is the same for every query of one metric and m on one audit set.
     """
     g = granularity(min(sensitivity, sensitivity / epsilon) / m)
     tau = lattice_sensitivity(sensitivity, m, g, n) / (Fraction(epsilon) * Fraction(g))
