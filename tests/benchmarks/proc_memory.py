@@ -61,7 +61,7 @@ def driver_rss_bytes() -> int:
 
 
 class PeakSampler:
-    """Peak of :func:`tree_pss_bytes` of this process tree while the ``with`` block runs (sampled every 0.25 s).
+    """Peak of :func:`tree_pss_bytes` of this process tree while the ``with`` block runs (sampled every ``every_s``).
 
     Sampling is not free: a sample reads ``smaps_rollup`` of every process and the children of every
     thread (about 13 ms for a Ray run's 11 processes and 215 threads, against 1.5 ms for one process),
