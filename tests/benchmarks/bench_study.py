@@ -5,7 +5,10 @@
   run with 1 worker, then with 2, each into a fresh folder; ratio of wall times
   (median over ``--rounds`` alternated pairs). Ray is started once, before all.
   The same ratio for the light grid (logistic regression, well under a second per
-  cell) is printed too: there the workers' start-up weighs more. Both with the
+  cell) is printed too: there the workers' start-up weighs more. With each ratio, the
+  ceiling that start-up leaves (:func:`_ceiling`): the ratio two perfectly balanced
+  workers would reach with the fixed cost per worker and the row times the same pair of
+  runs measured, nothing else counted. Both with the
   party hosts inside the study workers (``party_hosts="worker"``, the default) and,
   as the baseline, in party host actors of their own (``party_hosts="actors"``).
 * worker start-up: from :func:`run_study`'s start to the moment the last worker is
@@ -22,8 +25,8 @@ the party hosts (the columns that measure time or name the node aside).
 ``--worker-niceness 0`` sets ``RAY_worker_niceness`` before Ray starts (see
 ``bench_study_smoke.py``: Ray's workers run at nice 15 and yield to every other job on the machine).
 
-Run: ``PYTHONPATH=. python tests/benchmarks/bench_study.py [--rounds 1] [--worker-niceness N]``. The last
-line is one JSON object.
+Run: ``PYTHONPATH=. python tests/benchmarks/bench_study.py [--rounds 1] [--worker-niceness N] [--light-only]``.
+The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -77,18 +80,50 @@ def _cpu_share(done: StudyRun) -> float:
     return round(sum(c[4] for c in cells) / sum(c[3] - c[2] for c in cells), 3)
 
 
+def _fixed_and_row(done: StudyRun) -> tuple[float, float]:
+    """A run's fixed cost per worker and its median row time (rows after each worker's first).
+
+    The fixed cost is the slowest worker's: its time from :func:`run_study`'s start to ready, plus
+    its first row's time over the median later row (the imports a fresh worker process does there).
+    """
+    workers = list(done.timeline["workers"].values())
+    later = [c[3] - c[2] for w in workers for c in w["cells"][1:]]
+    row = statistics.median(later)
+    fixed = max(w["ready"] + (w["cells"][0][3] - w["cells"][0][2]) - row for w in workers)
+    return fixed, row
+
+
+def _ceiling(one: StudyRun, two: StudyRun) -> dict[str, float]:
+    """The speedup 2 workers could reach given the start-up and row times this pair of runs measured.
+
+    With ``N`` rows, 1 worker needs ``F1 + N r1``; 2 perfectly balanced workers, each paying its own
+    start-up (it cannot be shared), ``F2 + ceil(N / 2) r2``. Their ratio bounds the measured one
+    from above, apart from noise: what the measured ratio falls short of it is imbalance and the
+    driver's work between rows, what the ceiling falls short of the target is start-up.
+    """
+    (f1, r1), (f2, r2) = _fixed_and_row(one), _fixed_and_row(two)
+    rows = one.ran
+    return {"fixed_1_worker_s": round(f1, 3), "fixed_2_workers_s": round(f2, 3), "row_1_worker_s": round(r1, 3),
+            "row_2_workers_s": round(r2, 3),
+            "ceiling": round((f1 + rows * r1) / (f2 + -(-rows // 2) * r2), 3)}
+
+
 def _speedup(study: Study, rounds: int, reference: dict[str, Any], **kwargs: Any) -> dict[str, float]:
-    """Median wall time with 1 and 2 workers over ``rounds`` alternated pairs, their ratio, the rows' CPU share."""
+    """Median wall time with 1 and 2 workers over ``rounds`` alternated pairs, their ratio, the rows' CPU share,
+    and the median of each pair's :func:`_ceiling`."""
     walls: dict[int, list[float]] = {1: [], 2: []}
     shares: dict[int, list[float]] = {1: [], 2: []}
+    ceilings: list[dict[str, float]] = []
     for _ in range(rounds):
-        for workers in (1, 2):
-            done = _run(study, workers, reference, **kwargs)
+        pair = {workers: _run(study, workers, reference, **kwargs) for workers in (1, 2)}
+        for workers, done in pair.items():
             walls[workers].append(done.wall_s)
             shares[workers].append(_cpu_share(done))
+        ceilings.append(_ceiling(pair[1], pair[2]))
     one, two = statistics.median(walls[1]), statistics.median(walls[2])
     return {"wall_1_worker_s": round(one, 3), "wall_2_workers_s": round(two, 3), "speedup": round(one / two, 3),
-            "cpu_share_1_worker": statistics.median(shares[1]), "cpu_share_2_workers": statistics.median(shares[2])}
+            "cpu_share_1_worker": statistics.median(shares[1]), "cpu_share_2_workers": statistics.median(shares[2]),
+            **{key: statistics.median(c[key] for c in ceilings) for key in ceilings[0]}}
 
 
 def _startup(done: StudyRun) -> dict[str, float]:
@@ -111,7 +146,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1, help="alternated 1-worker/2-worker pairs per grid")
     parser.add_argument("--worker-niceness", type=int, help="RAY_worker_niceness (Ray's default: 15)")
+    parser.add_argument("--light-only", action="store_true",
+                        help="only the light grid, parties inside the workers (a minute instead of several)")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     if args.worker_niceness is not None:
         os.environ["RAY_worker_niceness"] = str(args.worker_niceness)  # noqa: SIM112 (Ray spells it so)
     ensure_ray(num_cpus=2)
@@ -122,6 +161,13 @@ def main() -> None:
                                  "grid.attack.targets=[10]"])
     _run(warm, 1, reference)  # the first Ray workers of the session start here
     load = os.getloadavg()[0]
+    if args.light_only:
+        light_figures = _speedup(light, args.rounds, reference)
+        print(f"party hosts in worker: light cells {light_figures}", file=sys.stderr)
+        print(json.dumps({"benchmark": "study", "rounds": args.rounds, "load_average": round(load, 2),
+                          "worker_niceness": args.worker_niceness, "target_speedup": 1.7,
+                          "light_speedup": light_figures["speedup"], "light": light_figures}))
+        return
     figures: dict[str, Any] = {}
     for hosts in ("worker", "actors"):
         figures[hosts] = {"heavy": _speedup(heavy, args.rounds, reference, party_hosts=hosts),

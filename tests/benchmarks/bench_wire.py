@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import ray
+from nacl.signing import SigningKey
 
 from parley.parties.actors import RayDeployment, ensure_ray
 from parley.parties.compliance import Compliance
@@ -200,14 +201,43 @@ def hash_pass(H: np.ndarray, repeats: int = 200) -> dict:
     return {"digest_ms": round(1e3 * statistics.median(digest), 3), "sha256_ms": round(1e3 * statistics.median(sha), 3)}
 
 
+def ed25519_ms(repeats: int = 2000) -> dict:
+    """Median time of one Ed25519 signature and one check of a message the size of an envelope's header."""
+    key = SigningKey.generate()
+    message = bytes(300)
+    signed = key.sign(message)
+    sign = [_timed(lambda: key.sign(message)) for _ in range(repeats)]
+    verify = [_timed(lambda: key.verify_key.verify(signed)) for _ in range(repeats)]
+    return {"sign_ms": round(1e3 * statistics.median(sign), 4), "verify_ms": round(1e3 * statistics.median(verify), 4)}
+
+
+def floor_ratio(bare_ms: float, digest_ms: float, ed25519: dict) -> float:
+    """The signed echo's least possible ratio to the bare call: only its two signatures, two checks and
+    three digest passes (the querier's seal, the party's check, the querier's check; the reply reuses
+    the party's digest), each at its tight-loop speed, added to the bare round trip."""
+    work = 2 * ed25519["sign_ms"] + 2 * ed25519["verify_ms"] + 3 * digest_ms
+    return round((bare_ms + work) / bare_ms, 3)
+
+
 def echo_part(tmp: Path) -> dict:
     rng = np.random.default_rng(0)
-    results = {"one_float": measure_echo("one_float", np.array([[0.5]]), 1500, 50, tmp),
-               "400x1000": measure_echo("400x1000", rng.random((400, 1000)), 200, 10, tmp)}
-    results["400x1000"]["hash_pass"] = hashed = hash_pass(rng.random((400, 1000)))
+    payloads = {"one_float": np.array([[0.5]]), "400x1000": rng.random((400, 1000))}
+    results = {"one_float": measure_echo("one_float", payloads["one_float"], 1500, 50, tmp),
+               "400x1000": measure_echo("400x1000", payloads["400x1000"], 200, 10, tmp)}
+    ed25519 = ed25519_ms()
+    for label, H in payloads.items():
+        results[label]["hash_pass"] = hash_pass(H.copy())
+        results[label]["sync"]["floor_ratio"] = floor_ratio(results[label]["sync"]["bare_ms"],
+                                                            results[label]["hash_pass"]["digest_ms"], ed25519)
+    results["ed25519"] = ed25519
+    hashed = results["400x1000"]["hash_pass"]
     print(f"  400x1000: one digest pass {hashed['digest_ms']:.3f} ms (SHA-256 of the same bytes alone "
           f"{hashed['sha256_ms']:.3f} ms); a signed echo round trip makes three", file=sys.stderr)
-    for label, r in results.items():
+    floors = ", ".join(f"{label} x{results[label]['sync']['floor_ratio']:.3f}" for label in payloads)
+    print(f"  Ed25519 (libsodium): sign {1e3 * ed25519['sign_ms']:.1f} us, check {1e3 * ed25519['verify_ms']:.1f} us;"
+          f" the floor (bare + two of each + three digest passes, tight-loop speeds): {floors}", file=sys.stderr)
+    for label in payloads:
+        r = results[label]
         sync, pipe = r["sync"], r["pipelined"]
         print(f"{label:>10} echo: sync bare {sync['bare_ms']:.3f} ms, signed {sync['signed_ms']:.3f} ms "
               f"(x{sync['ratio']:.2f}), signed + logged {sync['logged_ms']:.3f} ms (x{sync['ratio_logged']:.2f}); "

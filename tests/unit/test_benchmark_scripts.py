@@ -5,7 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -44,3 +46,35 @@ def test_rr_figure1_plots_a_study_folder_at_the_default_or_given_places(tmp_path
     figure = tmp_path / "out.png" if given else tmp_path / "docs" / "figures" / "rr-figure1.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| 0.5 | 3 |" in done.stdout and "| 2 | 3 |" in done.stdout
+
+
+def _timeline_run(workers: list[list[tuple[float, float]]], ready: float) -> Any:
+    """A StudyRun whose timeline holds ``workers``' rows as (started, ended), each worker ready at ``ready``."""
+    from parley.scenarios.study.engine import StudyRun
+
+    timeline = {"workers": {f"w{i}": {"ready": ready, "cells": [[k, 1, s, e, e - s] for k, (s, e) in enumerate(rows)]}
+                            for i, rows in enumerate(workers)}}
+    return StudyRun(out=Path("."), ran=sum(map(len, workers)), skipped=0, failed=0, wall_s=0.0,
+                    results=pd.DataFrame(), timeline=timeline)
+
+
+def test_bench_study_ceiling_charges_each_worker_its_own_start_up():
+    from tests.benchmarks.bench_study import _ceiling
+
+    # 1 worker: ready at 1.0 s, a first row of 1.5 s (1.0 s of imports over a 0.5 s row), 7 more of 0.5 s.
+    one = _timeline_run([[(1.0, 2.5)] + [(2.5 + 0.5 * k, 3.0 + 0.5 * k) for k in range(7)]], ready=1.0)
+    # 2 workers: the same start-up each, 4 rows each; later rows 0.6 s (the two share the machine).
+    two = _timeline_run([[(1.0, 2.6)] + [(2.6 + 0.6 * k, 3.2 + 0.6 * k) for k in range(3)]] * 2, ready=1.0)
+    got = _ceiling(one, two)
+    assert got["fixed_1_worker_s"] == pytest.approx(2.0) and got["fixed_2_workers_s"] == pytest.approx(2.0)
+    assert got["row_1_worker_s"] == pytest.approx(0.5) and got["row_2_workers_s"] == pytest.approx(0.6)
+    # (2.0 + 8 x 0.5) / (2.0 + 4 x 0.6): start-up, not the rows, keeps it far from x2.
+    assert got["ceiling"] == pytest.approx(6.0 / 4.4, abs=1e-3)
+
+
+def test_bench_wire_floor_adds_two_signatures_two_checks_and_three_digest_passes():
+    from tests.benchmarks.bench_wire import floor_ratio
+
+    # 1.0 ms bare + 2 x 0.02 + 2 x 0.04 + 3 x 0.1 = 1.42 ms.
+    assert floor_ratio(1.0, 0.1, {"sign_ms": 0.02, "verify_ms": 0.04}) == pytest.approx(1.42)
+    assert floor_ratio(4.0, 0.0, {"sign_ms": 0.0, "verify_ms": 0.0}) == 1.0
