@@ -46,7 +46,7 @@ from parley.scenarios.runner import run
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study import Study
 from parley.scenarios.study.engine import StudyRun, run_study
-from tests.benchmarks.bench_study_smoke import stable_rows
+from tests.benchmarks.bench_study_smoke import stable_rows, two_worker_ceiling
 
 LIGHT = {"name": "bench-speedup", "scenario": "adult-raw-double-query",
          "grid": {"dataset.audit_size": [500, 1000], "attack.name": ["single-query", "double-query"],
@@ -96,16 +96,13 @@ def _fixed_and_row(done: StudyRun) -> tuple[float, float]:
 def _ceiling(one: StudyRun, two: StudyRun) -> dict[str, float]:
     """The speedup 2 workers could reach given the start-up and row times this pair of runs measured.
 
-    With ``N`` rows, 1 worker needs ``F1 + N r1``; 2 perfectly balanced workers, each paying its own
-    start-up (it cannot be shared), ``F2 + ceil(N / 2) r2``. Their ratio bounds the measured one
-    from above, apart from noise: what the measured ratio falls short of it is imbalance and the
-    driver's work between rows, what the ceiling falls short of the target is start-up.
+    See :func:`two_worker_ceiling`. It bounds the measured ratio from above, apart from noise: what
+    the measured ratio falls short of it is imbalance and the driver's work between rows, what the
+    ceiling falls short of the target is start-up.
     """
     (f1, r1), (f2, r2) = _fixed_and_row(one), _fixed_and_row(two)
-    rows = one.ran
     return {"fixed_1_worker_s": round(f1, 3), "fixed_2_workers_s": round(f2, 3), "row_1_worker_s": round(r1, 3),
-            "row_2_workers_s": round(r2, 3),
-            "ceiling": round((f1 + rows * r1) / (f2 + -(-rows // 2) * r2), 3)}
+            "row_2_workers_s": round(r2, 3), "ceiling": two_worker_ceiling(one.ran, f1, r1, f2, r2)}
 
 
 def _speedup(study: Study, rounds: int, reference: dict[str, Any], **kwargs: Any) -> dict[str, float]:

@@ -9,7 +9,8 @@ are compared. Three ratios, from the widest to the narrowest span:
 * ``command``: the whole process, interpreter start to exit (what a user waits for);
 * ``study``: :func:`run_study`'s own wall time (Ray start-up included);
 * ``after_ray``: from Ray being up to the last row (the part a second worker can share: the workers'
-  start-up and the rows).
+  start-up and the rows), and beside it ``after_ray_ceiling``, the most two perfectly balanced
+  workers could gain there given the start-up and row times measured (:func:`two_worker_ceiling`).
 
 Every run's ``results.csv`` must hold the same values (the columns that measure time or name the
 node aside): the benchmark stops otherwise. ``--baseline PATH`` runs a source copy of another parley
@@ -93,6 +94,15 @@ def _measure(workers: int, extra: dict[str, Any], code: Path,
         return record, stable_rows(Path(folder) / "results.csv")
 
 
+def two_worker_ceiling(rows: int, fixed_1: float, row_1: float, fixed_2: float, row_2: float) -> float:
+    """The speedup 2 workers could reach over 1 given each one's fixed start-up cost and row time.
+
+    1 worker needs ``fixed_1 + rows * row_1``; 2 perfectly balanced workers, each paying its own
+    start-up (it cannot be shared), ``fixed_2 + ceil(rows / 2) * row_2``.
+    """
+    return round((fixed_1 + rows * row_1) / (fixed_2 + -(-rows // 2) * row_2), 3)
+
+
 def _summary(record: dict[str, Any]) -> dict[str, Any]:
     timeline = record["timeline"]
     ray_up = timeline["ray_up"]
@@ -105,7 +115,8 @@ def _summary(record: dict[str, Any]) -> dict[str, Any]:
             "worker_ready": max(w["ready"] for w in workers) - ray_up,
             "first_cell": max(first), "later_cell_median": statistics.median(later) if later else 0.0,
             "later_cell_cpu_median": statistics.median(later_cpu) if later_cpu else 0.0,
-            "outputs": timeline["outputs_written"] - timeline["cells_done"], "load": record["load"]}
+            "outputs": timeline["outputs_written"] - timeline["cells_done"], "load": record["load"],
+            "rows": len(later) + len(first)}
 
 
 def main() -> None:
@@ -144,6 +155,12 @@ def main() -> None:
     for code in codes:
         ratios = {span: round(medians[code, 1][span] / medians[code, 2][span], 3)
                   for span in ("command", "study", "after_ray")}
+        # What the workers' own start-up leaves of the span after Ray (fixed: ready + the first row's extra).
+        one, two = medians[code, 1], medians[code, 2]
+        ratios["after_ray_ceiling"] = two_worker_ceiling(
+            int(one["rows"]), one["worker_ready"] + one["first_cell"] - one["later_cell_median"],
+            one["later_cell_median"], two["worker_ready"] + two["first_cell"] - two["later_cell_median"],
+            two["later_cell_median"])
         print(f"{code}: smoke, medians of {args.rounds}: 1 worker {medians[code, 1]}, 2 workers {medians[code, 2]}; "
               f"1/2 = {ratios}", file=sys.stderr)
         out[code] = {"median_1_worker": medians[code, 1], "median_2_workers": medians[code, 2], "speedup": ratios}
