@@ -46,7 +46,7 @@ from parley.scenarios.runner import run
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study import Study
 from parley.scenarios.study.engine import StudyRun, run_study
-from tests.benchmarks.bench_study_smoke import stable_rows, two_worker_ceiling
+from tests.benchmarks.bench_study_smoke import fixed_and_row, stable_rows, two_worker_ceiling
 
 LIGHT = {"name": "bench-speedup", "scenario": "adult-raw-double-query",
          "grid": {"dataset.audit_size": [500, 1000], "attack.name": ["single-query", "double-query"],
@@ -80,19 +80,6 @@ def _cpu_share(done: StudyRun) -> float:
     return round(sum(c[4] for c in cells) / sum(c[3] - c[2] for c in cells), 3)
 
 
-def _fixed_and_row(done: StudyRun) -> tuple[float, float]:
-    """A run's fixed cost per worker and its median row time (rows after each worker's first).
-
-    The fixed cost is the slowest worker's: its time from :func:`run_study`'s start to ready, plus
-    its first row's time over the median later row (the imports a fresh worker process does there).
-    """
-    workers = list(done.timeline["workers"].values())
-    later = [c[3] - c[2] for w in workers for c in w["cells"][1:]]
-    row = statistics.median(later)
-    fixed = max(w["ready"] + (w["cells"][0][3] - w["cells"][0][2]) - row for w in workers)
-    return fixed, row
-
-
 def _ceiling(one: StudyRun, two: StudyRun) -> dict[str, float]:
     """The speedup 2 workers could reach given the start-up and row times this pair of runs measured.
 
@@ -100,7 +87,7 @@ def _ceiling(one: StudyRun, two: StudyRun) -> dict[str, float]:
     the measured ratio falls short of it is imbalance and the driver's work between rows, what the
     ceiling falls short of the target is start-up.
     """
-    (f1, r1), (f2, r2) = _fixed_and_row(one), _fixed_and_row(two)
+    (f1, r1), (f2, r2) = fixed_and_row(one.timeline), fixed_and_row(two.timeline)
     return {"fixed_1_worker_s": round(f1, 3), "fixed_2_workers_s": round(f2, 3), "row_1_worker_s": round(r1, 3),
             "row_2_workers_s": round(r2, 3), "ceiling": two_worker_ceiling(one.ran, f1, r1, f2, r2)}
 

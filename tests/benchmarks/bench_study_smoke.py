@@ -94,6 +94,19 @@ def _measure(workers: int, extra: dict[str, Any], code: Path,
         return record, stable_rows(Path(folder) / "results.csv")
 
 
+def fixed_and_row(timeline: dict[str, Any], since: float = 0.0) -> tuple[float, float]:
+    """A run's fixed cost per worker and its median row time (rows after each worker's first).
+
+    The fixed cost is the slowest worker's: its time from ``since`` (seconds into :func:`run_study`)
+    to ready, plus its first row's time over the median later row (the imports a fresh worker process
+    does there).
+    """
+    workers = list(timeline["workers"].values())
+    row = statistics.median(c[3] - c[2] for w in workers for c in w["cells"][1:])
+    fixed = max(w["ready"] - since + (w["cells"][0][3] - w["cells"][0][2]) - row for w in workers)
+    return fixed, row
+
+
 def two_worker_ceiling(rows: int, fixed_1: float, row_1: float, fixed_2: float, row_2: float) -> float:
     """The speedup 2 workers could reach over 1 given each one's fixed start-up cost and row time.
 
@@ -116,7 +129,7 @@ def _summary(record: dict[str, Any]) -> dict[str, Any]:
             "first_cell": max(first), "later_cell_median": statistics.median(later) if later else 0.0,
             "later_cell_cpu_median": statistics.median(later_cpu) if later_cpu else 0.0,
             "outputs": timeline["outputs_written"] - timeline["cells_done"], "load": record["load"],
-            "rows": len(later) + len(first)}
+            "rows": len(later) + len(first), "fixed_after_ray": fixed_and_row(timeline, since=ray_up)[0]}
 
 
 def main() -> None:
@@ -155,12 +168,10 @@ def main() -> None:
     for code in codes:
         ratios = {span: round(medians[code, 1][span] / medians[code, 2][span], 3)
                   for span in ("command", "study", "after_ray")}
-        # What the workers' own start-up leaves of the span after Ray (fixed: ready + the first row's extra).
-        one, two = medians[code, 1], medians[code, 2]
-        ratios["after_ray_ceiling"] = two_worker_ceiling(
-            int(one["rows"]), one["worker_ready"] + one["first_cell"] - one["later_cell_median"],
-            one["later_cell_median"], two["worker_ready"] + two["first_cell"] - two["later_cell_median"],
-            two["later_cell_median"])
+        one, two = medians[code, 1], medians[code, 2]  # what the workers' own start-up leaves after Ray
+        ratios["after_ray_ceiling"] = two_worker_ceiling(int(one["rows"]), one["fixed_after_ray"],
+                                                         one["later_cell_median"], two["fixed_after_ray"],
+                                                         two["later_cell_median"])
         print(f"{code}: smoke, medians of {args.rounds}: 1 worker {medians[code, 1]}, 2 workers {medians[code, 2]}; "
               f"1/2 = {ratios}", file=sys.stderr)
         out[code] = {"median_1_worker": medians[code, 1], "median_2_workers": medians[code, 2], "speedup": ratios}

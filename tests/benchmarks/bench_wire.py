@@ -212,9 +212,10 @@ def ed25519_ms(repeats: int = 2000) -> dict:
 
 
 def floor_ratio(bare_ms: float, digest_ms: float, ed25519: dict) -> float:
-    """The signed echo's least possible ratio to the bare call: only its two signatures, two checks and
-    three digest passes (the querier's seal, the party's check, the querier's check; the reply reuses
-    the party's digest), each at its tight-loop speed, added to the bare round trip."""
+    """A lower bound on the signed echo's ratio to the bare call: only its two signatures, two checks and
+    three digest passes (the querier's seal, the party's check, the querier's check), each at its
+    tight-loop speed, added to the bare round trip. An array above ``CACHED_BYTES`` is signed back
+    with the party's digest; a smaller one is hashed a fourth time, which the bound leaves out."""
     work = 2 * ed25519["sign_ms"] + 2 * ed25519["verify_ms"] + 3 * digest_ms
     return round((bare_ms + work) / bare_ms, 3)
 

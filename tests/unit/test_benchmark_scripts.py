@@ -78,3 +78,11 @@ def test_bench_wire_floor_adds_two_signatures_two_checks_and_three_digest_passes
     # 1.0 ms bare + 2 x 0.02 + 2 x 0.04 + 3 x 0.1 = 1.42 ms.
     assert floor_ratio(1.0, 0.1, {"sign_ms": 0.02, "verify_ms": 0.04}) == pytest.approx(1.42)
     assert floor_ratio(4.0, 0.0, {"sign_ms": 0.0, "verify_ms": 0.0}) == 1.0
+
+
+def test_bench_study_smoke_counts_a_workers_start_up_from_ray_up():
+    from tests.benchmarks.bench_study_smoke import fixed_and_row
+
+    run = _timeline_run([[(1.0, 2.5), (2.5, 3.0), (3.0, 3.5)]], ready=1.0)
+    assert fixed_and_row(run.timeline) == pytest.approx((2.0, 0.5))
+    assert fixed_and_row(run.timeline, since=0.4) == pytest.approx((1.6, 0.5))
