@@ -94,7 +94,7 @@ def _scenario(scenario: str | Path | Scenario) -> Scenario:
 
 
 def run(scenario: str | Path | Scenario, out: str | Path | None = None, *, address: str | None = None,
-        fresh: bool = False, **values: Any) -> Result:
+        fresh: bool = False, secrets: str | Path | None = None, **values: Any) -> Result:
     """Run one scenario end to end and write its run folder.
 
     Parameters
@@ -107,6 +107,10 @@ def run(scenario: str | Path | Scenario, out: str | Path | None = None, *, addre
         A Ray cluster to join (``"auto"`` or ``HOST:PORT``); by default a private local instance.
     fresh : bool
         Discard the privacy ledger an earlier run left in ``out`` (without it, such a folder is refused).
+    secrets : path-like, optional
+        A secrets file for the parties' private randomness (noise, keys, masks): read if it exists, else
+        written with fresh secrets. The same file replays the same releases; keep it out of the run folder.
+        Default: fresh secrets from OS entropy, kept nowhere (the seed never gives the noise).
     **values
         Fields to change, by dotted path with ``__`` for the dot (``attack__targets=5``).
 
@@ -131,11 +135,12 @@ def run(scenario: str | Path | Scenario, out: str | Path | None = None, *, addre
     spec = _scenario(scenario)
     if values:
         spec = spec.with_values({key.replace("__", "."): value for key, value in values.items()})
-    return _run(spec, out=Path(out) if out is not None else Path("runs") / spec.name, address=address, fresh=fresh)
+    return _run(spec, out=Path(out) if out is not None else Path("runs") / spec.name, address=address, fresh=fresh,
+                secrets=secrets)
 
 
 def study(study: str | Path | Study, out: str | Path | None = None, *, workers: int | None = None,
-          address: str | None = None, progress: bool = False) -> StudyRun:
+          address: str | None = None, progress: bool = False, secrets: str | Path | None = None) -> StudyRun:
     """Run a study (a grid of scenarios, repeated); resumable: finished rows are not run again.
 
     Parameters
@@ -150,6 +155,8 @@ def study(study: str | Path | Study, out: str | Path | None = None, *, workers: 
         A Ray cluster to join; by default a private local instance.
     progress : bool
         Show a progress bar on stderr.
+    secrets : path-like, optional
+        A secrets file for the rows' private randomness (see :func:`run`); default: fresh from OS entropy.
 
     Examples
     --------
@@ -169,11 +176,11 @@ def study(study: str | Path | Study, out: str | Path | None = None, *, workers: 
 
     spec = study if isinstance(study, _Study) else _Study.load(str(study))
     folder = Path(out) if out is not None else Path("studies") / spec.name
-    return run_study(spec, folder, workers=workers, address=address, progress=progress)
+    return run_study(spec, folder, workers=workers, address=address, progress=progress, secrets=secrets)
 
 
 def compare(dataset: str = "adult", out: str | Path | None = None, *, quick: bool = False,
-            address: str | None = None, workers: int | None = None) -> Comparison:
+            address: str | None = None, workers: int | None = None, secrets: str | Path | None = None) -> Comparison:
     """Every protocol against every applicable attack on one data set: matrix, frontier, audit, report.
 
     Examples
@@ -188,7 +195,7 @@ def compare(dataset: str = "adult", out: str | Path | None = None, *, quick: boo
     from parley.scenarios.compare.run import compare as _compare
 
     folder = Path(out) if out is not None else Path("compare") / dataset
-    return _compare(dataset, folder, quick=quick, address=address, workers=workers)
+    return _compare(dataset, folder, quick=quick, address=address, workers=workers, secrets=secrets)
 
 
 def verify(transcript: str | Path, *, keys: Mapping[str, str] | None = None, head: str | None = None) -> int:

@@ -42,6 +42,7 @@ import numpy as np
 
 from parley.parties.ledger import ID_REUSED, Ledger
 from parley.parties.party import Party
+from parley.parties.run_secrets import PartySecret
 from parley.parties.wire import BUDGET_EXCEEDED, INVALID_QUERY, NOT_REGISTERED, Envelope, Identity, Keyring
 from parley.protocols.base import AuditSet, MetricQuery, Protocol
 from parley.protocols.budget import Budget
@@ -61,6 +62,8 @@ DECLARED_NONE = " (the query declared none)"
 KEEP_LIMIT = 8
 #: The purpose of a query that declares none.
 UNDECLARED = "exploratory"
+#: The purpose of this party's noise stream under its secret.
+NOISE = "noise"
 #: Joins a querier's name and a purpose into the ledger account the query is charged to.
 PURPOSE_SEPARATOR = "/"
 
@@ -87,8 +90,9 @@ class Compliance(Party):
         The answer protocol (``raw``, a DP protocol, ...).
     queriers : iterable of str
         Names allowed to query.
-    rng : numpy.random.Generator
-        Source of the protocol's noise.
+    secret : PartySecret
+        This party's own secret (:mod:`parley.parties.run_secrets`), the source of the protocol's noise
+        and every other private draw; never the public seed.
     ledger_path : str, optional
         The ledger file (:class:`parley.parties.ledger.Ledger`); reopened, not reset,
         if it exists. Without it a protocol with costs is accounted in memory
@@ -110,7 +114,7 @@ class Compliance(Party):
     """
 
     def __init__(self, identity: Identity, keyring: Keyring, audit: AuditSet, protocol: Protocol,
-                 queriers: Iterable[str], rng: np.random.Generator, ledger_path: str | Path | None = None,
+                 queriers: Iterable[str], secret: PartySecret, ledger_path: str | Path | None = None,
                  budgets: Mapping[str, Budget] | None = None,
                  composition: Literal["sequential", "advanced", "zcdp"] = "sequential",
                  train: AuditSet | None = None, purposes: Iterable[str] | None = None) -> None:
@@ -123,7 +127,8 @@ class Compliance(Party):
         self.handlers = {"metric-query": "_on_metric_query", **{kind: "_on_request" for kind in protocol.requests}}
         self.answer_protocol = protocol
         self.queriers = frozenset(queriers)
-        self.rng = rng
+        self.secret = secret
+        self.rng = secret.rng(NOISE)
         self.models_answered = 0
         self.requests_answered = 0
         self.answers_replayed = 0
@@ -273,22 +278,16 @@ class Compliance(Party):
             self._keep(kept, query.query_id, query.predictions[0])
 
     def resume(self, restarts: int) -> None:
-        """Move the noise stream past every draw made before the restart.
+        """Draw noise from a stream no answer before the restart touched.
 
         The replay that rebuilt this party answered the ledger's queries from
         their records, without drawing noise, so its generator stands where the
         old process stood some answers ago: the next query would reuse noise
         already released, and two answers with the same noise give away the
-        exact difference of their metrics. ``jumped(restarts)`` moves PCG64
-        (``numpy.random.default_rng``) ahead by ``restarts`` x (golden ratio x
-        2^128) draws, to a stream no earlier answer (nor an earlier restart's)
-        touched; the replay passes through earlier restarts' jumps as they happened.
+        exact difference of their metrics. Each restart count keys a stream of
+        its own under this party's secret, independent of every earlier one.
         """
-        bit_generator = self.rng.bit_generator
-        if hasattr(bit_generator, "jumped"):
-            self.rng = np.random.Generator(bit_generator.jumped(restarts))
-        else:  # a generator without jumps: fresh entropy (this run is no longer reproducible anyway)
-            self.rng = np.random.default_rng()
+        self.rng = self.secret.rng(f"{NOISE}/restart-{restarts}")
 
     def close(self) -> None:
         """Close the ledger (its write-ahead log is folded into ledger.sqlite); idempotent."""

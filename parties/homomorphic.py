@@ -17,6 +17,7 @@ import numpy as np
 
 from parley.parties.adversary import EncodingAdversary
 from parley.parties.data_center import DataCenter
+from parley.parties.run_secrets import PartySecret
 from parley.parties.wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
 from parley.protocols.errors import QueryError, WireError
 from parley.protocols.mechanisms.homomorphic import (
@@ -38,11 +39,11 @@ BAD_REPLY = "an he-answer must hold {want} ciphertexts in 'answers' (got {got})"
 class HeQuerier:
     """The querier's keys and its pending queries: encrypts predictions, decrypts answers."""
 
-    def __init__(self, protocol: HeProtocol, n: int, record: bool = False, seed: int | None = None) -> None:
+    def __init__(self, protocol: HeProtocol, n: int, record: bool = False, secret: PartySecret | None = None) -> None:
         self.protocol = protocol
         self.n = n
         #: Seeds SEAL's generator of this querier's keys and encryptions (None: SEAL's own entropy).
-        self.seed = seed
+        self.secret = secret
         self._keys: QuerierKeys | None = None  # made in the querier's own process (SEAL objects do not pickle)
         self.record = record
         #: (metric, predictions, decrypted values) of every answer, when ``record`` (the honest queries' error).
@@ -55,7 +56,7 @@ class HeQuerier:
     def keys(self) -> QuerierKeys:
         """The querier's key pair, generated on first use, with Galois keys for its block's rotations only."""
         if self._keys is None:
-            rng = None if self.seed is None else np.random.default_rng(self.seed)
+            rng = None if self.secret is None else self.secret.rng("he-keys")
             self._keys = QuerierKeys(layout(self.n, 1).block, rng)
         return self._keys
 

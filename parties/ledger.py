@@ -25,25 +25,42 @@ Integrity
 ---------
 Every debit carries ``link`` = SHA-256 over the previous debit's link and this
 debit's fields (:func:`chain_link`), so the debits form a hash chain, and after
-every commit the chain's head (number of debits and last link) is written to a
-sidecar file next to the database, ``<ledger>-head`` (:data:`HEAD_SUFFIX`).
-Opening a ledger recomputes the chain and checks it against the head: a debit
-edited in place, a debit deleted, a file truncated or emptied, a file copied
-without its ``-wal`` journal (whose committed debits then are missing), or a
-file separated from its head raises :class:`LedgerIntegrityError` naming the
-file and what is wrong. A database *ahead* of its head is accepted when the
-head is a link of its chain: a process killed between the commit and the head
-write leaves exactly that, and extra debits only mean more budget spent.
+every commit the chain's head (number of debits, last link, and every account's
+cap) is written to a sidecar file next to the database, ``<ledger>-head``
+(:data:`HEAD_SUFFIX`). Opening a ledger recomputes the chain and checks it
+against the head: a debit edited in place, a debit deleted, a file truncated or
+emptied, a file copied without its ``-wal`` journal (whose committed debits then
+are missing), a file separated from its head, or a cap that is not the one the
+head records raises :class:`LedgerIntegrityError` naming the file and what is
+wrong. A database *ahead* of its head is accepted when the head is a link of its
+chain: a process killed between the commit and the head write leaves exactly
+that, and extra debits only mean more budget spent.
+
+An open ledger also checks the file under it. Before every charge, budget change
+and head write (under the write lock) it checks that the database still extends
+the chain this ledger object last saw or wrote (debits appended since by another
+ledger on the file must continue it link by link), that the charged account's
+debits are the ones it recorded, and that the ``budgets`` table holds exactly the
+caps the head records. A debit deleted or lowered, or a cap edited, behind its
+back by another connection to the file is named there (:class:`LedgerTamperedError`:
+:data:`TIP_CHANGED`, :data:`DEBITS_CHANGED`, :data:`BUDGET_EDITED`): the
+charge is refused, no head is written over the change, so reopening names it
+too, and the party keeps serving what needs no new debit (retries answered from
+the ledger, free requests). Budgets are part of the head: :meth:`Ledger.set_budget`
+writes the head naming the new cap (and the one it replaces) before its commit
+and the head without the old cap after it, so a crash between the two is never
+taken for an edit.
 
 What this does not stop: the chain is not keyed, so someone who reads this code
-and can write both files can delete a debit, recompute every link and rewrite
-the head to match. The chain alone only turns an edit of the database into an
-edit of two files; a deletion becomes detectable against an adversary when the
-head is kept where that adversary cannot write (handed to the auditor, or
-signed with a key the adversary does not hold), which parley does not do for
-you. The ``budgets`` table is configuration, not evidence: the compliance
-party writes the scenario's budgets into it at every start, and it is not
-chained.
+and can write both files can delete a debit or raise a cap, recompute every link
+and rewrite the head to match. The chain alone only turns an edit of the
+database into an edit of two files; such an edit becomes detectable against an
+adversary when the head is kept where that adversary cannot write (handed to the
+auditor, or signed with a key the adversary does not hold), which parley does
+not do for you. Deleting the database and its head together is not seen by the
+ledger either (a new ledger starts): the run folder refuses a folder whose
+transcript records charged answers without their ledger
+(:func:`parley.scenarios.run_folder.claim`).
 
 A querier here is an account name: the compliance party charges a querier's
 queries to its name, or, under a per-purpose budget policy, to
@@ -66,6 +83,12 @@ debits chained as found)::
            answer_json TEXT NOT NULL, created_ns INTEGER NOT NULL, request TEXT, link TEXT)
     index debits_by_querier(querier, created_ns)
 
+The head file (format ``parley-ledger-head/2``; a ``/1`` head, without caps, is
+read and rewritten) is one JSON object: ``debits`` (number), ``head`` (last
+link), ``budgets`` (account -> ``[epsilon, delta]``, nulls for no cap) and, while
+a :meth:`Ledger.set_budget` is under way, ``pending`` (account -> the cap it
+replaces, null if none).
+
 ``answer_json`` holds the answer payload in the transcript's JSON form
 (:func:`parley.parties.wire.encode_payload`: arrays as dtype, shape and base64 bytes),
 so a stored answer decodes to the same values, bit for bit, and the same payload
@@ -77,6 +100,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -85,22 +109,26 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
-from parley.parties.wire import BUDGET_EXCEEDED, INVALID_QUERY, decode_payload, encode_payload
+from parley.parties.wire import BUDGET_EXCEEDED, INTERNAL, INVALID_QUERY, decode_payload, encode_payload
 from parley.protocols.accounting import RHO_KEY, compose_zcdp
 from parley.protocols.budget import Budget, budget, compose, within
 from parley.protocols.errors import ConfigError, ParleyError, WireError
 
-__all__ = ["Ledger", "Debit", "DEFAULT_SLACK", "GENESIS", "HEAD_SUFFIX", "LedgerIntegrityError", "SCHEMA_VERSION",
-           "chain_link", "head_path"]
+__all__ = ["Ledger", "Debit", "DEFAULT_SLACK", "GENESIS", "HEAD_SUFFIX", "LedgerIntegrityError", "LedgerTamperedError",
+           "SCHEMA_VERSION", "chain_link", "head_path"]
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 2
 #: The sidecar file holding the chain's head: ``ledger.sqlite`` -> ``ledger.sqlite-head``.
 HEAD_SUFFIX = "-head"
 #: The link before the first debit.
 GENESIS = hashlib.sha256(b"parley ledger chain v1").hexdigest()
-HEAD_FORMAT = "parley-ledger-head/1"
+#: v2 records every account's cap; a v1 head (no caps) is read, its caps taken as found, and rewritten as v2.
+HEAD_FORMAT = "parley-ledger-head/2"
+HEAD_FORMAT_V1 = "parley-ledger-head/1"
 #: Default slack delta' of advanced composition.
 DEFAULT_SLACK = 1e-6
 
@@ -137,6 +165,18 @@ DEBIT_EDITED = ("{path}: debit {i} (query id {query_id!r}) does not match its ch
 CHAIN_REWRITTEN = ("{path}: the first {k} debits do not lead to the head recorded in {head}: the ledger was rewritten "
                    "(debits edited or deleted and the chain recomputed)")
 BAD_HEAD = "{path}: the ledger's head file {head} is unreadable ({error})"
+TIP_CHANGED = ("{path}: the database no longer extends the chain this ledger last wrote ({count} debits, the last "
+               "query id {query_id!r}): it holds {held} of those {count} debits and {total} in all, the last {last}; "
+               "debits were deleted or replaced behind the ledger. Nothing more is charged and no head is written "
+               "over it")
+BUDGET_EDITED = ("{path}: the cap of account {querier!r} is {found} in the database, but the head {head} records "
+                 "{anchored}: the budgets table was edited behind the ledger (caps change only through set_budget)")
+HEAD_LOST = "{path}: its head file {head} was deleted while the ledger was open"
+DEBITS_CHANGED = ("{path}: the debits of account {querier!r} are not the ones this ledger recorded: {what}; they were "
+                  "edited behind the ledger")
+#: The detail of the refusal a querier gets when a charge meets a tampered ledger (nothing about other accounts).
+LEDGER_REFUSED = ("the compliance party's privacy ledger failed its integrity check; no answer that costs budget is "
+                  "released until it is repaired")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS budgets (
@@ -161,6 +201,57 @@ _DEBIT_FIELDS = "query_id, querier, epsilon, delta, answer_json, created_ns, req
 
 class LedgerIntegrityError(ParleyError):
     """A ledger file was edited, truncated, lost debits, or was separated from its head or journal."""
+
+
+class LedgerTamperedError(LedgerIntegrityError, WireError):
+    """An open ledger's file was changed behind it (debits deleted, a cap edited, the head deleted).
+
+    Its message names what changed. As a :class:`WireError` (``internal-error``, detail
+    :data:`LEDGER_REFUSED`) it turns the charge into a signed refusal: the party keeps serving.
+    """
+
+    def __init__(self, message: str) -> None:
+        ParleyError.__init__(self, message)
+        self.reason = INTERNAL
+        self.detail = LEDGER_REFUSED
+
+
+#: An account's row of the budgets table: (epsilon, delta), (None, None) for no cap.
+Cap = tuple[Any, Any]
+#: A debit as an open ledger remembers it: query id, epsilon, delta, and rho (zcdp) or None.
+_Entry = tuple[str, Any, Any, Any]
+
+
+def _cost_text(cost: list[Any]) -> str:
+    text = _cap_text((cost[0], cost[1]))
+    return text if cost[2] is None else f"{text}, rho={cost[2]!r}"
+
+
+@dataclass(frozen=True)
+class _Head:
+    """The head file: debits and last link; caps by account (None in a v1 head) and caps a set_budget replaces."""
+
+    debits: int
+    tip: str
+    budgets: dict[str, Cap] | None
+    pending: dict[str, Cap | None]
+
+
+def _cap_text(cap: Cap | None) -> str:
+    if cap is None:
+        return "absent (no budget row)"
+    if cap == (None, None):
+        return "no cap"
+    return ", ".join(f"{name}={v:.6g}" if isinstance(v, (int, float)) else f"{name}={v!r}"
+                     for name, v in zip(("epsilon", "delta"), cap, strict=True))
+
+
+def _cap_of(value: Any) -> Cap | None:
+    """A cap read from a head file (a pair of numbers or nulls), or None if it is not one."""
+    if (isinstance(value, list) and len(value) == 2
+            and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value)):
+        return (value[0], value[1])
+    return None
 
 
 def head_path(path: str | Path) -> Path:
@@ -235,6 +326,11 @@ class Ledger:
         # Autocommit mode (isolation_level=None): every transaction below is explicit.
         # One connection per Ledger, guarded by a lock, usable from any thread (Ray may call from several).
         self._lock = threading.RLock()
+        # What this ledger last saw of the chain: (debits, last link, last rowid, last query id).
+        self._seen: tuple[int, str, int, str | None] = (0, GENESIS, 0, None)
+        self._charged: dict[str, list[_Entry]] = {}  # each account's debits as recorded (files only)
+        self._anchored = False  # a head was read or written: from now on it must be there
+        self._opened = False  # mid-run failures raise LedgerTamperedError (a refusal), at open LedgerIntegrityError
         self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False)
         try:
             self.journal_mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -258,6 +354,7 @@ class Ledger:
                 self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             if isinstance(self.path, Path):
                 self._verify(trust_unanchored=migrated)
+            self._opened = True
         except sqlite3.OperationalError as exc:  # locked for longer than timeout, unwritable folder, ...
             self._conn.close()
             raise ConfigError(CANNOT_OPEN.format(path=self.path, error=exc)) from None
@@ -274,7 +371,14 @@ class Ledger:
         """The head sidecar (None for an in-memory ledger)."""
         return head_path(self.path) if isinstance(self.path, Path) else None
 
-    def _load_head(self) -> tuple[int, str] | None:
+    def _fail(self, message: str) -> NoReturn:
+        """Raise ``message``: LedgerIntegrityError while opening, else LedgerTamperedError (logged: loud)."""
+        if not self._opened:
+            raise LedgerIntegrityError(message)
+        log.error("%s", message)
+        raise LedgerTamperedError(message)
+
+    def _load_head(self) -> _Head | None:
         head = self.head_file
         assert head is not None
         try:
@@ -282,60 +386,144 @@ class Ledger:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            raise LedgerIntegrityError(BAD_HEAD.format(path=self.path, head=head, error=exc)) from None
-        if (not isinstance(data, dict) or data.get("format") != HEAD_FORMAT or not isinstance(data.get("debits"), int)
-                or data["debits"] < 0 or not isinstance(data.get("head"), str)):
-            raise LedgerIntegrityError(BAD_HEAD.format(path=self.path, head=head, error="not a parley ledger head"))
-        return data["debits"], data["head"]
+            self._fail(BAD_HEAD.format(path=self.path, head=head, error=exc))
+        if (not isinstance(data, dict) or data.get("format") not in (HEAD_FORMAT, HEAD_FORMAT_V1)
+                or not isinstance(data.get("debits"), int) or data["debits"] < 0
+                or not isinstance(data.get("head"), str)):
+            self._fail(BAD_HEAD.format(path=self.path, head=head, error="not a parley ledger head"))
+        if data["format"] == HEAD_FORMAT_V1:
+            return _Head(data["debits"], data["head"], None, {})
+        budgets, pending = data.get("budgets"), data.get("pending", {})
+        if not isinstance(budgets, dict) or not isinstance(pending, dict):
+            self._fail(BAD_HEAD.format(path=self.path, head=head, error="malformed caps"))
+        caps = {q: c for q, c in ((q, _cap_of(v)) for q, v in budgets.items()) if c is not None}
+        before = {q: None if v is None else _cap_of(v) for q, v in pending.items()}
+        if len(caps) != len(budgets) or any(c is None and pending[q] is not None for q, c in before.items()):
+            self._fail(BAD_HEAD.format(path=self.path, head=head, error="malformed caps"))
+        return _Head(data["debits"], data["head"], caps, before)
 
     def _verify(self, trust_unanchored: bool = False) -> None:
-        """Recompute the chain and check it against the head file; write the head of a new ledger.
+        """Recompute the chain and check it and the caps against the head file; write the head of a new ledger.
 
         ``trust_unanchored``: a version-1 file just chained has no head yet; its debits are taken as found.
         """
         # The head first, then the debits: a head is written only after its debits were committed,
         # so a concurrent writer can make the database run ahead of the head read here, never behind.
         head = self._load_head()
-        rows = self._read(f"SELECT {_DEBIT_FIELDS}, link FROM debits ORDER BY rowid")
+        rows = self._read(f"SELECT rowid, {_DEBIT_FIELDS}, link FROM debits ORDER BY rowid")
         if head is None:
             if rows and not trust_unanchored:
                 raise LedgerIntegrityError(NO_HEAD.format(path=self.path, n=len(rows), head=self.head_file))
-            self._anchor()
-            return
-        count, tip = head
+        else:
+            count, tip = head.debits, head.tip
+            if count == 0 and tip != GENESIS:
+                raise LedgerIntegrityError(CHAIN_REWRITTEN.format(path=self.path, k=0, head=self.head_file))
         previous = GENESIS
-        if count == 0 and tip != GENESIS:
-            raise LedgerIntegrityError(CHAIN_REWRITTEN.format(path=self.path, k=0, head=self.head_file))
-        for i, (*fields, link) in enumerate(rows, start=1):
+        for i, (_, *fields, link) in enumerate(rows, start=1):
             previous = chain_link(previous, *fields)
             if link != previous:
                 raise LedgerIntegrityError(DEBIT_EDITED.format(path=self.path, i=i, query_id=fields[0]))
-            if i == count and previous != tip:
-                raise LedgerIntegrityError(CHAIN_REWRITTEN.format(path=self.path, k=count, head=self.head_file))
-        if len(rows) < count:
+            if head is not None and i == head.debits and previous != head.tip:
+                raise LedgerIntegrityError(CHAIN_REWRITTEN.format(path=self.path, k=head.debits, head=self.head_file))
+        if head is not None and len(rows) < head.debits:
             raise LedgerIntegrityError(DEBITS_MISSING.format(path=self.path, n=len(rows), head=self.head_file,
-                                                             k=count))
+                                                             k=head.debits))
+        if rows:
+            self._seen = (len(rows), previous, rows[-1][0], rows[-1][1])
+        for _, qid, querier, eps, delta, answer_json, *_ in rows:
+            self._record(querier, self._entry(qid, eps, delta, answer_json))
+        if head is None:  # a new ledger (or a version-1 file): its caps are taken as found
+            self._anchor()
+            return
+        self._anchored = True
+        with self._transaction() as conn:  # the caps under the write lock: a set_budget elsewhere is whole
+            head = self._check(conn)
+        if head is not None and (head.budgets is None or head.pending):
+            self._anchor()  # a v1 head gains the caps; a set_budget cut short is settled
 
-    def _anchor(self) -> None:
-        """Write the chain's current head to the sidecar (after a commit; a no-op in memory).
+    def _check(self, conn: sqlite3.Connection) -> _Head | None:
+        """Under the write lock: the database extends what this ledger last saw, and holds the head's caps.
 
-        Runs under the database's write lock (``BEGIN IMMEDIATE``), so heads are written in
-        commit order and each names the tip at that moment: the file never runs ahead of the
-        committed debits. The new head is synced before it replaces the old one.
+        Returns the head read (None in memory, or for a new file before its first head).
+        """
+        if self.head_file is None:
+            return None
+        head = self._load_head()
+        if head is None:
+            if self._anchored:
+                self._fail(HEAD_LOST.format(path=self.path, head=self.head_file))
+            return None
+        self._advance(conn)
+        if head.budgets is not None:
+            found = self._caps(conn)
+            for querier in sorted(set(found) | set(head.budgets)):
+                got, want = found.get(querier), head.budgets.get(querier)
+                if got != want and not (querier in head.pending and got == head.pending[querier]):
+                    self._fail(BUDGET_EDITED.format(path=self.path, querier=querier, found=_cap_text(got),
+                                                    head=self.head_file, anchored=_cap_text(want)))
+        return head
+
+    def _advance(self, conn: sqlite3.Connection) -> None:
+        """Check that the chain this ledger last saw is still there; follow debits appended since, link by link."""
+        count, tip, rowid, query_id = self._seen
+        if rowid:
+            at = conn.execute("SELECT link, (SELECT COUNT(*) FROM debits WHERE rowid <= ?1) FROM debits "
+                              "WHERE rowid = ?1", (rowid,)).fetchone()
+            if at is None or at[0] != tip or at[1] != count:
+                held = conn.execute("SELECT COUNT(*) FROM debits WHERE rowid <= ?", (rowid,)).fetchone()[0]
+                total = conn.execute("SELECT COUNT(*) FROM debits").fetchone()[0]
+                last = conn.execute("SELECT query_id FROM debits ORDER BY rowid DESC LIMIT 1").fetchone()
+                self._fail(TIP_CHANGED.format(path=self.path, count=count, query_id=query_id, held=held, total=total,
+                                              last="none" if last is None else f"query id {last[0]!r}"))
+        appended = []
+        for row_id, *fields, link in conn.execute(f"SELECT rowid, {_DEBIT_FIELDS}, link FROM debits WHERE rowid > ? "
+                                                  "ORDER BY rowid", (rowid,)).fetchall():
+            tip = chain_link(tip, *fields)
+            count += 1
+            if link != tip:
+                self._fail(DEBIT_EDITED.format(path=self.path, i=count, query_id=fields[0]))
+            rowid, query_id = row_id, fields[0]
+            appended.append((fields[1], self._entry(fields[0], fields[2], fields[3], fields[4])))
+        for querier, entry in appended:
+            self._record(querier, entry)
+        self._seen = (count, tip, rowid, query_id)
+
+    @staticmethod
+    def _caps(conn: sqlite3.Connection) -> dict[str, Cap]:
+        return {q: (e, d) for q, e, d in conn.execute("SELECT querier, epsilon, delta FROM budgets")}
+
+    def _write_head(self, caps: Mapping[str, Cap], pending: Mapping[str, Cap | None] | None = None) -> None:
+        """Write the head: the chain's tip as this ledger saw it, ``caps``, and ``pending`` (caps being replaced).
+
+        Under the database's write lock, so heads are written in commit order. The new head is synced before it
+        replaces the old one.
         """
         head = self.head_file
-        if head is None:
+        assert head is not None
+        count, tip = self._seen[:2]
+        data: dict[str, Any] = {"format": HEAD_FORMAT, "debits": count, "head": tip,
+                                "budgets": {q: list(c) for q, c in sorted(caps.items())}}
+        if pending:
+            data["pending"] = {q: None if c is None else list(c) for q, c in sorted(pending.items())}
+        tmp = head.with_name(f"{head.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(data) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, head)
+        self._anchored = True
+
+    def _anchor(self) -> None:
+        """Write the chain's current head and caps to the sidecar (after a commit; a no-op in memory).
+
+        First checks (:meth:`_check`) that the database still extends what this ledger saw and holds the
+        head's caps: a head is never written over a change made behind the ledger's back.
+        """
+        if self.head_file is None:
             return
         with self._transaction() as conn:
-            count = conn.execute("SELECT COUNT(*) FROM debits").fetchone()[0]
-            last = conn.execute("SELECT link FROM debits ORDER BY rowid DESC LIMIT 1").fetchone()
-            text = json.dumps({"format": HEAD_FORMAT, "debits": count, "head": last[0] if last else GENESIS})
-            tmp = head.with_name(f"{head.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, head)
+            self._check(conn)
+            self._write_head(self._caps(conn))
 
     def head(self) -> dict[str, Any]:
         """The chain's current head in the database: number of debits and last link (what the sidecar records)."""
@@ -386,7 +574,8 @@ class Ledger:
         """Give ``querier`` the budget ``limit`` (replacing any earlier one); ``None``: record without a cap.
 
         Idempotent: setting the same budget again changes nothing, and a budget
-        set once stays in the file for every later opening.
+        set once stays in the file for every later opening. The cap is recorded
+        in the head, so a cap changed any other way is named (:data:`BUDGET_EDITED`).
         """
         _check_id(querier, "querier")
         if limit is not None:
@@ -395,11 +584,20 @@ class Ledger:
             if self.method != "sequential" and limit.delta < self.slack:
                 needs = ADVANCED_NEEDS_DELTA if self.method == "advanced" else ZCDP_NEEDS_DELTA
                 raise ConfigError(needs.format(slack=self.slack, querier=querier, delta=limit.delta))
-        eps, delta = (None, None) if limit is None else (float(limit.epsilon), float(limit.delta))
+        cap: Cap = (None, None) if limit is None else (float(limit.epsilon), float(limit.delta))
         with self._transaction() as conn:
+            self._check(conn)
+            caps = self._caps(conn)
+            if caps.get(querier) == cap:
+                return
+            if self.head_file is not None:
+                # The head names the new cap before the commit, with the cap it replaces as pending: the
+                # database matches the head whether or not the commit happens; the head after it drops the old cap.
+                self._write_head({**caps, querier: cap}, pending={querier: caps.get(querier)})
             conn.execute("INSERT INTO budgets (querier, epsilon, delta) VALUES (?, ?, ?) "
                          "ON CONFLICT (querier) DO UPDATE SET epsilon = excluded.epsilon, delta = excluded.delta",
-                         (querier, eps, delta))
+                         (querier, *cap))
+        self._anchor()
 
     def has_budget(self, querier: str) -> bool:
         """Whether ``querier`` has a budget row (a cap, or ``None`` for no cap)."""
@@ -415,12 +613,42 @@ class Ledger:
 
     # ------------------------------------------------------------------ spending
     def _costs(self, conn: sqlite3.Connection | None, querier: str) -> list[Debited]:
-        """The querier's debits in order: cost and, for ``zcdp``, the answer's recorded rho (None if absent)."""
+        """The querier's debits in order: cost and, for ``zcdp``, the answer's recorded rho (None if absent).
+
+        Read under the write lock (``conn``) from a file, they must be the debits this ledger recorded
+        (:data:`DEBITS_CHANGED`): a cost lowered behind the ledger never buys an answer.
+        """
         answers = ", answer_json" if self.method == "zcdp" else ", NULL"
-        sql, args = f"SELECT epsilon, delta{answers} FROM debits WHERE querier = ? ORDER BY rowid", (querier,)
+        sql, args = f"SELECT query_id, epsilon, delta{answers} FROM debits WHERE querier = ? ORDER BY rowid", (querier,)
         rows = conn.execute(sql, args).fetchall() if conn is not None else self._read(sql, args)
-        return [Debited(budget(eps, delta), None if answer is None else json.loads(answer).get(RHO_KEY))
-                for eps, delta, answer in rows]
+        entries = [self._entry(qid, eps, delta, answer) for qid, eps, delta, answer in rows]
+        if conn is not None and self.head_file is not None:
+            self._check_costs(querier, entries)
+        return [Debited(budget(eps, delta), rho) for _, eps, delta, rho in entries]
+
+    def _entry(self, query_id: str, epsilon: Any, delta: Any, answer_json: str | None) -> _Entry:
+        rho = json.loads(answer_json).get(RHO_KEY) if self.method == "zcdp" and answer_json is not None else None
+        return (query_id, epsilon, delta, rho)
+
+    def _record(self, querier: str, entry: _Entry) -> None:
+        self._charged.setdefault(querier, []).append(entry)
+
+    def _check_costs(self, querier: str, found: list[_Entry]) -> None:
+        """``found`` (the database's debits of ``querier``) must be the ones this ledger recorded."""
+        known = self._charged.get(querier, [])
+        if found == known:
+            return
+        for (qid, *got), (kid, *had) in zip(found, known, strict=False):
+            if qid != kid:
+                what = f"debit {kid!r} is not where it was charged (found {qid!r})"
+                break
+            if got != had:
+                what = f"debit {qid!r} reads {_cost_text(got)} in the database, it was charged {_cost_text(had)}"
+                break
+        else:
+            what = (f"debit {known[len(found)][0]!r} is gone" if len(found) < len(known)
+                    else f"debit {found[len(known)][0]!r} was added to it")
+        self._fail(DEBITS_CHANGED.format(path=self.path, querier=querier, what=what))
 
     def _compose(self, costs: list[Debited]) -> Budget:
         if self.method == "zcdp":
@@ -447,41 +675,53 @@ class Ledger:
         the debit is inserted together with the answer. Returns after the
         commit is on disk, with the answer now on record (release exactly that).
 
+        Before the budget is read, the file is checked (:meth:`_check`): a
+        debit deleted or a cap edited behind this ledger refuses the charge.
+
         Raises
         ------
         WireError
             ``budget-exceeded`` (no budget for this querier, or the cost does
             not fit: the detail names querier, limit, spent and cost), or
             ``invalid-query`` (the id belongs to another querier or query).
+        LedgerTamperedError
+            The file changed behind the ledger (a WireError too, ``internal-error``).
         """
         _check_id(querier, "querier")
         _check_id(query_id, "query_id")
         if not isinstance(cost, Budget):
             raise ConfigError(NOT_A_BUDGET.format(what="cost", value=cost))
         encoded = json.dumps(encode_payload(dict(answer)), separators=(",", ":"))
-        with self._transaction() as conn:
-            stored = self._recorded(conn, querier, query_id, request)
-            if stored is not None:
-                return stored
-            rows = conn.execute("SELECT epsilon, delta FROM budgets WHERE querier = ?", (querier,)).fetchall()
-            if not rows:
-                raise WireError(BUDGET_EXCEEDED, NO_BUDGET.format(querier=querier))
-            if rows[0][0] is not None:
-                limit = budget(*rows[0])
-                costs = self._costs(conn, querier)
-                total = self._compose(costs + [Debited(cost, answer.get(RHO_KEY))])
-                if limit.pure and not total.pure:
-                    why = "the cost has a delta" if not cost.pure else f"{self.method} composition adds a slack delta'"
-                    raise WireError(BUDGET_EXCEEDED,
-                                    MIXED_COST.format(querier=querier, limit=limit, total=total, why=why))
-                if not within(total, limit):
-                    raise WireError(BUDGET_EXCEEDED, OVER_BUDGET.format(
-                        querier=querier, limit=limit, spent=self._compose(costs), n=len(costs), cost=cost,
-                        method=self.method, total=total))
-            last = conn.execute("SELECT link FROM debits ORDER BY rowid DESC LIMIT 1").fetchone()
-            fields = (query_id, querier, float(cost.epsilon), float(cost.delta), encoded, time.time_ns(), request)
-            conn.execute(f"INSERT INTO debits ({_DEBIT_FIELDS}, link) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         (*fields, chain_link(last[0] if last else GENESIS, *fields)))
+        with self._lock:  # the transaction and what this ledger then knows of it, as one step
+            with self._transaction() as conn:
+                stored = self._recorded(conn, querier, query_id, request)
+                if stored is not None:
+                    return stored
+                self._check(conn)
+                rows = conn.execute("SELECT epsilon, delta FROM budgets WHERE querier = ?", (querier,)).fetchall()
+                if not rows:
+                    raise WireError(BUDGET_EXCEEDED, NO_BUDGET.format(querier=querier))
+                if rows[0][0] is not None:
+                    limit = budget(*rows[0])
+                    costs = self._costs(conn, querier)
+                    total = self._compose(costs + [Debited(cost, answer.get(RHO_KEY))])
+                    if limit.pure and not total.pure:
+                        why = ("the cost has a delta" if not cost.pure
+                               else f"{self.method} composition adds a slack delta'")
+                        raise WireError(BUDGET_EXCEEDED,
+                                        MIXED_COST.format(querier=querier, limit=limit, total=total, why=why))
+                    if not within(total, limit):
+                        raise WireError(BUDGET_EXCEEDED, OVER_BUDGET.format(
+                            querier=querier, limit=limit, spent=self._compose(costs), n=len(costs), cost=cost,
+                            method=self.method, total=total))
+                count, tip = self._seen[:2]  # the tip _check just found (in memory: the one this ledger wrote)
+                fields = (query_id, querier, float(cost.epsilon), float(cost.delta), encoded, time.time_ns(), request)
+                link = chain_link(tip, *fields)
+                rowid = conn.execute(f"INSERT INTO debits ({_DEBIT_FIELDS}, link) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                     (*fields, link)).lastrowid
+            self._seen = (count + 1, link, rowid or 0, query_id)  # committed
+            if self.head_file is not None:
+                self._record(querier, self._entry(query_id, fields[2], fields[3], encoded))
         self._anchor()
         return decode_payload(json.loads(encoded))
 
@@ -534,12 +774,19 @@ class Ledger:
         return out
 
     def summary(self) -> dict[str, Any]:
-        """Per-querier limit, spent and number of debits, for ``result.json`` (no answers, no timestamps)."""
-        limits = {q: (None if e is None else {"epsilon": e, "delta": d})
-                  for q, e, d in self._read("SELECT querier, epsilon, delta FROM budgets")}
-        counts = dict(self._read("SELECT querier, COUNT(*) FROM debits GROUP BY querier"))
+        """Per-querier limit, spent and number of debits, for ``result.json`` (no answers, no timestamps).
+
+        The file is checked first (:meth:`_check`): a summary never reports a cap or a spend changed behind
+        the ledger (:class:`LedgerTamperedError`).
+        """
+        with self._transaction() as conn:
+            self._check(conn)
+            limits = {q: (None if e is None else {"epsilon": e, "delta": d}) for q, (e, d) in self._caps(conn).items()}
+            counts = dict(conn.execute("SELECT querier, COUNT(*) FROM debits GROUP BY querier").fetchall())
+            names = {r[0] for r in conn.execute("SELECT querier FROM budgets UNION SELECT querier FROM debits")}
+            total = {name: self._compose(self._costs(conn, name)) for name in sorted({*names, *self._charged})}
         queriers = {}
-        for name, spent in self.total().items():
+        for name, spent in total.items():
             queriers[name] = {"limit": limits.get(name), "spent": {"epsilon": spent.epsilon, "delta": spent.delta},
                               "debits": int(counts.get(name, 0))}
         out: dict[str, Any] = {"composition": self.method, "queriers": queriers}

@@ -3,7 +3,8 @@
 Under a secure protocol (:mod:`parley.protocols.mechanisms.secure`) a querier never sends
 predictions: :class:`SecureQuerier` turns each ``metric-query`` it would send into an
 ``mpc-query`` carrying the compliance party's shares, forwards the compliance party's
-padded share of A to the :class:`Helper`, and opens the answer from the three output shares.
+padded share of A and its admission of the query to the :class:`Helper`, and opens the
+answer from the three output shares.
 Every share travels in a signed envelope, so the whole secure computation is in the
 transcript: its bytes are the run's ``bytes`` and each query costs four envelopes (two rounds).
 
@@ -44,7 +45,8 @@ from parley.protocols.mechanisms.secure import (
 from parley.protocols.queries import apply_edits, validate_query_id
 
 __all__ = ["Helper", "SecureAdversary", "SecureDataCenter", "SecureQuerier", "pair_keys", "HELPER_ROLE",
-           "NOT_PENDING", "ID_REUSED_HELPER", "HELPER_TOO_LARGE"]
+           "NOT_PENDING", "ID_REUSED_HELPER", "HELPER_TOO_LARGE", "HELPER_NOT_ADMITTED", "HELPER_REPLY_DROPPED",
+           "HELPER_KEPT_REPLIES"]
 
 #: The role of the helper in keyrings (what it may send: ``parley.parties.party.ROLE_SENDS``).
 HELPER_ROLE = "mpc-helper"
@@ -53,6 +55,13 @@ ID_REUSED_HELPER = "query id {query_id!r} was already computed for a different r
 HELPER_TOO_LARGE = ("an mpc-query of m = {m} models ({metric}, {rows} rows) over n = {n} people asks the helper for "
                     "{size:,} bytes of shares, above the limit of {limit:,} bytes that bounds the compliance party's "
                     "shares of the same query")
+HELPER_NOT_ADMITTED = ("an mpc-query for query {query_id!r} ({metric}, m = {m}) without the compliance party's "
+                       "admission of that header and share of A: the helper computes only for queries the "
+                       "compliance party admitted")
+HELPER_REPLY_DROPPED = ("query id {query_id!r} was answered and its reply is no longer kept (the helper keeps the "
+                        "last {kept:,}): it is not computed again, which would draw fresh randomness for the same id")
+#: Replies the helper keeps for retries, per helper; the oldest is dropped beyond this.
+HELPER_KEPT_REPLIES = 1024
 _INFO = b"parley-mpc-pair-key-v1"
 
 
@@ -130,7 +139,7 @@ class SecureQuerier:
         except QueryError as exc:
             raise WireError(INVALID_PAYLOAD, str(exc)) from None
         return {"metric": state["metric"], "m": state["m"], "query_id": query_id,
-                "a_share": envelope.payload["a_share"]}
+                "a_share": envelope.payload["a_share"], "admission": envelope.payload.get("admission")}
 
     def open(self, envelope: Envelope) -> dict[str, Any]:
         """Open the answer from d_C, d_S and the querier's own share: the ``metric-answer`` payload."""
@@ -210,48 +219,81 @@ class SecureAdversary(EncodingAdversary):
 class Helper(Party):
     """The third computing party: holds no data, answers each ``mpc-query`` with its output share.
 
-    It answers a query id once per querier; a retry of the same request gets the same reply
-    (its noise is never redrawn), a different request under a used id is refused.
+    It computes only for queries the compliance party admitted. C's ``mpc-partial`` carries an
+    admission tag, a MAC under the key C and S share over the header (metric, m, query id) and the
+    padded share of A it hands out (:func:`~parley.protocols.mechanisms.secure.admission_tag`); the
+    querier forwards it with the share. A request without a valid tag (an id C never saw, another
+    m, another share) is refused (``invalid-query``, :data:`HELPER_NOT_ADMITTED`) before any PRF
+    output is drawn; the querier, which lacks the C-S key, cannot make one. S's work is then
+    bounded by what C accepted, and each query C admitted costs C more than it costs S. A header
+    whose rows, as shares, would exceed the compliance party's payload limit is refused first
+    (``payload-too-large``, :data:`HELPER_TOO_LARGE`): C accepts nothing larger.
 
-    Its work is bounded as the compliance party's is. The request is small (the header and n padded
-    shares of A), but the header's m sets the work: S derives its share of the (m + 1) n rows from
-    the PRF. The compliance party computes on the same rows only after they arrived as shares,
-    within :data:`~parley.parties.payload_limits.MAX_PAYLOAD_BYTES`; S refuses (``payload-too-large``,
-    :data:`HELPER_TOO_LARGE`) a header whose rows, as shares, would exceed that limit, before any PRF
-    output is drawn. (Answering only headers the compliance party signed would bound S by what C
-    accepted; it needs a signed header inside the querier's request and is not built: the bound here
-    is as strong for the helper's resources, since C accepts nothing larger.)
+    It answers a query id once per querier; a retry of the same request gets the same reply (its
+    noise is never redrawn), a different request under a used id is refused. It keeps the last
+    ``kept_replies`` replies (:data:`HELPER_KEPT_REPLIES`), the oldest dropped, and the ids of the
+    dropped ones: a retry of a dropped id is refused (:data:`HELPER_REPLY_DROPPED`), never computed
+    again with fresh noise.
+
+    Parameters
+    ----------
+    identity, keyring : see :class:`parley.parties.party.Party`
+    protocol : SecureProtocol
+        The protocol, keyed with the helper's pairwise keys.
+    queriers : list of str
+        Names allowed to query.
+    n : int
+        People in the audit set.
+    rng : numpy.random.Generator
+        Source of the helper's noise (``mpc-dp``).
+    kept_replies : int
+        Replies kept for retries.
     """
 
     handlers = {"mpc-query": "_on_query", REFUSAL: "_on_refusal"}
 
     def __init__(self, identity: Identity, keyring: Keyring, protocol: SecureProtocol, queriers: list[str], n: int,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, kept_replies: int = HELPER_KEPT_REPLIES) -> None:
         super().__init__(identity, keyring, protocol.name)
         self.secure = protocol
         self.queriers = frozenset(queriers)
         self.n = n
         self.rng = rng
+        self.kept_replies = kept_replies
         self.answered = 0
+        self.not_admitted = 0
+        #: (querier, query id) -> (request digest, reply), oldest first.
         self._replies: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        #: (querier, query id) answered whose reply was dropped.
+        self._dropped: set[tuple[str, str]] = set()
 
     def _on_query(self, envelope: Envelope) -> Envelope:
         if envelope.sender not in self.queriers:
             raise WireError(INVALID_QUERY, f"{envelope.sender!r} is not a querier of this helper")
         query_id = validate_query_id(envelope.payload.get("query_id"))
-        stored = self._replies.get((envelope.sender, query_id))
+        key = (envelope.sender, query_id)
+        stored = self._replies.get(key)
         if stored is not None:
             if stored[0] != envelope.digest:
                 raise WireError(INVALID_QUERY, ID_REUSED_HELPER.format(query_id=query_id))
             return self.seal(envelope.sender, "mpc-partial", stored[1])
+        if key in self._dropped:
+            raise WireError(INVALID_QUERY, HELPER_REPLY_DROPPED.format(query_id=query_id, kept=self.kept_replies))
         metric, m, _ = self.secure.header(envelope.payload)
         rows = len(SLICES[metric]) * (m + 1)
         size = field_bytes(rows, self.n)
         if size > MAX_PAYLOAD_BYTES:
             raise WireError(PAYLOAD_TOO_LARGE, HELPER_TOO_LARGE.format(m=m, metric=metric, rows=rows, n=self.n,
                                                                        size=size, limit=MAX_PAYLOAD_BYTES))
+        if not self.secure.admitted(envelope.payload, self.n):
+            self.not_admitted += 1
+            raise WireError(INVALID_QUERY, HELPER_NOT_ADMITTED.format(query_id=query_id, metric=metric, m=m))
         reply = self.secure.helper_respond(envelope.payload, self.n, self.rng)
-        self._replies[(envelope.sender, query_id)] = (envelope.digest, reply)
+        self._replies[key] = (envelope.digest, reply)
+        while len(self._replies) > self.kept_replies:
+            oldest = next(iter(self._replies))
+            del self._replies[oldest]
+            self._dropped.add(oldest)
         self.answered += 1
         return self.seal(envelope.sender, "mpc-partial", reply)
 
@@ -259,5 +301,4 @@ class Helper(Party):
         return None
 
     def stats(self) -> dict[str, int]:
-        return {"answered": self.answered, "refusals_sent": self.refusals_sent}
-
+        return {"answered": self.answered, "not_admitted": self.not_admitted, "refusals_sent": self.refusals_sent}

@@ -88,6 +88,17 @@ BAD_KEYS_MSG = "--keys takes fingerprints (64 hex digits) or name=fingerprint pa
 BAD_HEAD_MSG = "--head takes the final head printed by `parley run` (64 hex digits); got {got!r}"
 BAD_EXPECT_MSG = "cannot read expected keys and head from {path}: {why}"
 NO_TRANSCRIPT_MSG = "transcript {path} does not exist"
+#: ``parley verify``'s last line once the anchors matched; {anchors} names where each came from.
+MATCHES_MSG = "matches the {anchors}"
+#: Added when an anchor came from a result.json beside the transcript (a run folder given alone, by default).
+SAME_FOLDER_MSG = (", which is in the same folder: this proves the folder's files agree with each other, not that "
+                   "it is the folder that was published\nto prove that, verify against anchors from a copy you trust: "
+                   "--expect RESULT_JSON, or --keys and --head")
+
+
+SECRETS_HELP = ("the parties' secrets (noise, keys, masks): read from FILE, or fresh ones written there if it does "
+                "not exist; the same FILE and seed give the same releases. Default: fresh from OS entropy, kept "
+                "nowhere. Keep FILE out of the folders you publish")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -111,7 +122,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--replace", action="store_true",
                      help="delete another scenario's or a study's results that the run folder holds "
                           "(refused without it)")
-    run.add_argument("--seed", type=int, help="root seed (same seed, same result.json)")
+    run.add_argument("--seed", type=int, help="root seed of the simulated world (public: result.json prints it)")
+    run.add_argument("--secrets", type=Path, metavar="FILE", help=SECRETS_HELP)
     run.add_argument("--address", help=ADDRESS_HELP)
     run.add_argument("--open", action="store_true", help="open the run's report.html in a web browser afterwards")
     run.add_argument("--explain", action="store_true",
@@ -126,6 +138,7 @@ def _parser() -> argparse.ArgumentParser:
     study.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="study field (repeats=3, grid.protocol.decimals=[2,4]) or base-scenario field "
                             "(dataset.audit_size=500); repeatable")
+    study.add_argument("--secrets", type=Path, metavar="FILE", help=SECRETS_HELP)
     study.add_argument("--no-runs", action="store_true", help="do not keep each cell's run folder under cells/")
     study.add_argument("--party-hosts", choices=("worker", "actors"), default="worker",
                        help="where a cell's parties run: inside its study worker's process (default), or each "
@@ -141,6 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--out", type=Path, help="report folder (default: compare/<dataset>)")
     compare.add_argument("--address", help=ADDRESS_HELP)
     compare.add_argument("--workers", type=int, help="parallel workers (default: the CPUs Ray reports)")
+    compare.add_argument("--secrets", type=Path, metavar="FILE", help=SECRETS_HELP)
 
     verify = sub.add_parser(
         "verify", help="check a transcript: signatures, digests, chain, sequences, nonces and the parties' end record",
@@ -223,7 +237,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _join(args.address)
     # On a terminal, one self-rewriting status line while the run goes; elsewhere (a pipe, CI, a file) nothing.
     line = StatusLine(sys.stderr) if sys.stderr.isatty() else None
-    result = run(scenario, out=out, address=args.address, fresh=args.fresh, progress=line)
+    result = run(scenario, out=out, address=args.address, fresh=args.fresh, progress=line, secrets=args.secrets)
     print(format_table(result.metrics, keys=HEADLINE))
     if result.metrics.get("leakage_up_to_swap"):
         print(f"\n{SWAP_NOTE.format(as_labelled=result.metrics['leakage_as_labelled'])}")
@@ -232,6 +246,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if anchors.get("head"):
         print(f"transcript head: {anchors['head']}")
         print("key fingerprints: " + ",".join(f"{n}={fp}" for n, fp in anchors["keys"].items()))
+    print(f"secrets: {args.secrets if args.secrets is not None else 'fresh'} ({result.record['secrets']['note']})")
     if args.open:
         import webbrowser
 
@@ -256,7 +271,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
                       args.replace)
     _join(args.address)
     done = run_study(study, out, workers=args.workers, address=args.address, keep_runs=not args.no_runs,
-                     party_hosts=args.party_hosts)
+                     party_hosts=args.party_hosts, secrets=args.secrets)
     print(f"study {study.name}: {done.ran} rows run, {done.skipped} already done, {done.failed} failed, "
           f"{done.wall_s:.1f} s")
     print(f"results: {out / 'results.csv'}\nsummary: {out / 'summary.md'}")
@@ -268,7 +283,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     out = writable_folder(args.out if args.out is not None else Path("compare") / args.dataset, "report folder")
     _join(args.address)
-    done = compare(args.dataset, out, quick=args.quick, address=args.address, workers=args.workers)
+    done = compare(args.dataset, out, quick=args.quick, address=args.address, workers=args.workers,
+                   secrets=args.secrets)
     stopped = done.results["status"] != "ok"
     bugs = int(done.results.loc[stopped, "failure"].astype(str).str.startswith("bug:").sum())
     print(f"compare {args.dataset}: {len(done.results)} runs, {int(stopped.sum()) - bugs} where the attack gave up "
@@ -350,8 +366,20 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         print("not checked against expected keys and head: a rewrite with fresh keys is ruled out only by "
               "--keys and --head (printed by `parley run`, stored in result.json) or --expect RESULT_JSON")
     else:
-        print(f"matches the expected keys and head{f' of {expect}' if expect is not None else ''}")
+        print(_matches(path, expect, args.keys is not None, args.head is not None))
     return EXIT_OK
+
+
+def _matches(transcript: Path, expect: Path | None, keys_given: bool, head_given: bool) -> str:
+    """The success line: which anchors matched, from where, and what a result.json beside the transcript proves."""
+    if keys_given and head_given:
+        return MATCHES_MSG.format(anchors="keys and head given with --keys and --head")
+    if keys_given or head_given:
+        anchors = f"keys of {'--keys' if keys_given else expect} and head of {'--head' if head_given else expect}"
+    else:
+        anchors = f"keys and head of {expect}"
+    own = expect is not None and expect.resolve().parent == transcript.resolve().parent
+    return MATCHES_MSG.format(anchors=anchors) + (SAME_FOLDER_MSG if own else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

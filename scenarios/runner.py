@@ -4,9 +4,11 @@ The runner is the referee: :func:`parley.scenarios.world.build_world` gives each
 only what its role holds, the protocol's flow (:mod:`parley.scenarios.flows`) drives
 the exchange and scores the adversary's reconstruction against the truth that
 no party handed over, and the runner adds what every run reports (messages,
-bytes, budget spent, timings) and writes the run folder. Randomness: one
-``SeedSequence`` per run, spawned into one stream per party, so the same seed
-gives the same ``result.json`` (timings and package versions aside).
+bytes, budget spent, timings) and writes the run folder. Randomness: the public
+seed spawns the simulated world's streams; each party's private randomness comes
+from the run's secrets (:mod:`parley.parties.run_secrets`), so the same seed and
+the same secrets file give the same ``result.json`` (timings and package
+versions aside).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 
 from parley.parties.compliance import PURPOSE_SEPARATOR
 from parley.parties.network import LocalDeployment
+from parley.parties.run_secrets import RunSecrets, SecretsError
 from parley.parties.transcript import TranscriptFollower
 from parley.scenarios.datasets import Table
 from parley.scenarios.flows import get_flow
@@ -36,8 +39,10 @@ from parley.scenarios.run_folder import claim, inside
 from parley.scenarios.spec import Scenario
 from parley.scenarios.world import COMPLIANCE, DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, World, build_world
 
-__all__ = ["LEDGER_FILE", "PARTY_SLOTS", "Result", "VOLATILE", "leakage_bound", "run"]
+__all__ = ["LEDGER_FILE", "PARTY_SLOTS", "Result", "SECRETS_IN_RUN_FOLDER", "VOLATILE", "leakage_bound", "run"]
 
+SECRETS_IN_RUN_FOLDER = ("the secrets file {path} is inside the run folder {run_dir}, which is published with its "
+                         "results: keep it elsewhere (whoever holds it can remove the run's noise)")
 #: Keys of result.json that vary between runs of the same seed.
 VOLATILE = ("wall_s", "versions", "attack_decode_s", "transcript")
 
@@ -109,7 +114,8 @@ def leakage_bound(epsilon: float, delta: float) -> float:
 
 def run(scenario: Scenario, out: str | Path | None = None, address: str | None = None, *,
         table: Table | None = None, hosts: dict | None = None, split: Any = None, fresh: bool = False,
-        progress: Display | None = None, in_process: bool = False, reports: bool = True) -> Result:
+        progress: Display | None = None, in_process: bool = False, reports: bool = True,
+        secrets: RunSecrets | str | Path | None = None) -> Result:
     """Run ``scenario``; write ``result.json``, ``transcript.jsonl`` and ``report.md`` into ``out``.
 
     Parameters
@@ -142,6 +148,11 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     reports : bool
         Write ``report.md`` and ``report.html`` (default). A study whose run folders are not kept turns
         them off: drawing the report's figures took most of a small cell's time, for files deleted at once.
+    secrets : RunSecrets or path-like, optional
+        The parties' secrets (:mod:`parley.parties.run_secrets`): their noise, keys and masks. None (default):
+        fresh from OS entropy, kept nowhere, so the noise cannot be reproduced. A path: read from that secrets
+        file, or fresh ones written there if it does not exist; the same file replays the same releases.
+        Never derived from the scenario's seed, which is public.
 
     Raises
     ------
@@ -152,9 +163,13 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     """
     started = time.perf_counter()
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
+    if isinstance(secrets, (str, Path)) and Path(secrets).resolve().is_relative_to(run_dir.resolve()):
+        raise SecretsError(SECRETS_IN_RUN_FOLDER.format(path=secrets, run_dir=run_dir))
+    run_secrets = RunSecrets.resolve(secrets)
     # The folder is locked for this run; a failed run must not leave an older run's results behind.
     with claim(run_dir, LEDGER_FILE, _STALE, fresh=fresh, written=("transcript.jsonl", "transcript.jsonl.blobs")):
-        return _run_in(scenario, run_dir, started, address, table, hosts, split, progress, in_process, reports)
+        return _run_in(scenario, run_dir, started, address, table, hosts, split, run_secrets, progress, in_process,
+                       reports)
 
 
 #: An earlier run's outputs, removed before a run starts (its ledger is handled apart, by ``claim``;
@@ -182,10 +197,10 @@ def _querier_spent(by_account: dict[str, float]) -> float | None:
 
 
 def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | None, table: Table | None,
-            hosts: dict | None, split: Any, display: Display | None = None, in_process: bool = False,
-            reports: bool = True) -> Result:
+            hosts: dict | None, split: Any, secrets: RunSecrets, display: Display | None = None,
+            in_process: bool = False, reports: bool = True) -> Result:
     """The run proper, in a folder :func:`parley.scenarios.run_folder.claim` holds."""
-    world = build_world(scenario, run_dir, address, table, hosts, split, in_process)
+    world = build_world(scenario, run_dir, address, table, hosts, split, in_process, secrets)
     if reports and not isinstance(world.deployment, LocalDeployment):
         warm_up()  # the driver waits for its parties' first replies meanwhile
     if display is not None:
@@ -239,6 +254,8 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
         "protected": split.table.protected,
         "groups": {f"a={code}": label for code, label in enumerate(split.table.groups)},
         "seed": scenario.seed,
+        # Where the parties' private randomness came from (never the seed), not what it is.
+        "secrets": secrets.describe(),
         "sizes": {"n_train": int(split.X_train.shape[0]), "n_audit": int(split.X_audit.shape[0]),
                   "n_features": int(split.X_train.shape[1])},
         "metrics": metrics,

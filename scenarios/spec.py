@@ -322,7 +322,8 @@ class Scenario(BaseModel):
 
     name: SafeName = "custom"
     description: str = ""
-    seed: int = Field(default=0, ge=0, description="root of every random stream of the run")
+    seed: int = Field(default=0, ge=0, description="root of the simulated world's random streams (public: never a "
+                                                   "party's noise or keys)")
     threat_model: Literal["curious-data-center", "passive-observer", "black-box-auxiliary"] = "curious-data-center"
     if TYPE_CHECKING:
         dataset: Any  # the Params model of the data set ``dataset.name`` names, known only at run time

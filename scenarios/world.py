@@ -21,6 +21,7 @@ from parley.parties.adversary import Adversary
 from parley.parties.compliance import Compliance, account_of, has_costs
 from parley.parties.data_center import DataCenter
 from parley.parties.network import LocalDeployment, Network
+from parley.parties.run_secrets import RunSecrets
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring
 from parley.protocols.base import AuditSet
@@ -96,8 +97,13 @@ def _deployment(scenario: Scenario, address: str | None, hosts: dict | None, in_
 
 
 def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: Table | None,
-                hosts: dict | None, split: Any = None, in_process: bool = False) -> World:
+                hosts: dict | None, split: Any = None, in_process: bool = False,
+                secrets: RunSecrets | None = None) -> World:
     """Spawn the run's random streams, load the data and start the compliance party and the data center.
+
+    The streams come from the scenario's public seed and drive the simulated world only. Each party's
+    private randomness (noise, keys, masks) comes from its own secret of ``secrets`` (fresh from OS entropy
+    if omitted; :mod:`parley.parties.run_secrets`).
 
     ``split`` replaces the seed's split (the whole-scenario privacy audit runs one fixed audit set and
     its neighbour under many seeds); every other stream still comes from the seed. ``in_process`` puts
@@ -108,7 +114,9 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     from parley.scenarios.flows import flow_parties
 
     streams = spawn_streams(scenario.seed)
-    data_rng, dc_rng, comp_rng, adv_rng, obs_rng, flow_rng = (streams[name] for name in STREAMS)
+    # The "compliance" stream is spawned (the seed's streams keep their meaning) and used by nobody.
+    data_rng, dc_rng, _, adv_rng, obs_rng, flow_rng = (streams[name] for name in STREAMS)
+    secrets = secrets if secrets is not None else RunSecrets.fresh()
     protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
     secure = isinstance(protocol, SecureProtocol)
     deployment = _deployment(scenario, address, hosts, in_process)
@@ -168,9 +176,8 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
             dc_class = SecureDataCenter
             dc_extra = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER, record=True)}
             adversary_kwargs = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER)}
-            helper_rng = np.random.default_rng(rngs["flow"].integers(2**63))
             deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER],
-                           int(split.a_audit.shape[0]), helper_rng)
+                           int(split.a_audit.shape[0]), secrets.party(HELPER).rng("noise"))
             network.route(HELPER, HELPER)
         elif isinstance(protocol, HeProtocol):
             # Homomorphic encryption: the data center holds the CKKS secret key; it and the adversary in its name
@@ -179,12 +186,12 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
 
             n_audit = int(split.a_audit.shape[0])
             dc_class = HeDataCenter
-            # SEAL's randomness (keys, encryptions) seeded from the flow's stream: a run follows its seed
-            seeds = [int(v) for v in rngs["flow"].integers(2**63, size=2)]
-            dc_extra = {"he": HeQuerier(protocol, n_audit, record=True, seed=seeds[0])}
-            adversary_kwargs = {"he": HeQuerier(protocol, n_audit, seed=seeds[1])}
+            # SEAL's randomness (keys, encryptions) from each querier's own secret, never from the public seed
+            dc_extra = {"he": HeQuerier(protocol, n_audit, record=True, secret=secrets.party(DATA_CENTER))}
+            adversary_kwargs = {"he": HeQuerier(protocol, n_audit, secret=secrets.party(ADVERSARY))}
         deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
-                       AuditSet(a=split.a_audit, y=split.y_audit), answering, [DATA_CENTER], comp_rng, **accounting)
+                       AuditSet(a=split.a_audit, y=split.y_audit), answering, [DATA_CENTER], secrets.party(COMPLIANCE),
+                       **accounting)
         deployment.add(DATA_CENTER, dc_class, identities[DATA_CENTER], keyring,
                        data_center_data(split),
                        scenario.model, COMPLIANCE, protocol.name, dc_rng, **dc_extra)

@@ -16,13 +16,14 @@ from parley.parties.party import Party
 from parley.parties.wire import Envelope
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet
+from tests.fixed_secrets import party_secret
 
 
 def deploy_compliance(deployment, identities, keyring, audit_arrays, decimals=None):
     a, y = audit_arrays
     protocol = get_protocol("raw")(get_protocol("raw").Params(decimals=decimals))
     deployment.add("compliance", Compliance, identities["compliance"], keyring, AuditSet(a=a, y=y), protocol,
-                   ["data-center"], np.random.default_rng(0))
+                   ["data-center"], party_secret(0))
     return deployment
 
 

@@ -21,7 +21,7 @@ Why our own sampler, driven by the numpy Generator
 OpenDP (0.16) has exact discrete Laplace and Gaussian samplers and a lattice
 Laplace mechanism, but they draw from the operating system's CSPRNG
 (``opendp._data.fill_bytes``; ``opendp._lib.get_np_csprng`` wraps it) and cannot
-be seeded, which breaks parley's "same seed, same result". It has no Cauchy
+be seeded, which breaks replaying a run from its secrets file. It has no Cauchy
 sampler. So the samplers here are exact algorithms in integers and rationals
 whose only source of randomness is the Generator's bit generator (uniform 64-bit
 words, :class:`RandomBits`), turned into exact uniform integers by rejection:
@@ -114,7 +114,7 @@ class RandomBits:
     The samplers below need many small exact uniform integers; numpy's scalar
     ``Generator.integers`` costs microseconds per call, so the bits come from
     ``bit_generator.random_raw`` (uniform 64-bit words) in blocks. The stream is
-    a fixed function of the generator's state: same seed, same draws. Unused
+    a fixed function of the generator's state: same key, same draws. Unused
     bits of the last block are dropped when the object is.
     """
 

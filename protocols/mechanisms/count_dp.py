@@ -168,7 +168,8 @@ by 2-35 % on EO and PE at m <= 4; SP is a draw there. A per-model pair at m > 1 
 model in the answer's ``statistics``, where parley's readers (the likelihood attack, ``mpc-dp``) read
 one shared size: not built; the public rule is m = 1.
 
-Both variants draw only from the numpy Generator's bits: same seed, same release.
+Both variants draw only from the numpy Generator's bits (the compliance party's secret stream): same
+secrets, same release.
 """
 
 from __future__ import annotations

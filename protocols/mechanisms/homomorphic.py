@@ -58,8 +58,8 @@ Galois keys for the steps 1, 2, ..., B/2), then
     checks it stays below :data:`NOISE_BOUND_BITS`). Complex slot noise with E|z|^2 = N sigma^2 is
     a spherical Gaussian on the coefficients (the canonical embedding is a scaled isometry), so
     it floods every coefficient, the imaginary parts' too. The key holder reads the flood in the clear in
-    every non-answer slot, so it is drawn from SHAKE-256 keyed by 256 bits of C's stream
-    (:func:`flood_normals`), never from numpy's generator directly, whose state its outputs would give away.
+    every non-answer slot, so it is drawn from SHAKE-256 keyed by 256 bits of C's noise stream
+    (:func:`flood_normals`), never from a generator's raw outputs.
     The fresh encryption also re-randomises the ciphertext's second component, which otherwise is a known
     linear function of C's plaintexts.
 
@@ -76,9 +76,13 @@ Semi-honest querier. Nothing the querier sends can be checked against its secret
 chosen error or values outside [0, 1], and a public key or Galois keys made for another secret or crafted
 outright, are loaded if SEAL's parameter and range checks pass (the parameters are C's own: a key or
 ciphertext for another N or modulus chain is refused). The guarantee is for a querier that generates its keys
-and encrypts as :class:`QuerierKeys` does. The flood's randomness comes from C's stream of the run
-(:func:`seeded_context`): a querier that knew the run's seed could regenerate it and subtract it, so the seed
-is, as for every noise parley draws, the compliance party's secret.
+and encrypts as :class:`QuerierKeys` does. A querier that deviates reads far more than one person a
+decryption: values of 2^50 make the mask's rounding error (about 2^-45 in each masked-out slot) carry every
+window sum above the flood, all 1,000 people of a 1,000-person audit set from one decryption
+(docs/protocols/secure-computation.md, "A querier that deviates, under he"; tests/benchmarks/bench_he_deviating.py).
+The flood's randomness comes from C's noise stream
+(:func:`seeded_context`), which the parties layer keys with C's own secret, drawn from OS entropy and never
+from the run's public seed (:mod:`parley.parties.run_secrets`); the querier's keys come from its own secret.
 """
 
 from __future__ import annotations
@@ -166,7 +170,8 @@ def seeded_context(rng: np.random.Generator) -> Any:
     """The same parameters with SEAL's randomness (keys, encryption) drawn from a Blake2xb PRNG seeded by ``rng``.
 
     Keys and ciphertexts of either context work with the other (SEAL identifies parameters by their hash,
-    which leaves the generator out); seeding makes a run's keys, ciphertexts and bytes follow its seed.
+    which leaves the generator out); seeding makes a run's keys, ciphertexts and bytes follow ``rng``, which
+    must be the holder's secret stream (:mod:`parley.parties.run_secrets`), never one the public seed gives.
     """
     return _context([int(v) for v in rng.integers(0, 2**63, size=8, dtype=np.int64)])
 
@@ -421,9 +426,9 @@ def flood_normals(rng: np.random.Generator) -> np.ndarray:
     """SLOTS complex normals (real and imaginary parts N(0, 1), independent): SHAKE-256 keyed by 256 bits of ``rng``.
 
     The key holder decrypts the flood in the clear in every slot but the answers'. Drawn from ``rng`` itself
-    (numpy's PCG64, not a CSPRNG) those slots would hand it thousands of the generator's outputs, from which
-    its state, hence the answer slots' flood, can be recovered; SHAKE-256 output reveals nothing of its key,
-    and the key (never revealed) follows the run's seed. Box-Muller on 53-bit uniforms in (0, 1).
+    (a generator that need not be a CSPRNG) those slots would hand it thousands of its outputs, from which
+    its state, hence the answer slots' flood, could be recovered; SHAKE-256 output reveals nothing of its key,
+    and the key (never revealed) comes from C's secret stream. Box-Muller on 53-bit uniforms in (0, 1).
     """
     import hashlib
 
@@ -448,7 +453,7 @@ def flood(ct: Any, keys: _Keys, params: HeParams, rng: np.random.Generator, encr
     pf = s.Plaintext()
     keys.encoder.encode(list(z), ct.parms_id(), ct.scale, pf)
     noise = s.Ciphertext()
-    # the encryption's own randomness (u, e1, e2) from C's stream too, so that a run follows its seed
+    # the encryption's own randomness (u, e1, e2) from C's secret stream too (replayed with the secrets file)
     encryptor.encrypt(pf, noise)
     keys.evaluator.add_inplace(ct, noise)
     return ct

@@ -40,8 +40,9 @@ One query: two exchanges, four signed envelopes
 2. C -> Q ``mpc-partial``: C shares A afresh with f_a(2) = PRF_CQ(query id) (Q's share, never
    sent) and replies its output share d_C = [R]_C . [a]_C + z_C, and S's share f_a(3)
    one-time-padded with PRF_CS(query id): Q cannot read it, S removes the pad.
-3. Q -> S ``mpc-query``: the query's header (metric, m, query id) and the padded share of A.
-4. S -> Q ``mpc-partial``: d_S = [R]_S . [a]_S + z_S.
+3. Q -> S ``mpc-query``: the query's header (metric, m, query id), the padded share of A and C's
+   admission of both, a MAC under the C-S key (:func:`admission_tag`) that Q forwards from step 2.
+4. S -> Q ``mpc-partial``: d_S = [R]_S . [a]_S + z_S, only if the admission verifies.
 5. Q computes d_Q = [R]_Q . [a]_Q + z_Q and interpolates (1, d_C), (2, d_Q), (3, d_S) at 0: K and N.
 
 The products [R]_i [a]_i lie on a polynomial of degree 2 = 2t whose value at 0 is K; z is a
@@ -87,6 +88,8 @@ computation (the querier shares the bits of each value, the parties check b (1 -
 from __future__ import annotations
 
 import hashlib
+import hmac
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -113,8 +116,9 @@ from parley.protocols.metrics import METRICS
 from parley.protocols.queries import validate_query_id
 
 __all__ = ["COMPLIANCE_ID", "HELPER_ID", "LAGRANGE_AT_ZERO", "PRIME", "QUERIER_ID", "MpcDpProtocol", "MpcParams",
-           "MpcProtocol", "PairKeys", "SecureProtocol", "CLEAR_QUERY", "BAD_SHARES", "NO_KEYS", "decode_field",
-           "encode_field", "exact_metric", "field_bytes", "output_share", "querier_rows", "share_rows"]
+           "MpcProtocol", "PairKeys", "SecureProtocol", "CLEAR_QUERY", "BAD_SHARES", "NO_KEYS", "admission_tag",
+           "decode_field", "encode_field", "exact_metric", "field_bytes", "output_share", "querier_rows",
+           "share_rows"]
 
 #: The field of the shares: GF(p) with the Mersenne prime p = 2^127 - 1 (sums of 2^20 predictions at 2^-52 fit).
 PRIME = (1 << 127) - 1
@@ -136,6 +140,8 @@ NO_KEYS = "protocol {name!r} holds no pairwise keys for party {party} (a bug in 
 MAX_MODELS = 100_000
 #: What one person's flip moves an uncentred group-1 sum by at most, in lattice units: a prediction r_ij <= 2^B.
 SUM_SENSITIVITY = 1 << PREDICTION_BITS
+#: Domain of the compliance party's admission tags (:func:`admission_tag`), apart from every PRF input.
+_ADMISSION_DOMAIN = b"parley-mpc-admission-v1\n"
 
 
 @lru_cache(maxsize=1)
@@ -187,6 +193,21 @@ class PairKeys:
 def _uci(query_id: str, what: str) -> bytes:
     """A unique common input: the query id (unique per querier, refused if reused) and the value's name."""
     return hashlib.sha256(f"parley-mpc/{query_id}/{what}".encode()).digest()
+
+
+def admission_tag(keys: PairKeys, metric: str, m: int, query_id: str, a_share: np.ndarray) -> str:
+    """The compliance party's admission of one query for the helper: HMAC-SHA256 under the C-S key, hex.
+
+    It binds the header (metric, m, query id) and the padded share of A (its uint32 limbs) that C hands
+    out. Only C and S hold the key: the querier, which carries the tag from C's reply to S, can neither
+    make one for an id C never admitted nor move one to another header or share. Checking it costs S a
+    hash of its request, no PRF output.
+    """
+    limbs = np.ascontiguousarray(a_share, dtype="<u4")
+    header = json.dumps([query_id, metric, m, list(limbs.shape)]).encode()
+    message = _ADMISSION_DOMAIN + hashlib.sha256(header).digest() + hashlib.sha256(limbs.tobytes()).digest()
+    key = keys.keys[(COMPLIANCE_ID, HELPER_ID)]
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
 def encode_field(values: np.ndarray) -> np.ndarray:
@@ -400,14 +421,30 @@ class SecureProtocol(Protocol):
         shares = decode_field(payload.get("shares"), (rows, audit.n), self.name, "shares")
         a_c, a_s = compliance_sharing(audit.a, self.keys, query_id)
         d_c = output_share(shares, a_c, self.keys, query_id, self.noise(m, len(SLICES[metric]), rng))
-        return {"metric": metric, "m": m, "output": encode_field(d_c), "a_share": encode_field(a_s),
-                **self.notes(m)}
+        a_share = encode_field(a_s)
+        return {"metric": metric, "m": m, "output": encode_field(d_c), "a_share": a_share,
+                "admission": admission_tag(self.keys, metric, m, query_id, a_share), **self.notes(m)}
+
+    def admitted(self, payload: Mapping[str, Any], n: int) -> bool:
+        """Does the helper's ``mpc-query`` carry the compliance party's admission of its header and share of A?
+
+        Checked by the helper before any PRF output is drawn (:func:`admission_tag`): a hash of the request.
+        """
+        if self.keys is None:
+            raise InternalError(NO_KEYS.format(name=self.name, party="helper"))
+        metric, m, query_id = self.header(payload)
+        tag, a_share = payload.get("admission"), payload.get("a_share")
+        if type(tag) is not str or not (isinstance(a_share, np.ndarray) and a_share.dtype == np.uint32
+                                        and a_share.shape == (n, LIMBS)):
+            return False
+        return hmac.compare_digest(tag.encode(), admission_tag(self.keys, metric, m, query_id, a_share).encode())
 
     def helper_respond(self, payload: Mapping[str, Any], n: int, rng: np.random.Generator) -> dict[str, Any]:
         """S's part: its output share d_S (steps 3-4).
 
-        Its work, (m + 1) n PRF outputs per slice, is set by the header's m; the helper party bounds it
-        before calling (:class:`parley.parties.secure.Helper`, the payload limit of the compliance party's shares).
+        Its work, (m + 1) n PRF outputs per slice, is set by the header's m; the helper party calls it only
+        for a header the compliance party admitted (:meth:`admitted`) and within the payload limit of the
+        compliance party's shares (:class:`parley.parties.secure.Helper`).
         """
         if self.keys is None:
             raise InternalError(NO_KEYS.format(name=self.name, party="helper"))

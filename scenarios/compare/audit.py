@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from parley.parties.adversary import exchanges_from
+from parley.parties.run_secrets import RunSecrets
 from parley.parties.transcript import iter_transcript, read_transcript
 from parley.protocols import get_protocol
 from parley.protocols.audit.privacy_audit import audit_epsilon
@@ -207,12 +209,13 @@ def cov_threshold_pair(predictions: np.ndarray, a: np.ndarray, rho: float) -> tu
     raise ConfigError(NO_CROSSING.format(m=P.shape[0], rho=rho))
 
 
-def _cov_threshold_setup(scenario: Scenario, split: Any, seed: int) -> tuple[Scenario, Any, np.ndarray, int, int]:
+def _cov_threshold_setup(scenario: Scenario, split: Any, seed: int,
+                         secrets: RunSecrets) -> tuple[Scenario, Any, np.ndarray, int, int]:
     """Fix the data center's query (one seed for every run) and choose the pair on that query's predictions."""
     params = scenario.protocol.params
     fixed = scenario.with_values({"seed": int(np.random.default_rng([seed, 2]).integers(2**31 - 1))})
     with tempfile.TemporaryDirectory(prefix="parley-audit-") as tmp:
-        run(fixed, out=tmp, split=split)
+        run(fixed, out=tmp, split=split, secrets=secrets.child("setup"))
         predictions = _accept_sets(Path(tmp) / "transcript.jsonl")[0][0]
     a, person, hypothesis = cov_threshold_pair(predictions, split.a_train, float(params.rho))
     return fixed, dataclasses.replace(split, a_train=a.astype(split.a_train.dtype)), a, person, hypothesis
@@ -220,7 +223,8 @@ def _cov_threshold_setup(scenario: Scenario, split: Any, seed: int) -> tuple[Sce
 
 def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int, alpha: float, seed: int,
                    person: int = 0, on_run: Callable[[], None] | None = None,
-                   worst_case: bool = True, learner: dict[str, Any] | None = None) -> ScenarioAudit:
+                   worst_case: bool = True, learner: dict[str, Any] | None = None,
+                   secrets: RunSecrets | None = None) -> ScenarioAudit:
     """Lower-bound the epsilon of a whole scenario under ``protocol`` from the adversary's view.
 
     Parameters
@@ -245,7 +249,12 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
         (:func:`cov_threshold_pair`; ``person`` and ``worst_case`` do not apply).
     learner : dict, optional
         The cov-threshold learner table (its hypotheses are the audited query); default DFRR.
+    secrets : RunSecrets, optional
+        The audit's secrets; run i's parties get ``secrets.child(f"audit-{i}")``. Default: fresh from OS
+        entropy (the bound is then not reproducible to the digit; pass fixed secrets for that).
     """
+    secrets = RunSecrets.resolve(secrets)
+    runs_made = itertools.count()
     spec = audit_spec(protocol, dataset, person, learner)
     scenario = Scenario.from_dict(spec)
     flow = get_protocol(scenario.protocol.name).flow
@@ -256,7 +265,7 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
     field, hypothesis, fixed_seed = "a_audit", 0, None
     if flow == "cov-threshold":  # the answers are about the training set; the query is fixed
         field = "a_train"
-        scenario, split, a, person, hypothesis = _cov_threshold_setup(scenario, split, seed)
+        scenario, split, a, person, hypothesis = _cov_threshold_setup(scenario, split, seed, secrets)
         fixed_seed = scenario.seed
     else:
         a = worst_case_attributes(split.a_audit.size, person) if worst_case else split.a_audit.astype(np.int64)
@@ -273,7 +282,8 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
         with tempfile.TemporaryDirectory(prefix="parley-audit-") as tmp:
             # an attack that gives up (noisy answers) still saw the answers: the view is on the wire
             with contextlib.suppress(ParleyError):
-                run(scenario.with_values({"seed": run_seed}), out=tmp, split=neighbour)
+                run(scenario.with_values({"seed": run_seed}), out=tmp, split=neighbour,
+                    secrets=secrets.child(f"audit-{next(runs_made)}"))
             value = _view_statistic(Path(tmp) / "transcript.jsonl", flow, person, hypothesis)
         if on_run is not None:
             on_run()

@@ -25,6 +25,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from parley.parties.confidential import is_sealed
+from parley.parties.run_secrets import RunSecrets
 from parley.parties.transcript import read_transcript
 from parley.protocols.errors import ConfigError
 from parley.scenarios.catalog import resolve_scenario
@@ -299,14 +300,20 @@ NOT_AUDITED = {"fairness-certificate": "not audited (no DP claim): every audit r
 
 
 def _audit_task(protocol: dict[str, Any], dataset: dict[str, Any], runs: int, seed: int,
-                learner: dict[str, Any] | None = None) -> dict[str, Any]:
+                learner: dict[str, Any] | None = None, secrets: RunSecrets | None = None) -> dict[str, Any]:
     started = time.perf_counter()
-    audit = audit_scenario(protocol, dataset, runs=runs, alpha=AUDIT_ALPHA, seed=seed, learner=learner)
+    audit = audit_scenario(protocol, dataset, runs=runs, alpha=AUDIT_ALPHA, seed=seed, learner=learner,
+                           secrets=secrets)
     return {**audit.row(), "audit_size": dataset["audit_size"], "wall_s": round(time.perf_counter() - started, 1)}
 
 
-def run_audits(p: Plan, address: str | None = None, progress: bool = True) -> pd.DataFrame:
-    """The whole-scenario audit of the plan's audit rows, one Ray task per row (each runs its scenarios locally)."""
+def run_audits(p: Plan, address: str | None = None, progress: bool = True,
+               secrets: RunSecrets | None = None) -> pd.DataFrame:
+    """The whole-scenario audit of the plan's audit rows, one Ray task per row (each runs its scenarios locally).
+
+    Each row's runs get secrets of their own, derived from ``secrets`` (fresh from OS entropy if omitted).
+    """
+    secrets = RunSecrets.resolve(secrets)
     import ray
 
     from parley.parties.actors import ensure_ray
@@ -314,7 +321,8 @@ def run_audits(p: Plan, address: str | None = None, progress: bool = True) -> pd
     rows = [r for r in p.rows if r.label in p.audit_rows]
     ensure_ray(address)
     task = ray.remote(num_cpus=1, max_retries=0)(_audit_task)
-    pending = {task.remote(r.protocol, p.audit_dataset, p.audit_runs, 0, r.learner): r.label for r in rows}
+    pending = {task.remote(r.protocol, p.audit_dataset, p.audit_runs, 0, r.learner,
+                           secrets.child(f"audit:{r.label}")): r.label for r in rows}
     bar = tqdm(total=len(rows), desc=f"privacy audit ({4 * p.audit_runs + 1} runs per protocol)", unit="protocol",
                disable=not progress, mininterval=0.5 if sys.stderr.isatty() else 10.0)
     done: dict[str, dict[str, Any]] = {}
@@ -368,7 +376,8 @@ def _saved_audits(p: Plan, path: Path) -> pd.DataFrame | None:
 def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = False, address: str | None = None,
             workers: int | None = None, progress: bool = True, audit: bool = True,
             rows: tuple[str, ...] | None = None, attacks: tuple[str, ...] | None = None,
-            backend: str = "ray", releases: int = RELEASES) -> Comparison:
+            backend: str = "ray", releases: int = RELEASES,
+            secrets: RunSecrets | str | Path | None = None) -> Comparison:
     """Run the comparison on ``dataset`` and write the matrix, frontier, audit and report into ``out``.
 
     Parameters
@@ -393,6 +402,9 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
         Where each cell's parties live: Ray actors, or inside the study worker.
     releases : int
         Releases of the honest audit query per metric-query row, for its utility (``utility.csv``).
+    secrets : RunSecrets or path-like, optional
+        The comparison's secrets (:mod:`parley.parties.run_secrets`) for its study rows and audit runs;
+        default: fresh from OS entropy.
     """
     from parley.scenarios.compare.report import write_report
     from parley.scenarios.study.engine import run_study
@@ -400,9 +412,11 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
     started = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    secrets = RunSecrets.resolve(secrets)
     p = plan(dataset, quick, rows, attacks, backend)
     study, labels = build_study(p)
-    done = run_study(study, out / "study", workers=workers, address=address, keep_runs=True, progress=progress)
+    done = run_study(study, out / "study", workers=workers, address=address, keep_runs=True, progress=progress,
+                     secrets=secrets.child("study"))
     results = _labelled(study, labels, done.results)
     long = matrix(p, results)
     utility = utilities(p, releases)
@@ -412,7 +426,7 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
     audits = _saved_audits(p, out / "audit.csv") if audit else pd.DataFrame()
     reused = audits is not None and not audits.empty
     if audit and not reused:
-        audits = run_audits(p, address, progress)
+        audits = run_audits(p, address, progress, secrets.child("audit"))
     comparison = Comparison(plan=p, results=results, audits=audits, confidentiality=conf, out=out,
                             wall_s=round(time.perf_counter() - started, 1), ran=done.ran, skipped=done.skipped,
                             audit_reused=reused)

@@ -35,6 +35,7 @@ import ray
 from tqdm import tqdm
 
 from parley.parties.actors import ensure_ray, start_hosts
+from parley.parties.run_secrets import RunSecrets
 from parley.protocols.errors import ConfigError, InternalError, ParleyError
 from parley.scenarios.datasets import Table, dataset_of, load_table
 from parley.scenarios.out_folder import write_study_marker
@@ -85,7 +86,7 @@ class StudyWorker:
                                              else None)
         self._clock["ready"] = time.time()
 
-    def run_cell(self, cell: Cell, table: Table | None, keep_run: bool) -> dict[str, Any]:
+    def run_cell(self, cell: Cell, table: Table | None, keep_run: bool, secrets: RunSecrets) -> dict[str, Any]:
         """Run one cell in a folder of this node's own; the row, with the folder's files if ``keep_run``.
 
         The worker may be on another machine than the driver: it writes nothing at the driver's
@@ -100,7 +101,7 @@ class StudyWorker:
         try:
             try:
                 result = run(Scenario.from_dict(cell.scenario), out=folder, table=table, hosts=self.hosts,
-                             fresh=True, in_process=self.in_process, reports=keep_run)
+                             fresh=True, in_process=self.in_process, reports=keep_run, secrets=secrets)
                 row.update(result.metrics)
             except ParleyError as exc:
                 row.update(status="error", failure=f"{type(exc).__name__}: {exc}")
@@ -180,7 +181,8 @@ def _row(cell: Cell, outcome: dict[str, Any], attempts: int, keep: tuple[str, ..
 
 def run_study(study: Study, out: str | Path, workers: int | None = None, address: str | None = None,
               keep_runs: bool = True, progress: bool = True, reuse_hosts: bool = True,
-              on_row: Callable[[dict[str, Any]], None] | None = None, party_hosts: str = "worker") -> StudyRun:
+              on_row: Callable[[dict[str, Any]], None] | None = None, party_hosts: str = "worker",
+              secrets: RunSecrets | str | Path | None = None) -> StudyRun:
     """Run every cell of ``study`` not yet in ``out/results.csv``; write the table, summary and plots.
 
     Parameters
@@ -210,6 +212,10 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         :class:`~parley.parties.actors.PartyHost` actor of its own, restored after a crash of its process
         (what a campaign that kills party processes needs). The wire is the same either way (signed,
         verified, logged envelopes, the same ledger), and so are the results.
+    secrets : RunSecrets or path-like, optional
+        The study's secrets (:mod:`parley.parties.run_secrets`); each row's run gets its own, derived from
+        them and the row. None: fresh from OS entropy (the rows' noise cannot be reproduced); a secrets file:
+        the same rows replay the same releases.
     """
     from parley.scenarios.study.report import write_outputs
 
@@ -233,6 +239,7 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
     if party_hosts not in PARTY_HOSTS:
         raise ConfigError(BAD_PARTY_HOSTS.format(allowed=", ".join(map(repr, PARTY_HOSTS)), value=party_hosts))
     out = Path(out)
+    study_secrets = RunSecrets.resolve(secrets)
     out.mkdir(parents=True, exist_ok=True)
     write_study_marker(out, study.name, study.model_dump(mode="json"))  # the folder knows its study
     results_path = out / "results.csv"
@@ -269,7 +276,9 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
                 cell, attempt = queue.popleft()
                 key = _table_key(Scenario.from_dict(cell.scenario).dataset)
                 table = refs.get(key) if key is not None else None
-                in_flight[worker.run_cell.remote(cell, table, keep_runs)] = (worker, cell, attempt)
+                in_flight[worker.run_cell.remote(cell, table, keep_runs,
+                                                 study_secrets.child(f"{cell.cell}-r{cell.repeat}"))] = \
+                    (worker, cell, attempt)
 
         for worker in pool:
             submit(worker)
@@ -311,7 +320,7 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         for worker in pool:
             ray.kill(worker)
     results = load_results(results_path)
-    write_outputs(study, results, out)
+    write_outputs(study, results, out, study_secrets)
     mark("outputs_written")
     return StudyRun(out=out, ran=len(cells), skipped=len(finished), failed=failed,
                     wall_s=round(time.perf_counter() - started, 3), results=results, timeline=timeline)

@@ -10,6 +10,7 @@ matplotlib.use("Agg")  # files only: studies run on headless machines and cluste
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from parley.parties.run_secrets import RunSecrets  # noqa: E402
 from parley.scenarios.report import HEADLINE  # noqa: E402
 from parley.scenarios.study.plan import PlotSpec, Study, TableSpec  # noqa: E402
 
@@ -123,13 +124,17 @@ def plot(frame: pd.DataFrame, spec: PlotSpec, out: Path) -> Path:
     return path
 
 
-def write_outputs(study: Study, frame: pd.DataFrame, out: Path) -> Path:
-    """Write ``summary.md`` and every plot the study names; return the summary's path."""
+def write_outputs(study: Study, frame: pd.DataFrame, out: Path, secrets: RunSecrets | None = None) -> Path:
+    """Write ``summary.md`` and every plot the study names; return the summary's path.
+
+    ``secrets``: the study's, of which the summary says where they came from (never what they are).
+    """
     ok = int((frame["status"] == "ok").sum()) if not frame.empty else 0
     errors = frame[frame["status"] != "ok"] if not frame.empty else frame
     lines = [f"# Study {study.name}", "", study.description, "",
              f"{len(study.assignments())} grid cells × {study.repeats} repeat(s) (study seed {study.seed}); "
              f"{ok} rows ok, {len(errors)} with errors. Each row is in `results.csv`.", "",
+             *([f"Parties' secrets: {secrets.describe()['note']}.", ""] if secrets is not None else []),
              "## Mean ± std per cell", "", _markdown(summarise(study, frame)), ""]
     for spec in study.outputs.tables:
         table = _markdown(pivot(frame, spec), index=True) if ok else NOTHING_FINISHED

@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 from proc_memory import MIB, driver_rss_bytes, tree_pss_bytes
 
+from parley.parties.run_secrets import PartySecret
+
 VARIANTS = ("bare", "parley-wire", "parley-direct")
 SHAPE = (400, 1000)
 WARMUP = 20
@@ -80,7 +82,7 @@ def run_variant(variant: str, calls: int) -> dict:
             network = Network(deployment, transcript)
             network.route("compliance", "compliance")
             deployment.add("compliance", Compliance, compliance, keyring, AuditSet(a=a, y=y),
-                           get_protocol("raw")(), ["data-center"], np.random.default_rng(0))
+                           get_protocol("raw")(), ["data-center"], PartySecret.fresh())
 
             def one() -> None:
                 query = querier.seal("compliance", "metric-query", "raw",

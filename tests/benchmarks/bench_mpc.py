@@ -33,6 +33,7 @@ import numpy as np
 from parley.parties.compliance import Compliance
 from parley.parties.data_center import DataCenter
 from parley.parties.network import LocalDeployment, Network
+from parley.parties.run_secrets import PartySecret
 from parley.parties.secure import HELPER_ROLE, Helper, SecureDataCenter, SecureQuerier, pair_keys
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring, encode_payload
@@ -97,7 +98,7 @@ def one_query(name: str, scores: np.ndarray, a: np.ndarray, y: np.ndarray, m: in
         from parley.protocols.base import AuditSet
 
         deployment.add("compliance", Compliance, ids["compliance"], keyring, AuditSet(a=a, y=y), answering,
-                       ["data-center"], np.random.default_rng(0))
+                       ["data-center"], PartySecret.fresh())
         network.route("compliance", "compliance")
         network.route("data-center", "data-center")
         thresholds = np.linspace(0.05, 0.95, m)

@@ -41,6 +41,7 @@ from parley.parties.actors import RayDeployment, ensure_ray
 from parley.parties.compliance import Compliance
 from parley.parties.network import Network
 from parley.parties.party import check_reply
+from parley.parties.run_secrets import PartySecret
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring, payload_digest
 from parley.protocols import get_protocol
@@ -90,7 +91,7 @@ def measure(label: str, metric: str, H: np.ndarray, a: np.ndarray, y: np.ndarray
     querier, compliance, keyring = _two_parties()
     deployment = RayDeployment()
     deployment.add("compliance", Compliance, compliance, keyring, AuditSet(a=a, y=y), get_protocol("raw")(),
-                   ["data-center"], np.random.default_rng(0))
+                   ["data-center"], PartySecret.fresh())
     bare = Bare.remote(a, y)
     transcript = TranscriptWriter(log_dir / f"{label}.jsonl", keyring)
     counter = iter(range(10**9))

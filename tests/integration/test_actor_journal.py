@@ -25,6 +25,7 @@ from parley.parties.transcript import TranscriptWriter
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet
 from parley.protocols.metrics import statistical_parity_difference
+from tests.fixed_secrets import party_secret
 from tests.party_world import query
 
 pytestmark = pytest.mark.ray
@@ -48,7 +49,7 @@ def test_journal_drops_payloads_and_a_restored_party_is_exact(ray_session, ident
     network = Network(deployment, transcript)
     network.route("compliance", "compliance")
     deployment.add("compliance", Compliance, identities["compliance"], keyring, AuditSet(a=a, y=y),
-                   get_protocol("raw")(), [DC], np.random.default_rng(0))
+                   get_protocol("raw")(), [DC], party_secret(0))
     rng = np.random.default_rng(1)
     alive: list[weakref.ref] = []
     answers = {}

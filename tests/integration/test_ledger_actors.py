@@ -14,6 +14,7 @@ from parley.parties.ledger import Ledger
 from parley.parties.party import REFUSAL, check_reply
 from parley.protocols.base import AuditSet
 from parley.protocols.budget import PureDP
+from tests.fixed_secrets import party_secret
 from tests.ledger_world import noisy
 from tests.party_world import query
 
@@ -25,7 +26,7 @@ DC = "data-center"
 def _add_compliance(deployment, identities, keyring, audit_arrays, path, seed):
     a, y = audit_arrays
     deployment.add("compliance", Compliance, identities["compliance"], keyring, AuditSet(a=a, y=y), noisy(0.25),
-                   [DC], np.random.default_rng(seed), ledger_path=str(path), budgets={DC: PureDP(epsilon=1.0)})
+                   [DC], party_secret(seed), ledger_path=str(path), budgets={DC: PureDP(epsilon=1.0)})
 
 
 def _dead(ray, handle, timeout_s: float = 30.0) -> bool:
@@ -100,7 +101,7 @@ AUDIT, EXPLORE = account_of(DC, "audit"), account_of(DC, "exploratory")
 def _add_purposes(deployment, identities, keyring, audit_arrays, path, seed):
     a, y = audit_arrays
     deployment.add("compliance", Compliance, identities["compliance"], keyring, AuditSet(a=a, y=y), noisy(0.25),
-                   [DC], np.random.default_rng(seed), ledger_path=str(path),
+                   [DC], party_secret(seed), ledger_path=str(path),
                    budgets={AUDIT: PureDP(epsilon=0.5), EXPLORE: PureDP(epsilon=0.5)},
                    purposes=("audit", "exploratory"))
 

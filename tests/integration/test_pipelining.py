@@ -23,6 +23,7 @@ from parley.parties.wire import BUDGET_EXCEEDED, REPLAY
 from parley.protocols.base import AuditSet
 from parley.protocols.budget import PureDP
 from parley.protocols.metrics import evaluate
+from tests.fixed_secrets import party_secret
 from tests.ledger_world import noisy
 from tests.party_world import query
 
@@ -49,7 +50,7 @@ def _world(deployment, identities, keyring, audit_arrays, tmp_path, exact: bool 
     if exact:
         protocol.params = protocol.Params(epsilon=EPSILON, scale=0.0)
     deployment.add("compliance", Compliance, identities["compliance"], keyring, AuditSet(a=a, y=y), protocol,
-                   [DC], np.random.default_rng(0), ledger_path=str(tmp_path / "ledger.sqlite"),
+                   [DC], party_secret(0), ledger_path=str(tmp_path / "ledger.sqlite"),
                    budgets={DC: PureDP(epsilon=1.0)})
     return network, transcript
 

@@ -41,6 +41,7 @@ from parley.parties.party import REFUSAL, ROLE_SENDS
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet
 from parley.protocols.metrics import METRICS, evaluate
+from tests.fixed_secrets import party_secret
 
 N = 40
 COMPLIANCE, DATA_CENTER, OBSERVER = "compliance", "data-center", "observer"
@@ -327,7 +328,7 @@ class ComplianceTarget(Target):
         self.rng = np.random.default_rng(11)
         protocol = get_protocol("raw")()
         self.party = Compliance(self.ids[COMPLIANCE], self.keyring, self.audit, protocol, [DATA_CENTER],
-                                np.random.default_rng(0))
+                                party_secret(0))
         self.kept: list[str] = []
 
     def good_message(self) -> tuple[str, dict[str, Any]]:
@@ -472,7 +473,7 @@ class AdversaryTarget(Target):
     def restart(self) -> None:
         """A new attack, and a new compliance party to answer it (its kept models belong to the old attack)."""
         self.compliance = Compliance(self.ids[COMPLIANCE], self.keyring, self.audit, get_protocol("raw")(),
-                                     [DATA_CENTER], np.random.default_rng(0))
+                                     [DATA_CENTER], party_secret(0))
         view = AttackerView(n=N, base_scores=self.rng.random(N),
                             base_predictions=(self.rng.random(N) < .5).astype(np.int8),
                             y=self.audit.y)

@@ -34,6 +34,7 @@ from parley.parties.party import REFUSAL
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet
 from parley.protocols.budget import PureDP
+from tests.fixed_secrets import party_secret
 
 EPSILON = 0.25  # a power of two: sums of debits are exact, so the budget boundary is exact too
 
@@ -91,7 +92,7 @@ def run_load(ledger_path: Path, queriers: int = 8, queries: int = 1000, quota: i
         deployment = _Serialized()
     protocol = get_protocol("laplace")(get_protocol("laplace").Params(epsilon=EPSILON))
     deployment.add("compliance", Compliance, compliance, ring, audit, protocol, sorted(allowed),
-                   np.random.default_rng(1), ledger_path=str(ledger_path),
+                   party_secret(1), ledger_path=str(ledger_path),
                    budgets={name: PureDP(epsilon=EPSILON * k) for name, k in allowed.items()})
     n = audit.n
 

@@ -21,6 +21,7 @@ from parley.parties.party import REFUSAL, ROLE_SENDS, Party
 from parley.protocols import get_protocol
 from parley.protocols.budget import PureDP
 from parley.protocols.errors import ParleyError
+from tests.fixed_secrets import party_secret
 
 from .hostile import N, audit_set
 
@@ -49,7 +50,7 @@ def _query(identity, to="compliance", kind="metric-query", query_id=None, m=1, r
 def _compliance(ids, ring, protocol="raw", **kwargs):
     proto = get_protocol(protocol)(get_protocol(protocol).Params(**({"epsilon": 0.5} if protocol == "laplace" else {})))
     return Compliance(ids["compliance"], ring, audit_set(), proto, kwargs.pop("queriers", ["dc-a"]),
-                      np.random.default_rng(1), **kwargs)
+                      party_secret(1), **kwargs)
 
 
 def _reason(reply):

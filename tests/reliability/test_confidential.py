@@ -25,6 +25,7 @@ from parley.protocols import get_protocol
 from parley.scenarios.catalog import scenario_path
 from parley.scenarios.runner import run
 from parley.scenarios.spec import Scenario
+from tests.fixed_secrets import party_secret
 
 from .hostile import N, audit_set
 
@@ -46,7 +47,7 @@ def _overheard(tmp_path, confidential: bool):
     audit, rng = audit_set(), np.random.default_rng(0)
     deployment = LocalDeployment()
     deployment.add("compliance", Compliance, ids["compliance"], ring, audit, get_protocol("raw")(), ["data-center"],
-                   rng)
+                   party_secret(0))
     view = AttackerView(n=N, base_scores=rng.random(N), base_predictions=(rng.random(N) < .5).astype(np.int8),
                         y=audit.y)
     attack = get_attack("double-query")(get_attack("double-query").Params(targets=TARGETS), view, rng)

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from parley import protocols
 from parley.parties.compliance import account_of
 from parley.parties.ledger import (
     CHAIN_REWRITTEN,
@@ -57,6 +58,7 @@ from parley.parties.transcript import read_transcript, verify_transcript
 from parley.protocols.budget import PureDP
 from parley.protocols.errors import ConfigError
 from parley.scenarios.run_folder import (
+    CHARGED_IN_TRANSCRIPT,
     FOLDER_BUSY,
     LEDGER_IN_FOLDER,
     LOCK_FILE,
@@ -66,8 +68,10 @@ from parley.scenarios.run_folder import (
     RunFolderError,
     claim,
 )
+from parley.scenarios.runner import run
 from parley.scenarios.spec import BAD_NAME, Scenario
 from parley.scenarios.study import Study
+from tests.ledger_world import NoisyProtocol
 
 ROOT = Path(__file__).resolve().parents[2]
 DC = "data-center"
@@ -535,6 +539,39 @@ def test_a_folder_with_an_earlier_ledger_is_refused_unless_fresh(tmp_path):
         led.set_budget(DC, PureDP(epsilon=1.0))
     with claim(tmp_path, LEDGER, ()):
         assert not (tmp_path / LEDGER).exists()
+
+
+SMALL = {"dataset": {"name": "synthetic", "audit_size": 200, "minority": 30, "train_size": 500},
+         "attack": {"name": "single-query", "targets": 5}, "backend": "local"}
+
+
+def test_deleting_the_ledger_files_does_not_reset_the_folders_budget(tmp_path, monkeypatch):
+    """The four ledger.sqlite* files deleted: the transcript's charged answers refuse a re-run; --fresh starts anew."""
+    monkeypatch.setitem(protocols.PROTOCOLS, NoisyProtocol.name, NoisyProtocol)
+    scenario = Scenario.from_dict({**SMALL, "protocol": {"name": "test-noisy", "epsilon": 0.5, "scale": 0.0}})
+    spent = run(scenario, out=tmp_path).metrics["epsilon_spent"]
+    assert spent > 0
+    first = next(i for i, env in enumerate(read_transcript(tmp_path / "transcript.jsonl", verify=False), start=2)
+                 if env.sender == "compliance" and env.kind == "metric-answer")  # line 1 is the keyring
+    kept = _digests(tmp_path)
+    for side in ("", "-wal", "-shm", HEAD_SUFFIX):
+        (tmp_path / (LEDGER + side)).unlink(missing_ok=True)
+    assert not list(tmp_path.glob(LEDGER + "*"))
+    with pytest.raises(LedgerInFolderError) as info:
+        run(scenario, out=tmp_path)
+    assert str(info.value) == LEDGER_IN_FOLDER.format(path=tmp_path, spent=CHARGED_IN_TRANSCRIPT.format(
+        transcript="transcript.jsonl", recipient=DC, protocol=NoisyProtocol.name, line=first))
+    assert _digests(tmp_path) == {k: v for k, v in kept.items() if not k.startswith(LEDGER)}  # nothing overwritten
+    # an empty ledger put back in their place changes nothing: the transcript still tells
+    Ledger(tmp_path / LEDGER).close()
+    with pytest.raises(LedgerInFolderError, match="re-run with --fresh"):
+        run(scenario, out=tmp_path)
+    again = run(scenario, out=tmp_path, fresh=True)  # the way out, asked for
+    assert again.metrics["epsilon_spent"] == spent and _spent(tmp_path / LEDGER)[0] == spent
+    # a protocol that charges nothing leaves nothing to refuse: its folder re-runs as before
+    raw = Scenario.from_dict({**SMALL, "protocol": {"name": "raw"}})
+    run(raw, out=tmp_path / "raw")
+    run(raw, out=tmp_path / "raw")
 
 
 def test_outputs_that_resolve_outside_the_folder_are_refused(tmp_path):

@@ -36,6 +36,7 @@ from parley.protocols.base import AuditSet, Protocol
 from parley.protocols.budget import ApproxDP
 from parley.protocols.group_gaps import unfairness
 from parley.protocols.metrics import METRICS
+from tests.fixed_secrets import party_secret
 
 #: Parameters each protocol is tried with (every release mode that changes what is refused). A protocol not
 #: listed is built with its defaults; if it has required parameters the test says to add it here.
@@ -246,7 +247,7 @@ def _outcomes(protocol: Protocol, a_audit: np.ndarray, a_train: np.ndarray, budg
         from parley.protocols.mechanisms.secure import PairKeys
 
         protocol = protocol.keyed(PairKeys(me=0, keys=_SHARED_KEYS))
-    party = Compliance(me, keyring, AuditSet(a=a_audit, y=Y_AUDIT), protocol, [DC], np.random.default_rng(0),
+    party = Compliance(me, keyring, AuditSet(a=a_audit, y=Y_AUDIT), protocol, [DC], party_secret(0),
                        budgets=budgets, train=AuditSet(a=a_train, y=Y_TRAIN))
     out: list[tuple[str, str, tuple[Any, ...]]] = []
     for label, kind, payload in _battery(protocol):
@@ -296,7 +297,7 @@ def test_data_outside_a_protocols_domain_is_refused_at_setup_never_per_request()
         a[FLIPPED] = top
         with pytest.raises(ConfigError) as info:
             Compliance(me, keyring, AuditSet(a=A_AUDIT, y=Y_AUDIT), _protocol("rr-release", {}), [DC],
-                       np.random.default_rng(0), train=AuditSet(a=a, y=Y_TRAIN))
+                       party_secret(0), train=AuditSet(a=a, y=Y_TRAIN))
         texts.add(str(info.value))
     assert texts == {GROUPS_TOO_FEW.format(name="train", top=1, groups=2)}
 
@@ -321,7 +322,7 @@ def _attack(params: dict[str, Any], a: np.ndarray, y: np.ndarray, h0: np.ndarray
     keyring = Keyring()
     keyring.add(dc.key_entry())
     keyring.add(me.key_entry())
-    party = Compliance(me, keyring, AuditSet(a=a[:50], y=y[:50]), protocol, [DC], np.random.default_rng(11),
+    party = Compliance(me, keyring, AuditSet(a=a[:50], y=y[:50]), protocol, [DC], party_secret(11),
                        train=AuditSet(a=a, y=y))
     observed = []
     for i in range(-1, N_PEOPLE):  # -1: the base model

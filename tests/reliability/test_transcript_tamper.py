@@ -28,7 +28,15 @@ from parley.parties.transcript import check_transcript
 from parley.protocols.errors import IncompleteTranscriptError, TranscriptError
 from parley.scenarios import world as world_module
 from parley.scenarios.catalog import scenario_path
-from parley.scenarios.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, main
+from parley.scenarios.cli import (
+    EXIT_FAILED,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    EXIT_USAGE,
+    MATCHES_MSG,
+    SAME_FOLDER_MSG,
+    main,
+)
 from parley.scenarios.runner import run
 from parley.scenarios.spec import Scenario
 
@@ -72,7 +80,7 @@ def _one_line(capsys: pytest.CaptureFixture[str], prefix: str) -> str:
     return err
 
 
-def test_a_run_publishes_anchors_and_verifies_against_them(run_dir, capsys):
+def test_a_run_publishes_anchors_and_verifies_against_them(run_dir, tmp_path, capsys):
     record = json.loads((run_dir / "result.json").read_text())
     keys, head = _anchors(run_dir)
     verified = check_transcript(run_dir / "transcript.jsonl", keys=keys, head=head)
@@ -80,12 +88,22 @@ def test_a_run_publishes_anchors_and_verifies_against_them(run_dir, capsys):
     assert verified.head == head and verified.keys == keys and sorted(keys) == ["compliance", "data-center"]
     report = (run_dir / "report.md").read_text()
     assert head in report and all(fp in report for fp in keys.values())
-    assert main(["verify", str(run_dir)]) == EXIT_OK  # a run folder: checked against its own result.json
+    # a run folder alone: checked against its own result.json, and the last lines say what that proves
+    assert main(["verify", str(run_dir)]) == EXIT_OK
     out = capsys.readouterr().out
-    assert f"head: {head}" in out and "matches the expected keys and head" in out
+    own = MATCHES_MSG.format(anchors=f"keys and head of {run_dir / 'result.json'}") + SAME_FOLDER_MSG
+    assert f"head: {head}" in out and out.endswith(own + "\n") and own.count("\n") == 1
     flags = ["--keys", ",".join(f"{n}={fp}" for n, fp in keys.items()), "--head", head]
     assert main(["verify", str(run_dir / "transcript.jsonl"), *flags]) == EXIT_OK
-    capsys.readouterr()
+    assert capsys.readouterr().out.endswith(MATCHES_MSG.format(anchors="keys and head given with --keys and --head")
+                                            + "\n")
+    kept = tmp_path / "kept" / "result.json"  # the anchors kept apart from the folder
+    kept.parent.mkdir()
+    kept.write_text((run_dir / "result.json").read_text())
+    assert main(["verify", str(run_dir), "--expect", str(kept)]) == EXIT_OK
+    assert capsys.readouterr().out.endswith(MATCHES_MSG.format(anchors=f"keys and head of {kept}") + "\n")
+    assert main(["verify", str(run_dir), "--expect", str(kept), "--head", head]) == EXIT_OK
+    assert capsys.readouterr().out.endswith(MATCHES_MSG.format(anchors=f"keys of {kept} and head of --head") + "\n")
 
 
 def test_every_edit_without_a_private_key_is_detected(run_dir, tmp_path):

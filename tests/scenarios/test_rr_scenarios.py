@@ -38,8 +38,9 @@ def test_audit_release_is_charged_once_and_leaks_within_the_bound(tmp_path):
 
 
 def test_passive_observer_reads_the_same_release_off_the_wire(tmp_path):
-    curious = _run(tmp_path / "c", "adult-rr-audit", "--set", "epsilon=0.5")
-    observer = _run(tmp_path / "o", "adult-rr-audit", "--set", "epsilon=0.5", "--set", "threat_model=passive-observer")
+    same = ["--set", "epsilon=0.5", "--secrets", str(tmp_path / "secrets.json")]  # one release, read two ways
+    curious = _run(tmp_path / "c", "adult-rr-audit", *same)
+    observer = _run(tmp_path / "o", "adult-rr-audit", *same, "--set", "threat_model=passive-observer")
     assert observer["leakage"] == curious["leakage"] and observer["attacked"] == 1500
 
 

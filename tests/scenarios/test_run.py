@@ -16,6 +16,7 @@ from parley.scenarios.catalog import DEFAULT_SCENARIO, scenario_path
 from parley.scenarios.cli import main
 from parley.scenarios.runner import VOLATILE, run
 from parley.scenarios.spec import Scenario
+from tests.fixed_secrets import run_secrets
 
 pytestmark = pytest.mark.ray
 
@@ -135,8 +136,8 @@ def test_a_run_without_reports_writes_the_same_result(tmp_path):
         "protocol": {"name": "laplace", "epsilon": 2.0},
         "attack": {"name": "compressed-sensing", "b": 0.1, "max_queries": 10, "stop": "cap", "decoder": "robust",
                    "n0_prior": 0.15}})
-    full = run(scenario, out=tmp_path / "full")
-    bare = run(scenario, out=tmp_path / "bare", reports=False)
+    full = run(scenario, out=tmp_path / "full", secrets=run_secrets(4))  # the same noise in both
+    bare = run(scenario, out=tmp_path / "bare", reports=False, secrets=run_secrets(4))
     assert {"report.md", "report.html"} <= {p.name for p in full.run_dir.iterdir()}
     assert {p.name for p in bare.run_dir.iterdir()} == {p.name for p in full.run_dir.iterdir()} - {
         "report.md", "report.html"}

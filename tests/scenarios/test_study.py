@@ -16,6 +16,7 @@ from parley.scenarios.cli import main
 from parley.scenarios.study import Study
 from parley.scenarios.study.engine import BAD_PARTY_HOSTS, run_study
 from tests.benchmarks.bench_study_smoke import stable_rows
+from tests.fixed_secrets import run_secrets
 from tests.reliability.faults import job_actor_pids
 
 pytestmark = pytest.mark.ray
@@ -61,10 +62,10 @@ def test_parties_inside_the_workers_give_the_rows_of_party_actors(ray_session, t
         seen[where].append(len(set(job_actor_pids("PartyHost")) - before))
 
     baseline = run_study(FLOWS, tmp_path / "actors", workers=1, progress=False, party_hosts="actors",
-                         on_row=lambda row: party_processes("actors"))
+                         on_row=lambda row: party_processes("actors"), secrets=run_secrets(5))
     before |= set(job_actor_pids("PartyHost", alive=False))
     done = run_study(FLOWS, tmp_path / "worker", workers=2, progress=False,
-                     on_row=lambda row: party_processes("worker"))
+                     on_row=lambda row: party_processes("worker"), secrets=run_secrets(5))
     assert baseline.failed == 0 and done.failed == 0, done.results[["status", "failure"]]
     rows = stable_rows(tmp_path / "worker" / "results.csv")
     assert rows == stable_rows(tmp_path / "actors" / "results.csv")

@@ -23,6 +23,8 @@ from tests.docs.console import matches
 
 WORKSHOP = Path(__file__).resolve().parents[2] / "docs" / "workshop"
 RUN = re.compile(r"\*\*Catalog scenario:\*\* `parley run ([\w.-]+) --explain`")
+#: The secrets file the kit publishes on purpose, so that a room's runs print the cards' figures.
+CARD_SECRETS = Path(__file__).resolve().parents[2] / "docs" / "workshop" / "cards.secrets"
 MEASURED = re.compile(r"measured\s+leakage:\s+\*\*([0-9.]+) %\*\*")
 #: A number quoted in prose (``30,148``, ``+0.1648``, ``85.0``), not a seed.
 NUMBER = re.compile(r"(?<!seed )(?<![\w.])[+-]?\d[\d,]*(?:\.\d+)?(?![\w])")
@@ -65,8 +67,10 @@ def test_every_threat_model_has_a_card_that_matches_the_code(threat):
 
 
 def _explain(name: str, out: Path, capsys, *extra: str) -> tuple[str, dict]:
+    """Run a card's scenario as the card says: with the kit's published secrets file (its noise replayed)."""
     capsys.readouterr()
-    assert main(["run", name, "--set", "backend=local", "--out", str(out), "--explain", *extra]) == 0
+    assert main(["run", name, "--set", "backend=local", "--out", str(out), "--explain", "--secrets", str(CARD_SECRETS),
+                 *extra]) == 0
     text = capsys.readouterr().out
     return text, json.loads((out / "result.json").read_text())
 
@@ -131,7 +135,8 @@ def test_card_variants_measure_what_the_table_says(threat: str, tmp_path: Path,
     for number, (command, queries, leakage) in enumerate(rows):
         out = tmp_path / str(number)
         capsys.readouterr()
-        argv = [*command.split()[1:], "--set", "backend=local", "--out", str(out)]
+        argv = [*command.replace("docs/workshop/cards.secrets", str(CARD_SECRETS)).split()[1:], "--set",
+                "backend=local", "--out", str(out)]
         assert main(argv) == 0, capsys.readouterr().err
         metrics = json.loads((out / "result.json").read_text())["metrics"]
         assert round(metrics["leakage"], 1) == float(leakage), (command, metrics["leakage"])

@@ -23,6 +23,7 @@ from parley.protocols.base import METRIC_NOT_ANSWERED
 from parley.protocols.mechanisms import homomorphic as he
 from parley.protocols.mechanisms.homomorphic import BAD_BLOB, CLEAR_QUERY, TOO_MANY_QUERIES, UNKNOWN_CONTEXT
 from parley.protocols.metrics import evaluate
+from tests.fixed_secrets import party_secret
 
 
 class Pair:
@@ -36,7 +37,7 @@ class Pair:
         for identity in self.ids.values():
             self.keyring.add(identity.key_entry())
         self.compliance = Compliance(self.ids["compliance"], self.keyring, AuditSet(a=a, y=y), self.protocol,
-                                     ["data-center"], np.random.default_rng(0))
+                                     ["data-center"], party_secret(0))
         self.querier = HeQuerier(self.protocol, a.shape[0])
         self.count = 0
 

@@ -31,6 +31,7 @@ from parley.protocols.metrics import statistical_parity_difference
 from parley.scenarios.run_folder import LedgerInFolderError
 from parley.scenarios.runner import LEDGER_FILE, run
 from parley.scenarios.spec import BAD_PURPOSE, BUDGET_NEEDS_CAP, BUDGET_TWO_POLICIES, NO_AUDIT_PURPOSE, Scenario
+from tests.fixed_secrets import party_secret
 from tests.ledger_world import NoisyProtocol, noisy
 from tests.party_world import query
 
@@ -319,7 +320,7 @@ def _compliance(identities, keyring, audit_arrays, path, budgets=None, protocol=
     a, y = audit_arrays
     world = LocalDeployment()
     world.add(slot, Compliance, identities["compliance"], keyring, AuditSet(a=a, y=y), protocol or noisy(0.25),
-              [DC], np.random.default_rng(seed), ledger_path=path, budgets=budgets, purposes=purposes)
+              [DC], party_secret(seed), ledger_path=path, budgets=budgets, purposes=purposes)
     return world
 
 

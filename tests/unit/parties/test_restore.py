@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from parley.parties import ids
@@ -11,6 +9,7 @@ from parley.parties.compliance import Compliance
 from parley.parties.party import check_reply
 from parley.protocols.base import AuditSet
 from parley.protocols.metrics import statistical_parity_difference
+from tests.fixed_secrets import party_secret
 from tests.ledger_world import noisy
 from tests.party_world import query
 
@@ -32,13 +31,12 @@ def test_a_restored_compliance_party_never_reuses_released_noise(identities, key
     a, y = audit_arrays
     H = np.linspace(0, 1, 40)[None, :]
     exact = statistical_parity_difference(H, a)
-    rng = np.random.default_rng(3)
     dc = identities[DC]
     q1, q2 = query(dc, H, query_id="q1"), query(dc, H, query_id="q2")
 
     def compliance(path):  # loaded from the same arguments each time, as a restore loads it
         return Compliance(identities["compliance"], keyring, AuditSet(a=a, y=y), noisy(0.25), [DC],
-                          copy.deepcopy(rng), ledger_path=str(path))
+                          party_secret(3), ledger_path=str(path))
 
     noise = {}
     for resume in (False, True):

@@ -19,6 +19,7 @@ from parley.protocols.mechanisms.covariance_threshold import (
     CovarianceThresholdParams,
     accept,
 )
+from tests.fixed_secrets import party_secret
 
 
 def _holdings(n=50, seed=0):
@@ -98,7 +99,7 @@ def test_a_retried_request_gets_the_same_random_reply_and_a_reused_id_is_refused
     holdings, _ = _holdings(n=60, seed=3)
     params = CovarianceThreshold.Params(rho=0.02, policy="soft", noise=0.05)
     comp = Compliance(identities["compliance"], keyring, holdings["audit"], CovarianceThreshold(params),
-                      ["data-center"], np.random.default_rng(1), train=holdings["train"])
+                      ["data-center"], party_secret(1), train=holdings["train"])
     P = (np.random.default_rng(4).random((200, 60)) < 0.5).astype(np.float64)
     dc = identities["data-center"]
     ask = lambda payload: comp.receive(dc.seal("compliance", "hypothesis-query", "cov-threshold", payload))  # noqa: E731

@@ -27,6 +27,7 @@ from parley.protocols.estimators.rr_estimators import (
 )
 from parley.protocols.mechanisms.randomized_response import RELEASED_BEFORE, UNKNOWN_SET
 from parley.scenarios.spec import LEARNER_FLOW, Scenario
+from tests.fixed_secrets import party_secret
 
 
 def _protocol(**params):
@@ -96,7 +97,7 @@ def test_release_withholds_at_the_reporting_rate():
 
 def _party(identities, keyring, protocol, holdings):
     return Compliance(identities["compliance"], keyring, holdings["audit"], protocol, ["data-center"],
-                      np.random.default_rng(3), train=holdings["train"])
+                      party_secret(3), train=holdings["train"])
 
 
 def _request(identities, name, query_id):
