@@ -46,6 +46,7 @@ def closure(project: str, extras: tuple[str, ...]) -> dict[str, str]:
 
 
 def main() -> None:
+    """Print constraints.txt: the pinned closure of the project's test extra, with its header."""
     pins = closure(PROJECT, EXTRAS)
     print(f"# Exact versions of everything {PROJECT}[{','.join(EXTRAS)}] installs, for CI and reproducible set-ups:")
     print("#   pip install -c constraints.txt '.[test]'")

@@ -1,1 +1,1 @@
-"""The parties of a fairness audit as plain classes; :mod:`parley.parties.actors` runs them on Ray."""
+"""The parties of a fairness audit as plain classes; :mod:`parley.parties.ray` runs them on Ray."""

@@ -31,6 +31,7 @@ from parley.parties.attacks.base import (
     Reconstruction,
     each_probe,
 )
+from parley.parties.codecs import Codec
 from parley.parties.confidential import is_sealed
 from parley.parties.ids import new_query_id
 from parley.parties.party import REFUSAL, Party
@@ -38,7 +39,7 @@ from parley.parties.wire import INVALID_PAYLOAD, INVALID_QUERY, Envelope, Identi
 from parley.protocols.errors import AttackError, QueryError, RefusedError, WireError
 from parley.protocols.queries import apply_edits, edit_form
 
-__all__ = ["Adversary", "EncodingAdversary", "exchanges_from"]
+__all__ = ["Adversary", "exchanges_from"]
 
 UNEXPECTED_ANSWER = "answer to query {got!r} was not asked for (waiting for {pending!r})"
 BAD_ANSWER = "answer values must be a finite numeric array of shape ({m},), got {got}"
@@ -103,8 +104,9 @@ class Adversary(Party):
 
     handlers = {"metric-answer": "_on_answer", REFUSAL: "_on_refusal"}
 
-    def __init__(self, identity: Identity, keyring: Keyring, attack: Attack, compliance: str, protocol: str) -> None:
-        super().__init__(identity, keyring, protocol)
+    def __init__(self, identity: Identity, keyring: Keyring, attack: Attack, compliance: str, protocol: str,
+                 codec: Codec | None = None) -> None:
+        super().__init__(identity, keyring, protocol, codec)
         self.attack = attack
         self.compliance = compliance
         self._run: Generator[Probe | Probes | None, Answer, Reconstruction] | None = None
@@ -152,7 +154,15 @@ class Adversary(Party):
             return None
         if asked is None:  # it read one answer of its Probes and waits for the next
             return None
-        sealed = [self._query(probe) for probe in each_probe(asked)]
+        try:
+            sealed = [self._query(probe) for probe in each_probe(asked)]
+        except QueryError as exc:
+            # A query its codec refuses (a metric the protocol does not compute, predictions outside [0, 1]) is
+            # refused here, before anything leaves: the attack sees the refusal the compliance party would sign.
+            if self.codec is None or self._run is None:
+                raise
+            self.refusals.append({"reason": INVALID_QUERY, "detail": str(exc)})
+            return self._throw(self._run, RefusedError(INVALID_QUERY, str(exc)))
         self._asked.extend((query_id, m) for query_id, m, _ in sealed)  # once every one of them is sealed
         envelopes = [envelope for _, _, envelope in sealed]
         return envelopes if isinstance(asked, Probes) else envelopes[0]
@@ -216,16 +226,22 @@ class Adversary(Party):
         self._pinned += int(self._decided[change.indices].sum())
 
     def status(self) -> dict[str, int | None]:
-        """The active attack so far: ``answered`` (models answered to it), ``pinned`` (people its attack has
-        pinned down, None for an attack that reports only its conclusion) and ``planned`` (models it will ask
-        about in all, None if it does not know)."""
+        """The active attack so far, for the status line.
+
+        ``answered`` (models answered to it), ``pinned`` (people its attack has pinned down, None for an
+        attack that reports only its conclusion) and ``planned`` (models it will ask about in all, None if
+        it does not know).
+        """
         reports = type(self.attack).progress is not Attack.progress
         return {"answered": self._answered, "pinned": self._pinned if reports else None,
                 "planned": self.attack.planned_queries()}
 
     def progress(self) -> list[tuple[str, Reconstruction]]:
-        """After each answer whose attack reported progress: (the answer's envelope id, what changed in what it
-        has pinned down). Applied in order, the changes give what it had pinned down after each answer."""
+        """The attack's progress reports, one per answer that changed what it had pinned down.
+
+        Each is (the answer's envelope id, what changed in what it has pinned down). Applied in order, the
+        changes give what it had pinned down after each answer.
+        """
         return list(self._progress)
 
     def _on_refusal(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
@@ -258,22 +274,3 @@ class Adversary(Party):
         """Passive attack over what was seen on the wire."""
         self._result = self.attack.observe(list(exchanges_from(envelopes)))
         return self._result
-
-
-class EncodingAdversary(Adversary):
-    """An adversary whose queries are encoded before they leave (secret shares, ciphertexts).
-
-    A query its encoding refuses (a metric the protocol does not compute, predictions outside [0, 1])
-    is refused here, before anything leaves: the attack sees the refusal the compliance party would
-    have signed, and the query is recorded among the refusals.
-    """
-
-    def _advance(self, step: Callable[[], Probe | Probes | None]) -> Envelope | list[Envelope] | None:
-        try:
-            return super()._advance(step)
-        except QueryError as exc:
-            run = self._run
-            if run is None:  # not a query of a running attack: nothing to refuse it to
-                raise
-            self.refusals.append({"reason": INVALID_QUERY, "detail": str(exc)})
-            return self._throw(run, RefusedError(INVALID_QUERY, str(exc)))

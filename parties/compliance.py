@@ -295,8 +295,11 @@ class Compliance(Party):
             self.ledger.close()
 
     def stats(self) -> dict[str, Any]:
-        """Counters a run reports: models answered, answers replayed from the ledger, refusals
-        (all, and for budget), and per querier the epsilon and delta spent (empty without a ledger)."""
+        """Counters a run reports.
+
+        Models answered, answers replayed from the ledger, refusals (all, and for budget), and per
+        querier the epsilon and delta spent (empty without a ledger).
+        """
         spent = self.ledger.total() if self.ledger is not None else {}
         return {"models_answered": self.models_answered, "requests_answered": self.requests_answered,
                 "answers_replayed": self.answers_replayed,

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from parley.parties.attacks.base import AttackerView
+from parley.parties.codecs import Codec
 from parley.parties.ids import new_query_id
 from parley.parties.learners.base_model import ModelSpec, build_estimator
 from parley.parties.party import REFUSAL, ROLE_SENDS, Party
@@ -46,8 +47,8 @@ class DataCenter(Party):
                 **{kind: "_on_reply" for kind in sorted(ROLE_SENDS["compliance"] - {"metric-answer", REFUSAL})}}
 
     def __init__(self, identity: Identity, keyring: Keyring, data: DataCenterData, model: ModelSpec,
-                 compliance: str, protocol: str, rng: np.random.Generator) -> None:
-        super().__init__(identity, keyring, protocol)
+                 compliance: str, protocol: str, rng: np.random.Generator, codec: Codec | None = None) -> None:
+        super().__init__(identity, keyring, protocol, codec)
         self.data = data
         self.model_spec = model
         self.compliance = compliance
@@ -141,6 +142,10 @@ class DataCenter(Party):
 
     def _on_refusal(self, envelope: Envelope) -> None:
         self.refusals.append(dict(envelope.payload))
+
+    def opened(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """(metric, predictions, opened values) of the answers its codec opened (the referee's errors); [] without."""
+        return list(self.codec.opened) if self.codec is not None else []
 
     def view(self) -> AttackerView:
         """Everything the data center knows about the audit set (no A)."""

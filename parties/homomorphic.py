@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from parley.parties.adversary import EncodingAdversary
-from parley.parties.data_center import DataCenter
+from parley.parties.codecs import Codec
 from parley.parties.run_secrets import PartySecret
-from parley.parties.wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
+from parley.parties.wire import INVALID_PAYLOAD, Envelope
 from parley.protocols.errors import QueryError, WireError
 from parley.protocols.mechanisms.homomorphic import (
     HeProtocol,
@@ -30,24 +29,26 @@ from parley.protocols.mechanisms.homomorphic import (
 )
 from parley.protocols.queries import apply_edits, validate_query_id
 
-__all__ = ["HeAdversary", "HeDataCenter", "HeQuerier", "NOT_PENDING", "BAD_REPLY"]
+__all__ = ["HeQuerier", "NOT_PENDING", "BAD_REPLY"]
 
 NOT_PENDING = "an he-answer for query {got!r}, which is not a query this querier is computing ({pending})"
 BAD_REPLY = "an he-answer must hold {want} ciphertexts in 'answers' (got {got})"
 
 
-class HeQuerier:
-    """The querier's keys and its pending queries: encrypts predictions, decrypts answers."""
+class HeQuerier(Codec):
+    """The querier's codec under ``he``: its keys and pending queries; encrypts predictions, decrypts answers."""
+
+    kinds = frozenset({"he-answer"})
 
     def __init__(self, protocol: HeProtocol, n: int, record: bool = False, secret: PartySecret | None = None) -> None:
+        super().__init__()
         self.protocol = protocol
         self.n = n
         #: Seeds SEAL's generator of this querier's keys and encryptions (None: SEAL's own entropy).
         self.secret = secret
         self._keys: QuerierKeys | None = None  # made in the querier's own process (SEAL objects do not pickle)
+        #: Keep (metric, predictions, decrypted values) of every answer in ``opened`` (the honest queries' error).
         self.record = record
-        #: (metric, predictions, decrypted values) of every answer, when ``record`` (the honest queries' error).
-        self.opened: list[tuple[str, np.ndarray, np.ndarray]] = []
         self.kept: dict[str, np.ndarray] = {}
         self._pending: dict[str, dict[str, Any]] = {}
         self._context_id: str | None = None
@@ -59,6 +60,14 @@ class HeQuerier:
             rng = None if self.secret is None else self.secret.rng("he-keys")
             self._keys = QuerierKeys(layout(self.n, 1).block, rng)
         return self._keys
+
+    def encode(self, kind: str, payload: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+        """A ``metric-query`` leaves as an ``he-query`` holding ciphertexts; anything else as it is."""
+        return ("he-query", self.encrypt(payload)) if kind == "metric-query" else (kind, payload)
+
+    def decode(self, envelope: Envelope) -> dict[str, Any]:
+        """The ``metric-answer`` payload of an ``he-answer``."""
+        return self.decrypt(envelope)
 
     def encrypt(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         """A ``metric-query`` payload -> the ``he-query`` payload (public context and ciphertexts only)."""
@@ -108,50 +117,3 @@ class HeQuerier:
             self.opened.append((state["metric"], state["predictions"], values))
         return {"metric": state["metric"], "query_id": got, "values": values,
                 "flood_sigma": envelope.payload.get("flood_sigma")}
-
-
-def _he_seal(he: HeQuerier, kind: str, payload: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    """A ``metric-query`` leaves an he querier as an ``he-query`` holding ciphertexts."""
-    if kind == "metric-query":
-        return "he-query", he.encrypt(payload)
-    return kind, payload
-
-
-class HeDataCenter(DataCenter):
-    """The data center as the key holder of ``he``: its queries travel encrypted."""
-
-    handlers = {**DataCenter.handlers, "he-answer": "_on_he_answer"}
-
-    def __init__(self, identity: Identity, keyring: Keyring, data: Any, model: Any, compliance: str, protocol: str,
-                 rng: np.random.Generator, he: HeQuerier) -> None:
-        super().__init__(identity, keyring, data, model, compliance, protocol, rng)
-        self.he = he
-
-    def seal(self, recipient: str, kind: str, payload: Mapping[str, Any]) -> Envelope:
-        kind, payload = _he_seal(self.he, kind, payload)
-        return super().seal(recipient, kind, payload)
-
-    def _on_he_answer(self, envelope: Envelope) -> None:
-        self._on_answer(envelope.model_copy(update={"payload": self.he.decrypt(envelope)}))
-
-    def opened(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
-        """(metric, predictions, decrypted values) of this data center's answered queries (the referee's errors)."""
-        return list(self.he.opened)
-
-
-class HeAdversary(EncodingAdversary):
-    """The curious data center's attack, querying ``he``: same probes, sent encrypted, answers decrypted."""
-
-    handlers = {**EncodingAdversary.handlers, "he-answer": "_on_he_answer"}
-
-    def __init__(self, identity: Identity, keyring: Keyring, attack: Any, compliance: str, protocol: str,
-                 he: HeQuerier) -> None:
-        super().__init__(identity, keyring, attack, compliance, protocol)
-        self.he = he
-
-    def seal(self, recipient: str, kind: str, payload: Mapping[str, Any]) -> Envelope:
-        kind, payload = _he_seal(self.he, kind, payload)
-        return super().seal(recipient, kind, payload)
-
-    def _on_he_answer(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
-        return self._on_answer(envelope.model_copy(update={"payload": self.he.decrypt(envelope)}))

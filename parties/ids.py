@@ -3,7 +3,7 @@
 A query id is an idempotency key (the ledger answers a retried id from its
 record) and must not be guessable from a scenario's seed, so it comes from the
 operating system's randomness (uuid4). A party rebuilt by replaying the calls
-it completed (:mod:`parley.parties.actors`) must draw the same ids as the first time,
+it completed (:mod:`parley.parties.ray.hosts`) must draw the same ids as the first time,
 or it would not recognise the answers to its own queries: its host records the
 ids each call drew (:func:`recording`) and plays them back, in order, while it
 replays that call (:func:`playback`). Outside a host nothing is recorded.

@@ -7,7 +7,7 @@ the end of a run :meth:`Network.countersign` asks every party to sign the final
 head for the transcript's end record. Parties reach each
 other only through :meth:`Network.send`, whether they are plain objects in this
 process (:class:`LocalDeployment`) or Ray actors
-(:class:`parley.parties.actors.RayDeployment`); both offer ``call(slot, method, ...)``.
+(:class:`parley.parties.ray.deployment.RayDeployment`); both offer ``call(slot, method, ...)``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from typing import Protocol as TypingProtocol
 
+from parley.parties.handles import PartyHandle
 from parley.parties.payload_limits import check_payload
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Envelope, Identity
@@ -144,14 +145,14 @@ class Network:
         """Deliver envelopes addressed to ``name`` to the party in ``slot``."""
         self.routes[name] = slot
 
-    def send(self, envelope: Envelope) -> Envelope | None:
+    def send(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
         """Log ``envelope`` and deliver it; return what the recipient sends back (or None).
 
         A payload over the limits of :mod:`parley.parties.payload_limits` (too large, too deep, unreadable)
         is refused with a :class:`~parley.protocols.errors.WireError` before it is logged or delivered.
         """
         slot = self._log(envelope)
-        reply = self.deployment.call(slot, "deliver", envelope, self.transcript.head)
+        reply = PartyHandle(self.deployment, slot).deliver(envelope, self.transcript.head)
         if self.observer is not None:
             self.observer(envelope)
         return reply
@@ -166,14 +167,14 @@ class Network:
         :meth:`send`. Refused like :meth:`send`, before anything is logged.
         """
         slot = self._log(envelope)
-        submit = getattr(self.deployment, "submit", None)
-        if submit is None:  # a deployment that only blocks: delivered now
+        party = PartyHandle(self.deployment, slot)
+        if getattr(self.deployment, "submit", None) is None:  # a deployment that only blocks: delivered now
             try:
-                handle: Handle = Done(self.deployment.call(slot, "deliver", envelope, self.transcript.head))
+                handle: Handle = Done(party.deliver(envelope, self.transcript.head))
             except Exception as exc:
                 handle = Done(error=exc)
         else:
-            handle = submit(slot, "deliver", envelope, self.transcript.head)
+            handle = party.submit_deliver(envelope, self.transcript.head)
         return Delivery(self, envelope, handle)
 
     def _log(self, envelope: Envelope) -> str:
@@ -229,7 +230,7 @@ class Network:
         for name in self.transcript.keyring.entries:
             slot = self.routes.get(name)
             if slot is not None:
-                signed = self.deployment.call(slot, "countersign", head, messages)
+                signed = PartyHandle(self.deployment, slot).countersign(head, messages)
                 if signed is None or signed.get("signer") != name:
                     held = None if signed is None else signed.get("signer")
                     raise InternalError(NO_SIGNER.format(name=name, slot=slot, held=held))

@@ -1,6 +1,6 @@
 """Party base: identity, verify-then-dispatch, and signed typed refusals.
 
-A party is a plain Python object (Ray wraps it only in :mod:`parley.parties.actors`).
+A party is a plain Python object (Ray wraps it only in :mod:`parley.parties.ray`).
 Its :meth:`Party.receive` is the single entry point for messages: every check
 of :func:`parley.parties.wire.verify_envelope`, the role policy and the replay guard
 runs before any handler. A message that fails any check, or whose handler
@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from parley.parties import confidential
+from parley.parties.codecs import Codec, Forward
 from parley.parties.payload_limits import readable
 from parley.parties.wire import (
     INTERNAL,
@@ -68,15 +69,19 @@ class Party:
         Public keys and roles of every party it may hear from.
     protocol : str
         Protocol name stamped on outgoing envelopes.
+    codec : Codec, optional
+        Middleware around this party's messages (:mod:`parley.parties.codecs`): what it seals is
+        encoded, what arrives in one of the codec's kinds is decoded before its handler sees it.
     """
 
     #: kind -> name of the handler method, filled by subclasses.
     handlers: Mapping[str, str] = {}
 
-    def __init__(self, identity: Identity | None, keyring: Keyring, protocol: str) -> None:
+    def __init__(self, identity: Identity | None, keyring: Keyring, protocol: str, codec: Codec | None = None) -> None:
         self.identity = identity
         self.keyring = keyring
         self.protocol = protocol
+        self.codec = codec
         self._replay = ReplayGuard()
         self.refusals_sent = 0
         self.refusals_ignored = 0
@@ -89,7 +94,7 @@ class Party:
         """Called once this party was rebuilt after its process died (``restarts`` so far); default: nothing.
 
         The rebuilt party has been fed again every call the old one completed
-        (:mod:`parley.parties.actors`); a party whose replay cannot reproduce some state
+        (:mod:`parley.parties.ray.deployment`); a party whose replay cannot reproduce some state
         (e.g. noise it drew for answers now read from a ledger) fixes it up here.
         """
 
@@ -97,11 +102,13 @@ class Party:
         """Sign ``payload`` as this party."""
         if self.identity is None:
             raise ParleyError(f"this party holds no identity and cannot send {kind!r}")
+        if self.codec is not None:
+            kind, payload = self.codec.encode(kind, payload)
         return self.identity.seal(recipient, kind, self.protocol,
                                   confidential.outgoing(self.identity, self.keyring, recipient, kind, self.protocol,
                                                         payload))
 
-    def deliver(self, envelope: Envelope, head: str) -> Envelope | None:
+    def deliver(self, envelope: Envelope, head: str) -> Envelope | list[Envelope] | None:
         """What the network calls: note the transcript ``head`` after ``envelope`` was logged, then :meth:`receive`.
 
         The head is what this party has seen of the log; its next envelope signs it
@@ -118,7 +125,7 @@ class Party:
             return None
         return self.identity.sign_end(head, messages)
 
-    def receive(self, envelope: Envelope) -> Envelope | None:
+    def receive(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
         """Verify ``envelope`` and dispatch it; return the reply (or a refusal), or ``None``."""
         try:
             verify_envelope(envelope, self.keyring, recipient=self.name)
@@ -128,12 +135,16 @@ class Party:
                 raise WireError(KIND_NOT_ALLOWED, KIND_NOT_ALLOWED_MSG.format(
                     role=role, sender=envelope.sender, kind=envelope.kind,
                     allowed=", ".join(sorted(allowed)) or "nothing"))
-            if envelope.kind not in self.handlers:
+            decoded = self.codec is not None and envelope.kind in self.codec.kinds
+            if not decoded and envelope.kind not in self.handlers:
+                accepted = sorted({*self.handlers, *(self.codec.kinds if self.codec is not None else ())})
                 raise WireError(KIND_NOT_ALLOWED, KIND_NOT_HANDLED_MSG.format(
-                    me=self.name, kind=envelope.kind, accepted=", ".join(sorted(self.handlers)) or "nothing"))
+                    me=self.name, kind=envelope.kind, accepted=", ".join(accepted) or "nothing"))
             self._replay.check(envelope)
             self._replay.record(envelope)
             envelope = confidential.incoming(envelope, self.identity, self.keyring)  # as sent if not sealed
+            if decoded:
+                return self._on_encoded(envelope)
             return getattr(self, self.handlers[envelope.kind])(envelope)
         except WireError as exc:
             if envelope.kind == REFUSAL:  # never refuse a refusal: that would ping-pong forever
@@ -145,6 +156,15 @@ class Party:
         except Exception as exc:  # a bug in a handler must not take the party down
             log.exception("handler failed on %s from %s", envelope.kind, envelope.sender)
             return self._refuse(envelope, INTERNAL, f"{type(exc).__name__}: {exc} (a bug in parley, please report it)")
+
+    def _on_encoded(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
+        """An envelope the codec decodes: the answer it carries goes to the ``metric-answer`` handler."""
+        assert self.codec is not None  # receive dispatches here only for a codec's kinds
+        out = self.codec.decode(envelope)
+        if isinstance(out, Forward):
+            return self.seal(out.recipient, out.kind, out.payload)
+        answer: Callable[[Envelope], Envelope | list[Envelope] | None] = getattr(self, self.handlers["metric-answer"])
+        return answer(envelope.model_copy(update={"payload": out}))
 
     def _refuse(self, envelope: Envelope, reason: str, detail: str) -> Envelope | None:
         """A signed refusal to whoever the envelope claims sent it (nothing if we cannot sign)."""

@@ -23,8 +23,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from parley.parties.adversary import EncodingAdversary
-from parley.parties.data_center import DataCenter
+from parley.parties.codecs import Codec, Forward
 from parley.parties.party import REFUSAL, Party
 from parley.parties.payload_limits import MAX_PAYLOAD_BYTES, PAYLOAD_TOO_LARGE
 from parley.parties.wire import INVALID_PAYLOAD, INVALID_QUERY, Envelope, Identity, Keyring
@@ -44,7 +43,7 @@ from parley.protocols.mechanisms.secure import (
 )
 from parley.protocols.queries import apply_edits, validate_query_id
 
-__all__ = ["Helper", "SecureAdversary", "SecureDataCenter", "SecureQuerier", "pair_keys", "HELPER_ROLE",
+__all__ = ["Helper", "SecureQuerier", "pair_keys", "HELPER_ROLE",
            "NOT_PENDING", "ID_REUSED_HELPER", "HELPER_TOO_LARGE", "HELPER_NOT_ADMITTED", "HELPER_REPLY_DROPPED",
            "HELPER_KEPT_REPLIES"]
 
@@ -83,21 +82,38 @@ def pair_keys(names: tuple[str, str, str]) -> dict[str, PairKeys]:
     return {name: PairKeys(me=i, keys=keys[i]) for i, name in enumerate(names)}
 
 
-class SecureQuerier:
-    """The querier's state of secure queries: its keys, y (public slices), and the query being computed."""
+class SecureQuerier(Codec):
+    """The querier's codec under a secure protocol: its keys, y (public slices), and the queries being computed.
+
+    A ``metric-query`` leaves as an ``mpc-query`` of the compliance party's shares; the compliance party's
+    ``mpc-partial`` is forwarded to the helper with the padded share of A and the admission; the helper's
+    ``mpc-partial`` opens the answer.
+    """
+
+    kinds = frozenset({"mpc-partial"})
 
     def __init__(self, protocol: SecureProtocol, keys: PairKeys, y: np.ndarray, helper: str,
                  record: bool = False) -> None:
+        super().__init__()
         self.protocol = protocol
+        #: Keep (metric, predictions, opened values) of every answer in ``opened`` (the honest queries' error).
         self.record = record
-        #: (metric, predictions, opened values) of every answer, when ``record`` (the honest queries' error).
-        self.opened: list[tuple[str, np.ndarray, np.ndarray]] = []
         self.keys = keys
         self.y = np.asarray(y)
         self.helper = helper
         self.kept: dict[str, np.ndarray] = {}
         self._pending: dict[str, dict[str, Any]] = {}
         self.queries = 0
+
+    def encode(self, kind: str, payload: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+        """A ``metric-query`` leaves as an ``mpc-query`` holding the compliance party's shares."""
+        return ("mpc-query", self.share(payload)) if kind == "metric-query" else (kind, payload)
+
+    def decode(self, envelope: Envelope) -> dict[str, Any] | Forward:
+        """The helper's ``mpc-partial`` opens the answer; the compliance party's goes on to the helper."""
+        if envelope.sender == self.helper:
+            return self.open(envelope)
+        return Forward(self.helper, "mpc-query", self.from_compliance(envelope))
 
     def share(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         """A ``metric-query`` payload -> the ``mpc-query`` payload for the compliance party (C's shares only)."""
@@ -162,58 +178,6 @@ class SecureQuerier:
         if self.record:
             self.opened.append((state["metric"], state["predictions"], answer["values"]))
         return {"metric": state["metric"], "query_id": query_id, **answer}
-
-
-def _secure_seal(secure: SecureQuerier, kind: str, payload: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    """A ``metric-query`` leaves a secure querier as an ``mpc-query`` holding the compliance party's shares."""
-    if kind == "metric-query":
-        return "mpc-query", secure.share(payload)
-    return kind, payload
-
-
-class SecureDataCenter(DataCenter):
-    """The data center as a querier of a secure protocol: its queries travel as shares."""
-
-    handlers = {**DataCenter.handlers, "mpc-partial": "_on_partial"}
-
-    def __init__(self, identity: Identity, keyring: Keyring, data: Any, model: Any, compliance: str, protocol: str,
-                 rng: np.random.Generator, secure: SecureQuerier) -> None:
-        super().__init__(identity, keyring, data, model, compliance, protocol, rng)
-        self.secure = secure
-
-    def seal(self, recipient: str, kind: str, payload: Mapping[str, Any]) -> Envelope:
-        kind, payload = _secure_seal(self.secure, kind, payload)
-        return super().seal(recipient, kind, payload)
-
-    def _on_partial(self, envelope: Envelope) -> Envelope | None:
-        if envelope.sender == self.compliance:
-            return self.seal(self.secure.helper, "mpc-query", self.secure.from_compliance(envelope))
-        self._on_answer(envelope.model_copy(update={"payload": self.secure.open(envelope)}))
-        return None
-
-    def opened(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
-        """(metric, predictions, opened values) of this data center's answered queries (the referee's errors)."""
-        return list(self.secure.opened)
-
-
-class SecureAdversary(EncodingAdversary):
-    """The curious data center's attack, querying a secure protocol: same probes, sent as shares."""
-
-    handlers = {**EncodingAdversary.handlers, "mpc-partial": "_on_partial"}
-
-    def __init__(self, identity: Identity, keyring: Keyring, attack: Any, compliance: str, protocol: str,
-                 secure: SecureQuerier) -> None:
-        super().__init__(identity, keyring, attack, compliance, protocol)
-        self.secure = secure
-
-    def seal(self, recipient: str, kind: str, payload: Mapping[str, Any]) -> Envelope:
-        kind, payload = _secure_seal(self.secure, kind, payload)
-        return super().seal(recipient, kind, payload)
-
-    def _on_partial(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
-        if envelope.sender == self.compliance:
-            return self.seal(self.secure.helper, "mpc-query", self.secure.from_compliance(envelope))
-        return self._on_answer(envelope.model_copy(update={"payload": self.secure.open(envelope)}))
 
 
 class Helper(Party):

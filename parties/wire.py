@@ -138,7 +138,7 @@ def _immutable_type(kind: type) -> bool:
 
 
 def _immutable(arr: np.ndarray) -> bool:
-    """Can no code change ``arr``'s bytes? (Its memory is a buffer on :data:`IMMUTABLE_BUFFERS`.)
+    """Can no code change ``arr``'s bytes, its memory being a buffer on :data:`IMMUTABLE_BUFFERS`?
 
     True for arrays Ray delivered from its object store and arrays read back from bytes (a
     transcript); never for an array that owns its memory, whose ``writeable`` flag can be set again,
@@ -463,7 +463,7 @@ class Identity:
         self.head = head
 
     def sign_end(self, head: str, messages: int) -> dict[str, Any]:
-        """This party's end-of-run signature over the final ``head``, the ``messages`` logged and its own sent count.
+        """The party's end-of-run signature over the final ``head``, the ``messages`` logged and its own sent count.
 
         The sent count comes from the party's own counter, not from the log, so a log
         missing one of its messages cannot carry its end signature.
@@ -530,8 +530,9 @@ class Keyring:
         return self._keys[name]
 
     def signed(self, name: str, signature_hex: Any, message: bytes) -> bool:
-        """Is ``signature_hex`` ``name``'s Ed25519 signature of ``message``? (Unknown ``name``: :class:`WireError`.)
+        """Is ``signature_hex`` ``name``'s Ed25519 signature of ``message``?
 
+        An unknown ``name`` raises :class:`WireError`.
         False, never an exception, for: a signature that is not 128 lowercase hex digits (the one spelling
         a transcript accepts, so the wire and ``parley verify`` never disagree), an entry whose key is not
         32 bytes of hex, and what libsodium refuses (a non-canonical scalar, a small-order or non-canonical point).

@@ -62,8 +62,10 @@ class AuditSet:
 
     @property
     def evaluator(self) -> AuditEvaluator:
-        """This set's :class:`parley.protocols.metrics.AuditEvaluator`, built on first use (in the process that
-        answers) and kept with the set."""
+        """The set's :class:`parley.protocols.metrics.AuditEvaluator`.
+
+        Built on first use, in the process that answers, and kept with the set.
+        """
         evaluator = self._evaluator
         if evaluator is None:
             evaluator = AuditEvaluator(self.a, self.y)
@@ -71,14 +73,18 @@ class AuditSet:
         return evaluator
 
     def evaluate(self, metric: str, H: Any) -> Any:
-        """``evaluate(metric, H, a, y)`` on this set, bit for bit, with each metric's plan kept
-        (:class:`parley.protocols.metrics.AuditEvaluator`)."""
+        """``evaluate(metric, H, a, y)`` on this set, bit for bit.
+
+        Each metric's plan is kept (:class:`parley.protocols.metrics.AuditEvaluator`).
+        """
         return self.evaluator(metric, H)
 
     def answer(self, query: MetricQuery) -> Any:
-        """The exact values of ``query``: :meth:`evaluate` on its models, bit for bit, and for a query of
-        edits from the kept model's exact group sums and the changed entries only
-        (:meth:`parley.protocols.metrics.AuditEvaluator.edited`)."""
+        """The exact values of ``query``: :meth:`evaluate` on its models, bit for bit.
+
+        A query of edits is answered from the kept model's exact group sums and the changed entries
+        only (:meth:`parley.protocols.metrics.AuditEvaluator.edited`).
+        """
         if query.edits is None:
             return self.evaluate(query.metric, query.predictions)
         e = query.edits
@@ -210,6 +216,17 @@ class Protocol(ABC):
 
         A condition on the private data checked here is a configuration error, never a per-query
         refusal: a refusal whose occurrence depends on A would be a free oracle on A. Default: accept.
+        """
+        return None
+
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> None:
+        """Refuse (ConfigError naming the dotted key) a scenario this protocol cannot run in; default: accept.
+
+        ``scenario`` is a :class:`parley.scenarios.spec.Scenario` naming this protocol (typed ``Any``:
+        this layer imports nothing of ``scenarios``). The spec calls the hook when it validates the
+        scenario, after every table is valid and before any data is loaded or any party starts, so
+        it reads the spec only (``scenario.protocol.params``, ``scenario.dataset.audit_size``, ...).
         """
         return None
 

@@ -84,7 +84,7 @@ def compose(costs: Sequence[Budget], method: Literal["sequential", "advanced"] =
 
 
 def within(total: Budget, limit: Budget) -> bool:
-    """Does spending ``total`` stay inside ``limit``? (A pure limit admits no delta.)"""
+    """Does spending ``total`` stay inside ``limit``? A pure limit admits no delta."""
     if limit.pure and not total.pure:
         raise ConfigError(MIXED_KINDS)
     tiny = 1e-12  # float sums of many costs

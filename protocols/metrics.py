@@ -369,8 +369,9 @@ def statistical_parity_difference(H, a):
 
 
 def abs_statistical_parity_difference(H, a):
-    """Absolute statistical parity gap |SP_i| (Sec. 2.1.1); fairlearn's
-    ``demographic_parity_difference`` for binary h.
+    """Absolute statistical parity gap |SP_i| (Sec. 2.1.1).
+
+    fairlearn's ``demographic_parity_difference`` for binary h.
 
     Parameters and errors as :func:`statistical_parity_difference`.
     """
@@ -723,8 +724,11 @@ class AuditEvaluator:
 
 def _moved(sums: tuple[int, int], groups: np.ndarray, base: np.ndarray, indices: list[int], values: list[float]
            ) -> tuple[int, int]:
-    """(S0, S1) after writing ``values`` at ``indices`` (distinct): each changed entry moves its group's sum
-    by the exact difference new - old, in units of 2^-1074 (:func:`float_units`, inlined)."""
+    """(S0, S1) after writing ``values`` at ``indices`` (distinct).
+
+    Each changed entry moves its group's sum by the exact difference new - old, in units of 2^-1074
+    (:func:`float_units`, inlined).
+    """
     moved = [sums[0], sums[1], 0]  # the third slot collects individuals outside the slice
     for group, new, before in zip(groups[indices].tolist(), values, base[indices].tolist(), strict=True):
         if new != before:

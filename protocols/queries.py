@@ -48,6 +48,7 @@ def validate_metric(metric: Any) -> str:
 
 
 def validate_query_id(value: Any) -> str:
+    """``value`` if it is a query id (a string of 1 to 128 characters), else a :class:`QueryError`."""
     if not isinstance(value, str) or not 0 < len(value) <= 128:
         raise QueryError(BAD_QUERY_ID.format(value=value))
     return value

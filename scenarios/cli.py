@@ -214,7 +214,7 @@ def _cmd_list() -> int:
 def _join(address: str | None) -> None:
     """Join the cluster at ``--address`` before any work, so that a wrong address fails at once, in one line."""
     if address:
-        from parley.parties.actors import ensure_ray
+        from parley.parties.ray.cluster import ensure_ray
 
         ensure_ray(address)
 

@@ -318,8 +318,11 @@ Hover over an arrow for what it says. <span id="legend"></span></p>
 
 
 def write_html_report(record: Mapping[str, Any], run_dir: Path, follower: TranscriptFollower | None = None) -> Path:
-    """Write ``run_dir/report.html`` from ``record`` (``result.json``) and the run's transcript (verified by
-    ``follower`` as the run wrote it, if given: :class:`parley.parties.transcript.TranscriptFollower`)."""
+    """Write ``run_dir/report.html`` from ``record`` (``result.json``) and the run's transcript.
+
+    The transcript is verified by ``follower`` as the run wrote it, if given
+    (:class:`parley.parties.transcript.TranscriptFollower`).
+    """
     path = Path(run_dir) / "report.html"
     path.write_text(render(record, Path(run_dir) / "transcript.jsonl", follower), encoding="utf-8")
     return path

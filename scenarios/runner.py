@@ -37,7 +37,7 @@ from parley.scenarios.report import write_report
 from parley.scenarios.report_html import warm_up, write_html_report
 from parley.scenarios.run_folder import claim, inside
 from parley.scenarios.spec import Scenario
-from parley.scenarios.world import COMPLIANCE, DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, World, build_world
+from parley.scenarios.world import DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, World, build_world
 
 __all__ = ["LEDGER_FILE", "PARTY_SLOTS", "Result", "SECRETS_IN_RUN_FOLDER", "VOLATILE", "leakage_bound", "run"]
 
@@ -126,12 +126,12 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         Run folder (created); a fresh temporary folder if omitted.
     address : str, optional
         Ray cluster to join: ``HOST:PORT`` (``ray start --head`` prints it) or ``"auto"`` for the one on
-        this machine; a private local Ray instance if omitted (:func:`parley.parties.actors.ensure_ray`).
+        this machine; a private local Ray instance if omitted (:func:`parley.parties.ray.cluster.ensure_ray`).
         The party hosts run on the caller's node, so the ledger lands in ``out`` on this machine.
     table : Table, optional
         The data set's parsed table, if the caller holds it already (studies).
     hosts : dict, optional
-        Party host actors to reuse (studies); see :class:`parley.parties.actors.RayDeployment`.
+        Party host actors to reuse (studies); see :class:`parley.parties.ray.deployment.RayDeployment`.
     split : Split, optional
         A fixed split to use instead of the seed's (the whole-scenario privacy audit).
     fresh : bool
@@ -180,7 +180,7 @@ _STALE = ("result.json", "report.md", "report.html")
 def _watch(world: World, display: Display) -> None:
     """Show ``world``'s progress on ``display``: the network reports each envelope, the ledger what was spent."""
     def spent() -> float:
-        return _querier_spent(world.deployment.call(COMPLIANCE, "stats")["epsilon_spent"]) or 0.0
+        return _querier_spent(world.compliance.stats()["epsilon_spent"]) or 0.0
 
     limit = world.scenario.budget.to_budget().epsilon if world.scenario.budget is not None else None
     world.progress = RunProgress(display, spent if world.ledger_path is not None else None, limit)
@@ -214,9 +214,9 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
         if world.progress is not None:
             world.progress.flush()  # the final counts, whatever the pace of the line
         world.transcript.close()  # every party signs the final head (a flow may have closed it already)
-        compliance_stats = world.deployment.call(COMPLIANCE, "stats")
-        ledger_summary = world.deployment.call(COMPLIANCE, "ledger_summary") if world.ledger_path else None
-        world.deployment.call(COMPLIANCE, "close")
+        compliance_stats = world.compliance.stats()
+        ledger_summary = world.compliance.ledger_summary() if world.ledger_path else None
+        world.compliance.close()
     except BaseException:
         # An interrupted or failed run ends without the parties' end record: its transcript is incomplete,
         # never intact (a transcript the flow had already closed stays as the parties signed it).

@@ -374,6 +374,7 @@ class Scenario(BaseModel):
         rest = _validate(_SimpleFields, simple, "")
         scenario = cls(**parsed, **rest.model_dump())
         scenario._check_threat_model()
+        scenario._check_plugins()
         return scenario
 
     def _check_threat_model(self) -> None:
@@ -405,6 +406,23 @@ class Scenario(BaseModel):
                 if limit.delta < COMPOSITION_SLACK:
                     raise ConfigError(ADVANCED_NEEDS_DELTA.format(method=self.composition, slack=COMPOSITION_SLACK,
                                                                   delta=limit.delta))
+
+    def _check_plugins(self) -> None:
+        """Each plug-in's own ``check_scenario(scenario)`` hook, once the combination is otherwise valid.
+
+        A plug-in (protocol, attack, learner, data set) may declare the hook to refuse, naming the dotted
+        key, a combination only it knows to be impossible (``attack.targets`` above ``dataset.audit_size``),
+        here, in milliseconds, rather than after the data is loaded and the models trained. An attack's hook
+        runs for the ``[attack]`` table (it reads ``scenario.attack``); a passive ``[observer]`` is not asked.
+        """
+        plugins: list[type] = [DATASETS.lookup(self.dataset.name), protocols.get_protocol(self.protocol.name),
+                               get_attack(self.attack.name)]
+        if self.learner is not None:
+            plugins.append(get_learner(self.learner.name))
+        for plugin in plugins:
+            check = getattr(plugin, "check_scenario", None)
+            if check is not None:
+                check(self)
 
     def _check_groups(self) -> None:
         """A dataset with more than two groups needs a protocol whose ``groups`` parameter matches."""

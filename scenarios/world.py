@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from parley import protocols
-from parley.parties.adversary import Adversary
+from parley.parties.codecs import Codec
 from parley.parties.compliance import Compliance, account_of, has_costs
 from parley.parties.data_center import DataCenter
+from parley.parties.handles import AdversaryHandle, ComplianceHandle, DataCenterHandle
 from parley.parties.network import LocalDeployment, Network
 from parley.parties.run_secrets import RunSecrets
 from parley.parties.transcript import TranscriptWriter
@@ -74,13 +75,26 @@ class World:
     learned: list[tuple[int, str]] = field(default_factory=list)
     #: (message number, people pinned down, of them rightly) after each answer the attack reported on.
     knowledge: list[tuple[int, int, int]] = field(default_factory=list)
-    #: The class of the curious data center's adversary and its extra arguments (a secure protocol's querier
-    #: sends shares: :class:`parley.parties.secure.SecureAdversary`).
-    adversary: type = Adversary
-    adversary_kwargs: dict[str, Any] = field(default_factory=dict)
+    #: The codec the curious data center's adversary wears (ciphertexts under ``he``, shares under a secure
+    #: protocol; :mod:`parley.parties.codecs`), None where predictions travel as they are.
+    adversary_codec: Codec | None = None
     #: The run's status source on a terminal (:class:`parley.scenarios.progress.RunProgress`); None elsewhere.
     #: A flow hands it its active attack (``progress.watch``) so that the line can count what it learns.
     progress: RunProgress | None = None
+
+    @property
+    def compliance(self) -> ComplianceHandle:
+        """The compliance party, as the flow calls it."""
+        return ComplianceHandle(self.deployment, COMPLIANCE)
+
+    @property
+    def data_center(self) -> DataCenterHandle:
+        """The data center (or the querier that wraps it), as the flow calls it."""
+        return DataCenterHandle(self.deployment, DATA_CENTER)
+
+    def attacker(self, slot: str = ADVERSARY) -> AdversaryHandle:
+        """The adversary party in ``slot`` (the active adversary, or an overhearing one)."""
+        return AdversaryHandle(self.deployment, slot)
 
     def learn(self, sentence: str, after: int | None = None) -> None:
         """Record what was learned after message ``after`` (default: the last message sent so far)."""
@@ -90,10 +104,40 @@ class World:
 def _deployment(scenario: Scenario, address: str | None, hosts: dict | None, in_process: bool) -> Any:
     if scenario.backend == "local" or in_process:
         return LocalDeployment()
-    from parley.parties.actors import RayDeployment, ensure_ray
+    from parley.parties.ray.cluster import ensure_ray
+    from parley.parties.ray.deployment import RayDeployment
 
     ensure_ray(address)
     return RayDeployment(hosts)
+
+
+def _querier_codecs(protocol: protocols.Protocol, split: Any, secrets: RunSecrets, deployment: Any,
+                    identities: dict[str, Identity], keyring: Keyring, network: Network
+                    ) -> tuple[protocols.Protocol, Codec | None, Codec | None]:
+    """The protocol the compliance party answers with, and the codecs the data center and the adversary wear.
+
+    ``he``: each querier holds its own CKKS key pair (from its own secret) and sends ciphertexts. A secure
+    protocol: the three parties hold pairwise keys, the querier sends shares, and the helper joins the run.
+    Any other protocol: no codec, predictions travel as they are.
+    """
+    n_audit = int(split.a_audit.shape[0])
+    if isinstance(protocol, HeProtocol):
+        from parley.parties.homomorphic import HeQuerier
+
+        return (protocol, HeQuerier(protocol, n_audit, record=True, secret=secrets.party(DATA_CENTER)),
+                HeQuerier(protocol, n_audit, secret=secrets.party(ADVERSARY)))
+    if not isinstance(protocol, SecureProtocol):
+        return protocol, None, None
+    from parley.parties.secure import Helper, SecureQuerier, pair_keys
+
+    keys = pair_keys((COMPLIANCE, DATA_CENTER, HELPER))
+    querying = protocol.keyed(keys[DATA_CENTER])
+    deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER], n_audit,
+                   secrets.party(HELPER).rng("noise"))
+    network.route(HELPER, HELPER)
+    return (protocol.keyed(keys[COMPLIANCE]), SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER,
+                                                            record=True),
+            SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER))
 
 
 def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: Table | None,
@@ -162,52 +206,17 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
             accounting["train"] = AuditSet(a=split.a_train, y=split.y_train)
         # Each party gets only what its role holds: A never reaches the data center.
         rngs = {"adversary": adv_rng, "observer": obs_rng, "flow": flow_rng}
-        dc_class: type = DataCenter
-        dc_extra: dict[str, Any] = {}
-        adversary_kwargs: dict[str, Any] = {}
-        answering = protocol
-        if isinstance(protocol, SecureProtocol):
-            # Secure computation: three parties hold pairwise keys; the querier sends shares, never predictions.
-            from parley.parties.secure import Helper, SecureDataCenter, SecureQuerier, pair_keys
-
-            keys = pair_keys((COMPLIANCE, DATA_CENTER, HELPER))
-            answering = protocol.keyed(keys[COMPLIANCE])
-            querying = protocol.keyed(keys[DATA_CENTER])
-            dc_class = SecureDataCenter
-            dc_extra = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER, record=True)}
-            adversary_kwargs = {"secure": SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER)}
-            deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER],
-                           int(split.a_audit.shape[0]), secrets.party(HELPER).rng("noise"))
-            network.route(HELPER, HELPER)
-        elif isinstance(protocol, HeProtocol):
-            # Homomorphic encryption: the data center holds the CKKS secret key; it and the adversary in its name
-            # send ciphertexts. One key pair per querier.
-            from parley.parties.homomorphic import HeDataCenter, HeQuerier
-
-            n_audit = int(split.a_audit.shape[0])
-            dc_class = HeDataCenter
-            # SEAL's randomness (keys, encryptions) from each querier's own secret, never from the public seed
-            dc_extra = {"he": HeQuerier(protocol, n_audit, record=True, secret=secrets.party(DATA_CENTER))}
-            adversary_kwargs = {"he": HeQuerier(protocol, n_audit, secret=secrets.party(ADVERSARY))}
+        answering, dc_codec, world_adversary_codec = _querier_codecs(protocol, split, secrets, deployment, identities,
+                                                                     keyring, network)
         deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
                        AuditSet(a=split.a_audit, y=split.y_audit), answering, [DATA_CENTER], secrets.party(COMPLIANCE),
                        **accounting)
-        deployment.add(DATA_CENTER, dc_class, identities[DATA_CENTER], keyring,
-                       data_center_data(split),
-                       scenario.model, COMPLIANCE, protocol.name, dc_rng, **dc_extra)
+        deployment.add(DATA_CENTER, DataCenter, identities[DATA_CENTER], keyring, data_center_data(split),
+                       scenario.model, COMPLIANCE, protocol.name, dc_rng, codec=dc_codec)
         network.route(COMPLIANCE, COMPLIANCE)
         network.route(DATA_CENTER, DATA_CENTER)
-        world = World(scenario, split, protocol, identities, keyring, deployment, network, transcript, rngs,
-                      ledger_path)
-        if secure:
-            from parley.parties.secure import SecureAdversary
-
-            world.adversary, world.adversary_kwargs = SecureAdversary, adversary_kwargs
-        elif isinstance(protocol, HeProtocol):
-            from parley.parties.homomorphic import HeAdversary
-
-            world.adversary, world.adversary_kwargs = HeAdversary, adversary_kwargs
-        return world
+        return World(scenario, split, protocol, identities, keyring, deployment, network, transcript, rngs,
+                     ledger_path, adversary_codec=world_adversary_codec)
     except BaseException:  # a failed build leaves nothing running: no host, no open transcript
         try:
             if transcript is not None:

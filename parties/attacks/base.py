@@ -246,6 +246,17 @@ class Attack(ABC):
         self.view = view
         self.rng = rng
 
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> None:
+        """Refuse (ConfigError naming the dotted key) a scenario this attack cannot run in; default: accept.
+
+        ``scenario`` is a :class:`parley.scenarios.spec.Scenario` whose ``[attack]`` names this attack
+        (typed ``Any``: ``parties`` imports nothing of ``scenarios``). The spec calls the hook when it
+        validates the scenario, before any data is loaded or any party starts, so it reads the spec only
+        (``scenario.attack.params``, ``scenario.dataset.audit_size``, ...).
+        """
+        return None
+
     def run(self) -> Generator[Probe | Probes | None, Answer, Reconstruction]:
         """Active attack: yield probes, receive released values, return a reconstruction (see :class:`Probes`)."""
         raise AttackError(NOT_ACTIVE.format(name=self.name, models=", ".join(self.threat_models)))

@@ -136,8 +136,9 @@ class DFRR(_LinearModel):
 class DFGRParams(HypothesisParams):
     lam: float = Field(default=1e-3, ge=0.0, allow_inf_nan=False, description="penalty weight per sample")
     penalty: Literal["f", "alpha"] = Field(default="f", description="||f||^2 as (8)-(10), or ||alpha||^2")
-    max_iter: int = Field(default=50, ge=1, le=1000)
-    tol: float = Field(default=1e-8, gt=0.0)
+    max_iter: int = Field(default=50, ge=1, le=1000, description="Newton steps at most")
+    tol: float = Field(default=1e-8, gt=0.0,
+                       description="stop once every coefficient's Newton step is smaller than this")
 
 
 @register_learner

@@ -9,7 +9,7 @@ attacks. A user's package adds one through a ``parley.learners`` entry point
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -39,6 +39,16 @@ class Learner:
 
     def __init__(self, params: LearnerParams | None = None) -> None:
         self.params = params if params is not None else self.Params()
+
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> None:
+        """Refuse (ConfigError naming the dotted key) a scenario this learner cannot run in; default: accept.
+
+        ``scenario`` is a :class:`parley.scenarios.spec.Scenario` whose ``[learner]`` names this learner
+        (typed ``Any``: ``parties`` imports nothing of ``scenarios``). The spec calls the hook when it
+        validates the scenario, before any data is loaded or any party starts, so it reads the spec only.
+        """
+        return None
 
 
 def _check_learner(cls: type[Learner]) -> str | None:

@@ -183,9 +183,12 @@ class TwoStepLearner(Learner):
 
 def two_step_at_data_center(data: Any, replies: list[tuple[str, dict[str, Any]]], params: TwoStepParams,
                             seed: int) -> dict[str, Any]:
-    """Run inside the data center (:meth:`parley.parties.data_center.DataCenter.compute`): fit on the training
-    set's release, predict on the audit set with its release, and audit both predictors with the
-    debiased estimator. Returns soft predictions for the referee to score against the true A."""
+    """Fit, predict and audit on the released attributes, inside the data center.
+
+    Run by :meth:`parley.parties.data_center.DataCenter.compute`: fit on the training set's release,
+    predict on the audit set with its release, and audit both predictors with the debiased estimator.
+    Returns soft predictions for the referee to score against the true A.
+    """
     train, audit = release_of(replies, "train"), release_of(replies, "audit")
     eps, k = float(train["epsilon"]), int(train["groups"])
     learner = TwoStepLearner(params).fit(data.X_train, data.y_train, np.asarray(train["z"]), eps, k,

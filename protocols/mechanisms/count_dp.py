@@ -397,8 +397,10 @@ def support_steps(predictions: np.ndarray, masks: list[np.ndarray]) -> list[int]
 
 @lru_cache(maxsize=1024)  # pure, and asked once per one-model answer
 def pair_step(epsilon: float, support: int, optimise: str = "median") -> int:
-    """The step s (lattice units) of the pair's noise lattice: among s = support / 2^i, the one with the smallest
-    median (or mean) of |Y|, Y on sZ with P(Y = y) proportional to exp(-|y| epsilon / 2^B); the coarsest on a tie.
+    """The step s (lattice units) of the pair's noise lattice.
+
+    Among s = support / 2^i, the one with the smallest median (or mean) of |Y|, Y on sZ with
+    P(Y = y) proportional to exp(-|y| epsilon / 2^B); the coarsest on a tie.
 
     Public: epsilon, the support step g (:func:`support_steps`) and ``optimise`` only. Any s dividing g keeps the
     pair's proof (module docstring, "The pair's noise lattice"); floating point only chooses s, it never touches

@@ -81,6 +81,8 @@ NO_TRAIN = ("this compliance party holds no training set: the fairness-certifica
 
 
 class FairnessCertificateParams(ProtocolParams):
+    """Parameters of the fairness certificate: the metric, and a value or a priced tolerance decision."""
+
     metric: Literal["sp", "pe", "eo", "eodds"] = Field(default="sp", description="the certified fairness metric")
     release: Literal["value", "tolerance"] = Field(
         default="value", description="publish the exact unfairness, or a priced decision that it is within tolerance")
@@ -99,8 +101,11 @@ class FairnessCertificateParams(ProtocolParams):
 
     @model_serializer(mode="wrap")
     def _omit_decision_fields_of_a_value(self, handler: Any) -> dict[str, Any]:
-        """A value certificate leaves the decision's fields out: they change nothing there, and specs (and
-        study cell ids) of value certificates stay as they were before the decision existed."""
+        """Leave the decision's fields out of a value certificate's dump.
+
+        They change nothing there, and specs (and study cell ids) of value certificates stay as they
+        were before the decision existed.
+        """
         data = handler(self)
         if data.get("release", "value") == "value":
             for name in TOLERANCE_ONLY:

@@ -352,8 +352,11 @@ class _Keys:
 
 
 def _times(ct: Any, w: np.ndarray, keys: _Keys) -> Any:
-    """``ct`` times the plaintext weights at 2^50; all-zero weights (SEAL refuses a product that is transparent)
-    give a fresh encryption of zeros at the product's scale."""
+    """``ct`` times the plaintext weights at 2^50.
+
+    All-zero weights (SEAL refuses a product that is transparent) give a fresh encryption of zeros at
+    the product's scale.
+    """
     s = _seal()
     out = s.Ciphertext()
     if not np.any(w):
@@ -551,9 +554,12 @@ class HeProtocol(Protocol):
                 "flood_sigma": flood_sigma(self.params), "scale_bits": OUTPUT_SCALE_BITS}
 
     def _context(self, payload: Mapping[str, Any], block: int) -> tuple[str, _Keys]:
-        """The querier's public context and its id: loaded from the payload (its id the digest C computes of its
-        bytes), or the one kept under the payload's ``context_id``. A context id C does not hold is refused, and
-        so are Galois keys without a rotation the block needs."""
+        """The querier's public context and its id.
+
+        Loaded from the payload (its id the digest C computes of its bytes), or the one kept under the
+        payload's ``context_id``. A context id C does not hold is refused, and so are Galois keys without
+        a rotation the block needs.
+        """
         if "public_key" in payload and "galois_keys" in payload:
             pk, gk = payload["public_key"], payload["galois_keys"]
             galois = from_bytes("GaloisKeys", gk, self.name, "galois_keys")
@@ -567,8 +573,10 @@ class HeProtocol(Protocol):
         return cid, known
 
     def simulate(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
-        """Both parties' computation of one answer in this process (one key pair per process): what
-        ``parley compare`` uses to measure the utility of many releases. Never a path for a real query."""
+        """Both parties' computation of one answer in this process (one key pair per process).
+
+        What ``parley compare`` uses to measure the utility of many releases. Never a path for a real query.
+        """
         self.check_metric(query.metric)
         keys = _simulation_keys()
         H = np.asarray(query.predictions, dtype=np.float64)

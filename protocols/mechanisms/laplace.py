@@ -102,6 +102,8 @@ class SamplerParams(ProtocolParams):
 
 
 class LaplaceParams(SamplerParams):
+    """Parameters of the Laplace protocol: epsilon per query, out-of-range values and the noise sampler."""
+
     protocol_name = "laplace"
     epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="privacy loss per query (pure DP)")
     out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")

@@ -381,8 +381,11 @@ class SecureProtocol(Protocol):
         raise QueryError(CLEAR_QUERY.format(name=self.name))
 
     def check_metric(self, metric: Any) -> str:
-        """``metric`` if this protocol computes it, else the :data:`~parley.protocols.base.METRIC_NOT_ANSWERED`
-        refusal; the querier checks before it shares, the other parties when a share arrives."""
+        """``metric`` if this protocol computes it, else a refusal.
+
+        The refusal is :data:`~parley.protocols.base.METRIC_NOT_ANSWERED`; the querier checks before it
+        shares, the other parties when a share arrives.
+        """
         if metric not in self.metrics:
             from parley.protocols.base import METRIC_NOT_ANSWERED
 
@@ -403,7 +406,7 @@ class SecureProtocol(Protocol):
         return metric, m, validate_query_id(payload["query_id"])
 
     def noise(self, m: int, slices: int, rng: np.random.Generator) -> list[int] | None:
-        """This party's noise on each output row (None: no noise)."""
+        """The party's noise on each output row (None: no noise)."""
         return None
 
     def notes(self, m: int) -> dict[str, Any]:

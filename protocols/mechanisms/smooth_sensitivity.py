@@ -120,12 +120,16 @@ def beta_laplace(epsilon: float, delta: float, m: int) -> float:
 
 
 class SmoothCauchyParams(_SmoothSamplerParams):
+    """Parameters of smooth-cauchy: epsilon per query (pure DP) and out-of-range values."""
+
     protocol_name = "smooth-cauchy"
     epsilon: float = Field(gt=0.0, allow_inf_nan=False, description="privacy loss per query (pure DP, Thm. 7)")
     out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
 
 
 class SmoothLaplaceParams(_SmoothSamplerParams):
+    """Parameters of smooth-laplace: epsilon and delta per query and out-of-range values."""
+
     protocol_name = "smooth-laplace"
     epsilon: float = Field(gt=0.0, lt=1.0, description="privacy loss per query; Thm. 8 needs epsilon in (0, 1)")
     delta: float = Field(gt=0.0, lt=1.0, description="failure probability per query; Thm. 8 needs delta in (0, 1)")

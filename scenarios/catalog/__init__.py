@@ -25,6 +25,7 @@ def scenario_names() -> list[str]:
 
 
 def scenario_path(name: str) -> Path:
+    """The path of the catalog scenario ``name``'s TOML file (it may not exist)."""
     return _catalog() / f"{name}.toml"
 
 

@@ -37,8 +37,11 @@ NOISE_LAW_ATTACKS = ("likelihood",)
 
 
 def cell_name(row: str, column: str) -> str:
-    """A cell's scenario name, safe as a folder name: ``laplace ε=1`` x ``double-query [curious-data-center]``
-    -> ``compare-laplace-eps-1-double-query-curious-data-center``."""
+    """A cell's scenario name, safe as a folder name.
+
+    ``laplace ε=1`` x ``double-query [curious-data-center]`` ->
+    ``compare-laplace-eps-1-double-query-curious-data-center``.
+    """
     text = f"compare {row} {column}".replace("ε", "eps").replace("ρ", "rho")
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:100]
 COMPARE_DATASETS = ("adult", "german", "compas")
@@ -255,7 +258,9 @@ def plan(dataset: str = "adult", quick: bool = False, rows: tuple[str, ...] | No
 
 
 def _secure(row: Row) -> bool:
-    """A secure protocol's answers are opened by the querier, never on the wire: the wire audit cannot read them
-    (``mpc-dp``'s computation, the uncentred ``dp-counts`` noise drawn by two parties, is audited through its
-    ``simulate`` in tests/statistical/test_protocol_audit.py)."""
+    """Is the row's protocol secure, its answers opened by the querier and never on the wire?
+
+    The wire audit cannot read them (``mpc-dp``'s computation, the uncentred ``dp-counts`` noise drawn
+    by two parties, is audited through its ``simulate`` in tests/statistical/test_protocol_audit.py).
+    """
     return bool(getattr(protocols.get_protocol(row.protocol["name"]), "secure", False))

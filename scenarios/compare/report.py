@@ -381,6 +381,7 @@ def _compact_matrix(p: Any, long: pd.DataFrame) -> tuple[pd.DataFrame, list[str]
 
 
 def render_markdown(blocks: list[Block]) -> str:
+    """The report's blocks (headings, paragraphs, lists, figures, tables) as one Markdown page."""
     out = []
     for kind, content in blocks:
         if kind == "h1":

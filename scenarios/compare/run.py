@@ -222,8 +222,11 @@ def frontier(p: Plan, results: pd.DataFrame, long: pd.DataFrame, utility: pd.Dat
 
 
 def with_utility(front: pd.DataFrame, utility: pd.DataFrame) -> pd.DataFrame:
-    """``front`` with the metric-query rows' utility from ``utility`` (mean over audit metrics of the median
-    error; its 90th percentile beside it) and ``on_frontier`` recomputed; other exchanges keep theirs."""
+    """``front`` with the metric-query rows' utility from ``utility`` and ``on_frontier`` recomputed.
+
+    The utility is the mean over audit metrics of the median error, its 90th percentile beside it;
+    other exchanges keep theirs.
+    """
     front = front.copy()
     if "utility_p90" not in front:
         front.insert(int(front.columns.get_loc("utility")) + 1, "utility_p90", None)
@@ -316,7 +319,7 @@ def run_audits(p: Plan, address: str | None = None, progress: bool = True,
     secrets = RunSecrets.resolve(secrets)
     import ray
 
-    from parley.parties.actors import ensure_ray
+    from parley.parties.ray.cluster import ensure_ray
 
     rows = [r for r in p.rows if r.label in p.audit_rows]
     ensure_ray(address)
@@ -358,8 +361,11 @@ def code_digest() -> str:
 
 
 def _saved_audits(p: Plan, path: Path) -> pd.DataFrame | None:
-    """The audit table of an earlier run of the same plan by the same code (the audit is seeded: rerunning the
-    same code gives the same rows; after a change of any protocol or party it is measured again)."""
+    """The audit table of an earlier run of the same plan by the same code, if there is one.
+
+    The audit is seeded: rerunning the same code gives the same rows; after a change of any protocol
+    or party it is measured again.
+    """
     if not path.is_file():
         return None
     saved = pd.read_csv(path)

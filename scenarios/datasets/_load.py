@@ -74,6 +74,8 @@ class _RealDataset(Dataset):
 
 @register_dataset
 class Adult(_RealDataset):
+    """UCI Adult (1994 census income): :func:`~parley.scenarios.datasets._real.read_adult`."""
+
     name = "adult"
     Params = AdultParams
     summary = "UCI Adult (1994 census income), A = race, sex or race3 (three groups)"
@@ -81,6 +83,8 @@ class Adult(_RealDataset):
 
 @register_dataset
 class German(_RealDataset):
+    """UCI Statlog German Credit: :func:`~parley.scenarios.datasets._real.read_german`."""
+
     name = "german"
     Params = GermanParams
     summary = "UCI Statlog German Credit, A = sex or age"
@@ -88,6 +92,8 @@ class German(_RealDataset):
 
 @register_dataset
 class Compas(_RealDataset):
+    """ProPublica COMPAS two-year recidivism: :func:`~parley.scenarios.datasets._real.read_compas`."""
+
     name = "compas"
     Params = CompasParams
     summary = "ProPublica COMPAS two-year recidivism, A = race or sex"
@@ -95,6 +101,8 @@ class Compas(_RealDataset):
 
 @register_dataset
 class Synthetic(Dataset):
+    """Generated from the run's generator: :func:`~parley.scenarios.datasets._synthetic.generate`."""
+
     name = "synthetic"
     Params = SyntheticParams
     params: SyntheticParams
@@ -109,6 +117,8 @@ class Synthetic(Dataset):
 
 @register_dataset
 class Csv(Dataset):
+    """A user's CSV file: :func:`~parley.scenarios.datasets._csv.read_csv`."""
+
     name = "csv"
     Params = CsvParams
     params: CsvParams

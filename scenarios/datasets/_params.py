@@ -38,6 +38,8 @@ TrainSize = Annotated[
     Field(ge=1, description="rows in the training set; None = every row not drawn for the audit set"),
 ]
 Scalar = bool | int | float | str
+#: What every data set's ``name`` field says.
+_NAME_HELP = "the data set (picks this parameter model)"
 
 
 class _Params(BaseModel):
@@ -52,7 +54,7 @@ class DatasetParamsBase(_Params):
     training rows (None = every other row) from the table the data set loads.
     """
 
-    name: str
+    name: str = Field(description=_NAME_HELP)
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
 
@@ -60,8 +62,10 @@ class DatasetParamsBase(_Params):
 class AdultParams(_Params):
     """UCI Adult (1994 census income); see :mod:`parley.scenarios.datasets._real`."""
 
-    name: Literal["adult"] = "adult"
-    protected: Literal["race", "sex", "race3"] = "race"
+    name: Literal["adult"] = Field("adult", description=_NAME_HELP)
+    protected: Literal["race", "sex", "race3"] = Field(
+        "race", description="A: race (White a = 1, Black a = 0, other rows dropped), sex (Male a = 1, Female a = 0) "
+        "or race3 (Black 0, White 1, every other race 2)")
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
     variant: Literal["complete", "openml-1590"] = Field(
@@ -78,8 +82,9 @@ class AdultParams(_Params):
 class GermanParams(_Params):
     """UCI Statlog German Credit; see :mod:`parley.scenarios.datasets._real`."""
 
-    name: Literal["german"] = "german"
-    protected: Literal["sex", "age"] = "sex"
+    name: Literal["german"] = Field("german", description=_NAME_HELP)
+    protected: Literal["sex", "age"] = Field(
+        "sex", description="A: sex (a = 1 for the male personal-status codes) or age (a = 1 iff age > 25)")
     audit_size: AuditSize = 300
     train_size: TrainSize = None
 
@@ -92,11 +97,14 @@ class CompasParams(_Params):
     :func:`parley.scenarios.datasets._real.expand_compas`).
     """
 
-    name: Literal["compas"] = "compas"
-    protected: Literal["race", "sex"] = "race"
+    name: Literal["compas"] = Field("compas", description=_NAME_HELP)
+    protected: Literal["race", "sex"] = Field(
+        "race", description="A: race (Caucasian a = 1, African-American a = 0, other rows dropped) or sex "
+        "(Female a = 1, Male a = 0)")
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
-    filter: Literal["propublica", "none"] = "propublica"
+    filter: Literal["propublica", "none"] = Field(
+        "propublica", description="propublica: ProPublica's row filter (6,172 rows); none: every row (7,214)")
     features: Literal["standard", "expanded"] = Field(
         "standard", description="standard: the 8 columns (12 after encoding); expanded: every column binned and "
         "one-hot, plus every pairwise cross of the binned columns (hundreds of indicators)")
@@ -110,12 +118,15 @@ class SyntheticParams(_Params):
     mean moves with ``a`` (0 = features independent of ``a``).
     """
 
-    name: Literal["synthetic"] = "synthetic"
+    name: Literal["synthetic"] = Field("synthetic", description=_NAME_HELP)
     audit_size: AuditSize = 1000
     minority: int = Field(100, ge=1, description="exact count of a=0 rows in the audit set")
-    train_size: int = Field(5000, ge=1)
-    strength: float = Field(1.0, ge=0.0, allow_inf_nan=False)
-    n_features: int = Field(10, ge=1)
+    train_size: int = Field(5000, ge=1, description="rows in the training set, with the audit set's minority share "
+                                                   "(rounded)")
+    strength: float = Field(1.0, ge=0.0, allow_inf_nan=False,
+                            description="every feature's mean differs between the groups by this many standard "
+                                        "deviations (0 = features independent of a)")
+    n_features: int = Field(10, ge=1, description="feature columns x0, x1, ...")
 
     @model_validator(mode="after")
     def _minority_below_audit_size(self) -> SyntheticParams:
@@ -133,13 +144,14 @@ class CsvParams(_Params):
     ``features`` is stored as a tuple (a list is accepted) so the model stays hashable.
     """
 
-    name: Literal["csv"] = "csv"
-    path: str = Field(min_length=1)
-    label: str = Field(min_length=1)
-    favourable: Scalar = 1
-    protected: str = Field(min_length=1)
-    privileged: Scalar
-    features: tuple[str, ...] | None = Field(None, min_length=1)
+    name: Literal["csv"] = Field("csv", description=_NAME_HELP)
+    path: str = Field(min_length=1, description="the CSV file (in a scenario file, relative to that file's folder)")
+    label: str = Field(min_length=1, description="the label column")
+    favourable: Scalar = Field(1, description="the label value meaning y = 1 (compared as text)")
+    protected: str = Field(min_length=1, description="the protected attribute's column (never a feature)")
+    privileged: Scalar = Field(description="the protected value meaning a = 1 (compared as text)")
+    features: tuple[str, ...] | None = Field(
+        None, min_length=1, description="the feature columns; none = every column but label and protected")
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
 

@@ -46,6 +46,16 @@ class Dataset:
     def __init__(self, params: BaseModel) -> None:
         self.params = params
 
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> None:
+        """Refuse (ConfigError naming the dotted key) a scenario this data set cannot serve; default: accept.
+
+        ``scenario`` is a :class:`parley.scenarios.spec.Scenario` whose ``[dataset]`` names this data set.
+        The spec calls the hook when it validates the scenario, before any data is loaded or any party
+        starts, so it reads the spec only (``scenario.dataset``, the other components' parameters).
+        """
+        return None
+
     def load(self, rng: np.random.Generator | None) -> Table:
         """The whole data set as a :class:`Table` (``rng`` is given, and needed, only when ``seeded``)."""
         raise NotImplementedError(f"data set {self.name!r} implements no load()")

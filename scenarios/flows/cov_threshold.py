@@ -37,7 +37,7 @@ from parley.scenarios.explain import reconstruction_note
 from parley.scenarios.flows import register_flow
 from parley.scenarios.flows.metric_query import score
 from parley.scenarios.spec import Component
-from parley.scenarios.world import DATA_CENTER, World
+from parley.scenarios.world import World
 
 __all__ = ["cov_threshold_flow", "draw_predictions", "fit_in_span"]
 
@@ -87,11 +87,11 @@ def _referee_fit(world: World, name: str, params: dict[str, Any], seed: int) -> 
 
 def _exchange(world: World, payload: dict[str, Any]) -> str:
     """Send one hypothesis-query in the data center's name; the query id of its accept-set."""
-    envelope = world.deployment.call(DATA_CENTER, "request", REQUEST, payload)
+    envelope = world.data_center.request(REQUEST, payload)
     world.network.exchange(envelope)
     query_id = envelope.payload["query_id"]
     if not any(kind == REPLY and p.get("query_id") == query_id
-               for kind, p in world.deployment.call(DATA_CENTER, "replies_received")):
+               for kind, p in world.data_center.replies_received()):
         raise ParleyError(NO_ACCEPT_SET.format(refusals="see the transcript"))
     return query_id
 
@@ -110,7 +110,7 @@ def _answers_on_wire(world: World) -> list[AcceptAnswer]:
 
 def _answers_at_dc(world: World, predictions: dict[str, np.ndarray]) -> list[AcceptAnswer]:
     out = []
-    for kind, payload in world.deployment.call(DATA_CENTER, "replies_received"):
+    for kind, payload in world.data_center.replies_received():
         if kind == REPLY and payload["query_id"] in predictions:
             out.append(AcceptAnswer(predictions[payload["query_id"]], np.asarray(payload["accepted"]),
                                     float(payload["rho"])))
@@ -135,9 +135,9 @@ def cov_threshold_flow(world: World) -> dict[str, Any]:
     seed = int(world.rngs["flow"].integers(2**63 - 1))
 
     # Alg. 1 steps 1-4: the data center's hypotheses, the third party's accept set.
-    predictions = world.deployment.call(DATA_CENTER, "compute", draw_predictions, name, params, seed)
+    predictions = world.data_center.compute(draw_predictions, name, params, seed)
     query_id = _exchange(world, {"predictions": predictions})
-    accepted = _accepted(world.deployment.call(DATA_CENTER, "replies_received"), query_id)
+    accepted = _accepted(world.data_center.replies_received(), query_id)
     world.learn(f"the data center learns which {accepted.size:,} of its {predictions.shape[0]:,} hypotheses are "
                 f"nearly uncorrelated with A, and will learn in their span")
 
@@ -145,7 +145,7 @@ def cov_threshold_flow(world: World) -> dict[str, Any]:
     if learner_cls.needs_attribute:
         out = _referee_fit(world, name, params, seed)
     else:
-        out = world.deployment.call(DATA_CENTER, "compute", fit_in_span, name, params, seed, query_id)
+        out = world.data_center.compute(fit_in_span, name, params, seed, query_id)
     model = classification_metrics(out["audit"], split.y_audit, split.a_audit)
     metrics: dict[str, Any] = {
         **model,
@@ -170,7 +170,7 @@ def cov_threshold_flow(world: World) -> dict[str, Any]:
     n1 = int(split.a_train.sum())  # used only if the attack's know_counts (public statistics)
     if scenario.threat_model == "curious-data-center":
         sent = {query_id: predictions}
-        rho = float(world.deployment.call(DATA_CENTER, "replies_received")[-1][1]["rho"])  # stated in every reply
+        rho = float(world.data_center.replies_received()[-1][1]["rho"])  # stated in every reply
         probes = attack.probes(int(split.a_train.size), rho, n1)
         if probes is not None:
             sent[_exchange(world, {"predictions": probes})] = probes

@@ -33,7 +33,7 @@ from parley.parties.transcript import read_transcript
 from parley.protocols.errors import ConfigError
 from parley.protocols.group_gaps import unfairness
 from parley.scenarios.flows import register_flow
-from parley.scenarios.world import COMPLIANCE, DATA_CENTER, World
+from parley.scenarios.world import COMPLIANCE, World
 
 __all__ = ["fairness_certificate_flow", "published_certificate", "NO_LEARNER", "NOT_BLACK_BOX"]
 
@@ -108,7 +108,7 @@ def fairness_certificate_flow(world: World) -> dict[str, Any]:
     if scenario.threat_model != "black-box-auxiliary":
         raise ConfigError(NOT_BLACK_BOX.format(threat=scenario.threat_model))
     yhat_train, yhat_attack, target_metrics = _train_target(world)
-    request = world.deployment.call(DATA_CENTER, "request", "certificate-request",
+    request = world.data_center.request("certificate-request",
                                     {"predictions": yhat_train.astype(np.float64)[None, :]})
     world.network.exchange(request)
     world.transcript.close()

@@ -42,36 +42,36 @@ def _build_attack(component: Component, view: AttackerView, rng: np.random.Gener
 
 def _honest_use(world: World) -> dict[str, Any]:
     """The data center trains and asks how fair its base model is."""
-    metrics = world.deployment.call(DATA_CENTER, "train")
+    metrics = world.data_center.train()
     budget = world.scenario.budget
     # Under a per-purpose budget policy the honest queries declare the audit purpose (charged to its account).
     purpose = AUDIT_PURPOSE if budget is not None and budget.purposes is not None else None
     for metric in world.scenario.audit_metrics:
-        world.network.exchange(world.deployment.call(DATA_CENTER, "audit_query", metric, purpose))
-    for answer in world.deployment.call(DATA_CENTER, "answers_received"):
+        world.network.exchange(world.data_center.audit_query(metric, purpose))
+    for answer in world.data_center.answers_received():
         metrics[f"base_{answer['metric']}"] = float(answer["values"][0])
     return metrics
 
 
 def _curious_attack(world: World) -> Reconstruction:
     """The data center defects: the adversary queries in its name until the attack ends."""
-    view, identity = world.deployment.call(DATA_CENTER, "defect")
+    view, identity = world.data_center.defect()
     world.learn(f"the data center turns adversary: it runs the {world.scenario.attack.name} attack, querying "
                 "in its own name with its base model, its scores and the audit labels in hand")
-    world.deployment.add(ADVERSARY, world.adversary, identity, world.keyring,
+    world.deployment.add(ADVERSARY, Adversary, identity, world.keyring,
                          _build_attack(world.scenario.attack, view, world.rngs["adversary"]), COMPLIANCE,
-                         world.protocol.name, **world.adversary_kwargs)
+                         world.protocol.name, codec=world.adversary_codec)
     world.network.route(DATA_CENTER, ADVERSARY)  # answers to the data center's name now reach the adversary
     if world.progress is not None:  # a terminal's status line counts what the attack learns from here on
         world.progress.watch(functools.partial(world.deployment.call, ADVERSARY, "status"))
-    models_before = world.deployment.call(COMPLIANCE, "stats")["models_answered"]
-    world.network.exchange(world.deployment.call(ADVERSARY, "start"))
+    models_before = world.compliance.stats()["models_answered"]
+    world.network.exchange(world.attacker().start())
     try:
-        return world.deployment.call(ADVERSARY, "outcome")
+        return world.attacker().outcome()
     except AttackError:
         # The budget did its job: the attack ran out of budget before it could conclude. The run
         # still reports (nobody attacked, what was answered and spent) instead of failing.
-        stats = world.deployment.call(COMPLIANCE, "stats")
+        stats = world.compliance.stats()
         if world.ledger_path is None or not stats["budget_refusals"]:
             raise
         empty = np.empty(0, dtype=np.int64)
@@ -84,7 +84,7 @@ def _explain_attack(world: World, reconstruction: Reconstruction, a: np.ndarray,
 
     ``position``: each envelope's place in the transcript (1-based), by id.
     """
-    steps = world.deployment.call(ADVERSARY, "progress")
+    steps = world.attacker().progress()
     targeted, a_hat = np.zeros(a.size, dtype=bool), np.zeros(a.size, dtype=np.int8)
     decided = np.zeros(a.size, dtype=bool)
     # A sentence after every answer up to MAX_PROGRESS_NOTES answers, then after evenly spaced ones and the last.
@@ -127,7 +127,7 @@ def _overhear(world: World, slot: str, component: Component, seen: list, rng: np
     wire_view = AttackerView(n=int(world.split.a_audit.shape[0]))
     world.deployment.add(slot, Adversary, world.identities[OBSERVER], world.keyring,
                          _build_attack(component, wire_view, rng), COMPLIANCE, world.protocol.name)
-    return world.deployment.call(slot, "observe", seen)
+    return world.attacker(slot).observe(seen)
 
 
 def score(reconstruction: Reconstruction, a: np.ndarray) -> dict[str, Any]:
@@ -204,14 +204,14 @@ def metric_query_flow(world: World) -> dict[str, Any]:
     """Honest queries, the curious data center's attack or the observers', scored; the transcript is closed."""
     scenario, a = world.scenario, world.split.a_audit
     model_metrics = _honest_use(world)
-    base = world.deployment.call(DATA_CENTER, "view").base_predictions
+    base = world.data_center.view().require("base_predictions")
     if scenario.threat_model == "curious-data-center":
         reconstruction = _curious_attack(world)
     world.transcript.close()
     # The curious compliance party: how well it reads the base model's predictions from the first honest query.
     model_metrics["compliance_view_accuracy"] = compliance_view_accuracy(
         iter_transcript(world.transcript.path, verify=False), COMPLIANCE, DATA_CENTER, base)
-    opened = world.deployment.call(DATA_CENTER, "opened") if getattr(world.protocol, "secure", False) else None
+    opened = world.data_center.opened() if getattr(world.protocol, "secure", False) else None
     query_errors, position = _read_back(world.transcript.path, a, world.split.y_audit, opened)
     if scenario.threat_model == "curious-data-center":
         _explain_attack(world, reconstruction, a, position)

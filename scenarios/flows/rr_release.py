@@ -29,6 +29,7 @@ import numpy as np
 
 from parley.parties.attacks import AttackerView, get_attack, leakage
 from parley.parties.confidential import is_sealed
+from parley.parties.handles import ReleaseAdversaryHandle
 from parley.parties.learners import get_learner
 from parley.parties.learners.partial_reporting import partial_reporting_at_data_center
 from parley.parties.learners.two_step import release_of, two_step_at_data_center
@@ -43,7 +44,7 @@ from parley.protocols.estimators.rr_estimators import (
 from parley.protocols.mechanisms.randomized_response import ATTRIBUTE_RELEASE, RELEASE_REQUEST
 from parley.scenarios.explain import set_name
 from parley.scenarios.flows import register_flow
-from parley.scenarios.world import ADVERSARY, DATA_CENTER, World
+from parley.scenarios.world import ADVERSARY, World
 
 __all__ = ["fairness_of", "rr_release_flow"]
 
@@ -76,7 +77,7 @@ def _accuracy(soft: np.ndarray, y: np.ndarray) -> float:
 
 
 def _release(world: World, name: str) -> None:
-    world.network.exchange(world.deployment.call(DATA_CENTER, "request", RELEASE_REQUEST, {"set": name}))
+    world.network.exchange(world.data_center.request(RELEASE_REQUEST, {"set": name}))
 
 
 def _released_on_wire(world: World) -> dict[str, dict[str, Any]]:
@@ -104,8 +105,8 @@ def _attack(world: World, releases: dict[str, dict[str, Any]]) -> dict[str, Any]
     world.deployment.add(ADVERSARY, attack_cls, component.params, AttackerView(n=int(a_true.shape[0])),
                          world.rngs["adversary"])
     eps, k = float(release["epsilon"]), int(release["groups"])
-    reconstruction = world.deployment.call(ADVERSARY, "infer", np.asarray(release["z"]), eps, k,
-                                           X if aux else None, X_aux, a_aux)
+    reconstruction = ReleaseAdversaryHandle(world.deployment, ADVERSARY).infer(
+        np.asarray(release["z"]), eps, k, X if aux else None, X_aux, a_aux)
     truth = a_true[reconstruction.indices]
     correct = int(np.count_nonzero(reconstruction.a_hat == truth))
     out: dict[str, Any] = {
@@ -120,7 +121,7 @@ def _attack(world: World, releases: dict[str, dict[str, Any]]) -> dict[str, Any]
         "leakage_bound_release": 100.0 * rr_keep_probability(eps, k),
         "queries": len(releases),
     }
-    features_only = world.deployment.call(ADVERSARY, "features_only_guess")
+    features_only = ReleaseAdversaryHandle(world.deployment, ADVERSARY).features_only_guess()
     if features_only is not None:
         out["leakage_features_only"] = leakage(a_true, features_only)
     out.update({f"attack_{key}": value for key, value in reconstruction.info.items()})
@@ -137,14 +138,14 @@ def _parties(scenario: Any) -> tuple[str, ...]:
 def rr_release_flow(world: World) -> dict[str, Any]:
     """Releases, the data center's audit and learning, the adversary's inference; scored by the referee."""
     scenario, split = world.scenario, world.split
-    metrics: dict[str, Any] = world.deployment.call(DATA_CENTER, "train")
+    metrics: dict[str, Any] = world.data_center.train()
     sets = ["train", "audit"] if scenario.learner is not None else ["audit"]
     after: dict[str, int] = {}  # the message number of each set's release (or refusal)
     for name in sets:
         _release(world, name)
         after[name] = world.network.messages
-    base = world.deployment.call(DATA_CENTER, "view").base_predictions.astype(np.float64)
-    metrics.update(world.deployment.call(DATA_CENTER, "compute", _audit_base_model, base))
+    base = world.data_center.view().require("base_predictions").astype(np.float64)
+    metrics.update(world.data_center.compute(_audit_base_model, base))
     for notion in FAIRNESS_NOTIONS:
         metrics[f"audit_{notion}_true"] = fairness_of(base, split.y_audit, split.a_audit, notion)
         truth = group_rates(notion, base, split.y_audit, split.a_audit, 700.0, int(split.a_audit.max()) + 1).naive
@@ -159,7 +160,7 @@ def rr_release_flow(world: World) -> dict[str, Any]:
     if scenario.learner is not None:
         learner = get_learner(scenario.learner.name)
         seed = int(world.rngs["flow"].integers(2**31 - 1))
-        fitted = world.deployment.call(DATA_CENTER, "compute", _learn_with, learner.name, scenario.learner.params,
+        fitted = world.data_center.compute(_learn_with, learner.name, scenario.learner.params,
                                        seed)
         metrics.update(_score_learning(fitted, split.y_audit, split.a_audit, scenario.learner.params.constraint))
         world.learn(_learning_sentence(learner.name, scenario.learner.params.constraint, metrics),
@@ -168,7 +169,7 @@ def rr_release_flow(world: World) -> dict[str, Any]:
     if scenario.threat_model == "passive-observer":
         releases = _released_on_wire(world)
     else:  # the data center itself (curious, or holding auxiliary data) reads what it was given
-        releases = {p["set"]: p for kind, p in world.deployment.call(DATA_CENTER, "replies_received")
+        releases = {p["set"]: p for kind, p in world.data_center.replies_received()
                     if kind == ATTRIBUTE_RELEASE}
     metrics.update(_attack(world, releases))
     _explain_attack(world, metrics, after.get(metrics["attack_target"], world.network.messages))

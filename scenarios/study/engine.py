@@ -34,7 +34,8 @@ import pandas as pd
 import ray
 from tqdm import tqdm
 
-from parley.parties.actors import ensure_ray, start_hosts
+from parley.parties.ray.cluster import ensure_ray
+from parley.parties.ray.hosts import start_hosts
 from parley.parties.run_secrets import RunSecrets
 from parley.protocols.errors import ConfigError, InternalError, ParleyError
 from parley.scenarios.datasets import Table, dataset_of, load_table
@@ -209,7 +210,7 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
     party_hosts : {"worker", "actors"}
         Where a cell's parties run. ``"worker"`` (default): as objects inside the study worker's own
         process (itself a Ray actor), so a worker starts one process, not five; ``"actors"``: each in a
-        :class:`~parley.parties.actors.PartyHost` actor of its own, restored after a crash of its process
+        :class:`~parley.parties.ray.hosts.PartyHost` actor of its own, restored after a crash of its process
         (what a campaign that kills party processes needs). The wire is the same either way (signed,
         verified, logged envelopes, the same ledger), and so are the results.
     secrets : RunSecrets or path-like, optional

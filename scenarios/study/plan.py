@@ -185,8 +185,11 @@ class Study(BaseModel):
         return cls.from_toml(resolve_study(name_or_path))
 
     def with_overrides(self, assignments: Sequence[str]) -> Study:
-        """``key=value`` strings: study fields (``repeats=3``, ``grid.protocol.decimals=[2,4]``,
-        ``outputs.metrics=[...]``) by their name, anything else as a fixed override of the base scenario."""
+        """The study with ``key=value`` overrides applied.
+
+        Study fields (``repeats=3``, ``grid.protocol.decimals=[2,4]``, ``outputs.metrics=[...]``) by
+        their name, anything else as a fixed override of the base scenario.
+        """
         data = self.model_dump(exclude={"folder"})
         for text in assignments:
             key, value = parse_assignment(text)

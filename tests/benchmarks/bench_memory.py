@@ -6,7 +6,7 @@ inherits another's heap) and makes ``--calls`` calls, each carrying a fresh 400 
 
 * ``bare``: a bare actor method receiving the array and computing the same metric, no envelope;
 * ``parley-wire``: a signed metric query sent through the network (logged in the transcript and
-  delivered to the compliance party in a :class:`~parley.parties.actors.RayDeployment`);
+  delivered to the compliance party in a :class:`~parley.parties.ray.deployment.RayDeployment`);
 * ``parley-direct``: the same envelope handed to the party with ``deployment.call`` (not logged).
 
 Memory is read from ``/proc`` (no psutil needed): the driver's resident set (what grows when the
@@ -49,10 +49,11 @@ def run_variant(variant: str, calls: int) -> dict:
     """One variant in this process: memory after warm-up and after ``calls`` calls."""
     import ray
 
-    from parley.parties.actors import RayDeployment, ensure_ray
     from parley.parties.compliance import Compliance
     from parley.parties.network import Network
     from parley.parties.party import check_reply
+    from parley.parties.ray.cluster import ensure_ray
+    from parley.parties.ray.deployment import RayDeployment
     from parley.parties.transcript import TranscriptWriter
     from parley.parties.wire import Identity, Keyring
     from parley.protocols import get_protocol

@@ -34,7 +34,7 @@ from parley.parties.compliance import Compliance
 from parley.parties.data_center import DataCenter
 from parley.parties.network import LocalDeployment, Network
 from parley.parties.run_secrets import PartySecret
-from parley.parties.secure import HELPER_ROLE, Helper, SecureDataCenter, SecureQuerier, pair_keys
+from parley.parties.secure import HELPER_ROLE, Helper, SecureQuerier, pair_keys
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring, encode_payload
 from parley.protocols import get_protocol
@@ -75,20 +75,20 @@ def one_query(name: str, scores: np.ndarray, a: np.ndarray, y: np.ndarray, m: in
         answering = protocol
         keygen = None
         if getattr(protocol, "homomorphic", False):
-            from parley.parties.homomorphic import HeDataCenter, HeQuerier
+            from parley.parties.homomorphic import HeQuerier
 
             he = HeQuerier(protocol, a.size)
             started = time.perf_counter()
             he.keys.public_context()  # the querier's key pair, made once per querier (not per query)
             keygen = round(time.perf_counter() - started, 3)
-            deployment.add("data-center", HeDataCenter, ids["data-center"], keyring, None, None, "compliance",
-                           name, np.random.default_rng(1), he=he)
+            deployment.add("data-center", DataCenter, ids["data-center"], keyring, None, None, "compliance",
+                           name, np.random.default_rng(1), codec=he)
         elif secure:
             keys = pair_keys(("compliance", "data-center", "mpc-helper"))
             answering = protocol.keyed(keys["compliance"])
             querier = SecureQuerier(protocol.keyed(keys["data-center"]), keys["data-center"], y, "mpc-helper")
-            deployment.add("data-center", SecureDataCenter, ids["data-center"], keyring, None, None, "compliance",
-                           name, np.random.default_rng(1), secure=querier)
+            deployment.add("data-center", DataCenter, ids["data-center"], keyring, None, None, "compliance",
+                           name, np.random.default_rng(1), codec=querier)
             deployment.add("mpc-helper", Helper, ids["mpc-helper"], keyring, protocol.keyed(keys["mpc-helper"]),
                            ["data-center"], a.size, np.random.default_rng(2))
             network.route("mpc-helper", "mpc-helper")

@@ -50,7 +50,7 @@ def one(n: int, backend: str, every_s: float) -> dict:
 
     with PeakSampler(every_s) as memory:
         if backend == "ray":
-            from parley.parties.actors import ensure_ray
+            from parley.parties.ray.cluster import ensure_ray
 
             ensure_ray()
         scenario = Scenario.from_toml(scenario_path("adult-reveal-precision")).with_values({

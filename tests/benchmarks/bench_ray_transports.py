@@ -24,8 +24,8 @@ import numpy as np
 import ray
 from ray.dag import InputNode
 
-from parley.parties.actors import ensure_ray
 from parley.parties.party import check_reply
+from parley.parties.ray.cluster import ensure_ray
 from parley.parties.wire import Identity, Keyring
 from tests.party_world import Echo
 

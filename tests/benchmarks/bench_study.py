@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from parley.parties.actors import ensure_ray
+from parley.parties.ray.cluster import ensure_ray
 from parley.scenarios.runner import run
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study import Study

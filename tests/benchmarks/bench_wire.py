@@ -37,10 +37,11 @@ import numpy as np
 import ray
 from nacl.signing import SigningKey
 
-from parley.parties.actors import RayDeployment, ensure_ray
 from parley.parties.compliance import Compliance
 from parley.parties.network import Network
 from parley.parties.party import check_reply
+from parley.parties.ray.cluster import ensure_ray
+from parley.parties.ray.deployment import RayDeployment
 from parley.parties.run_secrets import PartySecret
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring, payload_digest

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from parley.parties import actors
-from parley.parties.actors import BAD_ADDRESS, NOT_RAY, UNREACHABLE, ClusterError
+from parley.parties.ray import cluster
+from parley.parties.ray.cluster import BAD_ADDRESS, NOT_RAY, UNREACHABLE, ClusterError
 
 
 def _prefix(message: str) -> str:
@@ -44,7 +44,7 @@ def silent_port() -> Iterator[int]:
 @pytest.mark.parametrize("address", ["127.0.0.1", "head:port", "head:0", "head:70000", ":6379"])
 def test_malformed_address_is_refused_before_any_connection(address: str) -> None:
     with pytest.raises(ClusterError, match=_prefix(BAD_ADDRESS)) as info:
-        actors._check_cluster(address)
+        cluster._check_cluster(address)
     assert repr(address) in str(info.value)
 
 
@@ -53,16 +53,17 @@ def test_refused_port_and_unknown_host_fail_at_once(closed_port: int) -> None:
                             ("no-such-head.invalid:6379", "unknown host 'no-such-head.invalid'")):
         started = time.monotonic()
         with pytest.raises(ClusterError, match=_prefix(UNREACHABLE)) as info:
-            actors._check_cluster(address)
-        assert time.monotonic() - started < actors.CONNECT_TIMEOUT_S
+            cluster._check_cluster(address)
+        assert time.monotonic() - started < cluster.CONNECT_TIMEOUT_S
         assert address in str(info.value) and reason in str(info.value)
 
 
+@pytest.mark.system  # waits out the connection timeout
 def test_a_port_that_never_answers_is_not_taken_for_a_cluster(silent_port: int, monkeypatch) -> None:
-    monkeypatch.setattr(actors, "CONNECT_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 2.0)
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # keep this process's Ray settings as they were
     started = time.monotonic()
     with pytest.raises(ClusterError, match=_prefix(NOT_RAY.replace("{address}", f"127.0.0.1:{silent_port}"))):
-        actors._check_cluster(f"127.0.0.1:{silent_port}")
+        cluster._check_cluster(f"127.0.0.1:{silent_port}")
     assert time.monotonic() - started < 4 * 2.0 + 5  # the TCP connect, then the GCS probe's bound
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from parley.parties.actors import TOKEN_REFUSED, UNREACHABLE
+from parley.parties.ray.cluster import TOKEN_REFUSED, UNREACHABLE
 from parley.parties.transcript import verify_transcript
 from tests.cluster.conftest import TwoNodeCluster, _free_ports, _our_pids
 

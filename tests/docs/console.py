@@ -379,13 +379,13 @@ def _my_scenario(session: Session) -> None:
 
 @setup("studydemo")
 def _studydemo(session: Session) -> None:
-    """docs/studies.md's ``studydemo/``: the study ``targets.toml`` it quotes and the ``base.toml`` it describes."""
+    """docs/studies.md's ``studydemo/``: the study ``train-rows.toml`` it quotes and the ``base.toml`` it describes."""
     folder = session.folder
     page = (REPO / "docs" / "studies.md").read_text(encoding="utf-8")
-    targets = re.search(r"```toml\n(name = \"targets\".*?)```", page, re.S)
-    assert targets, "docs/studies.md no longer quotes studydemo/targets.toml"
+    study = re.search(r"```toml\n(name = \"train-rows\".*?)```", page, re.S)
+    assert study, "docs/studies.md no longer quotes studydemo/train-rows.toml"
     (folder / "studydemo").mkdir(exist_ok=True)
-    (folder / "studydemo" / "targets.toml").write_text(targets.group(1), encoding="utf-8")
+    (folder / "studydemo" / "train-rows.toml").write_text(study.group(1), encoding="utf-8")
     (folder / "studydemo" / "base.toml").write_text(STUDYDEMO_BASE, encoding="utf-8")
 
 

@@ -7,6 +7,7 @@ docs/design.md ("Docs that run"). Refresh the quotes from real output with
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +20,20 @@ from tests.docs.console import PAGES, REPO, SETUPS, Outcome, all_blocks, parse_p
 
 PAGES_WITH_BLOCKS = [page for page in PAGES if parse_page(page)]
 PAGES_WITH_SLOW = [page for page in PAGES if any(b.slow and b.not_run is None for b in parse_page(page))]
+#: A quoted ``parley run``, ``study`` or ``compare`` that runs as parley does by default, over Ray (not a refusal
+#: quoted as ``parley: error: ...``): its page's sessions are slow docs sessions of the system tier (docs/design.md,
+#: "Test tiers").
+OVER_RAY = re.compile(r"^parley (?:run|study|compare)\b(?!.*(?:backend=local|--help))")
+
+
+def _over_ray(page: Path) -> bool:
+    return any(OVER_RAY.match(command.text) and not "".join(command.expected[:1]).startswith("parley: error:")
+               for block in parse_page(page) if block.quotes_output and not block.not_run and not block.slow
+               for command in block.commands)
+
+
+def _tiered(page: Path):
+    return pytest.param(page, marks=[pytest.mark.ray, pytest.mark.system]) if _over_ray(page) else page
 
 
 def _id(page: Path) -> str:
@@ -46,7 +61,7 @@ def _report(outcome: Outcome) -> str:
         + "\n\n".join(outcome.failures)
 
 
-@pytest.mark.parametrize("page", PAGES_WITH_BLOCKS, ids=_id)
+@pytest.mark.parametrize("page", [_tiered(page) for page in PAGES_WITH_BLOCKS], ids=_id)
 def test_quoted_sessions_print_what_they_quote(page: Path, tmp_path: Path) -> None:
     outcome = run_page(page, tmp_path, slow=False)
     assert not outcome.failures, _report(outcome)
@@ -54,6 +69,7 @@ def test_quoted_sessions_print_what_they_quote(page: Path, tmp_path: Path) -> No
 
 @pytest.mark.reliability
 @pytest.mark.slow
+@pytest.mark.ray  # the slow sessions run studies and catalog scenarios over Ray
 @pytest.mark.parametrize("page", PAGES_WITH_SLOW, ids=_id)
 def test_slow_quoted_sessions_print_what_they_quote(page: Path, tmp_path: Path) -> None:
     outcome = run_page(page, tmp_path, slow=True)

@@ -1,6 +1,6 @@
 """The restore journal keeps no call's arguments in the driver, and a party restored from it is exact.
 
-A party host's journal (:mod:`parley.parties.actors`) holds an envelope the network logged as its
+A party host's journal (:mod:`parley.parties.ray.journal`) holds an envelope the network logged as its
 place in ``transcript.jsonl`` and every other call pickled in a file; the driver keeps neither the
 payloads nor the envelopes. These tests play the reader who suspects the driver still holds them
 (a weak reference to each payload array must die once the caller drops it) and the one who suspects
@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from parley.parties import wire
-from parley.parties.actors import RayDeployment
 from parley.parties.compliance import Compliance
 from parley.parties.network import Network
 from parley.parties.party import REFUSAL, check_reply
+from parley.parties.ray.deployment import RayDeployment
 from parley.parties.transcript import TranscriptWriter
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet

@@ -9,10 +9,11 @@ import pytest
 import ray
 
 from parley.parties import wire
-from parley.parties.actors import HOST_PREFIX, RayDeployment
 from parley.parties.adversary import Adversary
 from parley.parties.attacks import AttackerView, get_attack
 from parley.parties.party import REFUSAL, check_reply
+from parley.parties.ray.deployment import RayDeployment
+from parley.parties.ray.hosts import HOST_PREFIX
 from parley.protocols.errors import AttackError, ParleyError
 from parley.protocols.metrics import statistical_parity_difference
 from tests.party_world import deploy_compliance, hostile_envelopes, query

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from parley.parties import wire
-from parley.parties.actors import RayDeployment
 from parley.parties.network import Network
 from parley.parties.party import check_reply
+from parley.parties.ray.deployment import RayDeployment
 from parley.parties.transcript import TranscriptWriter, check_transcript
 from tests.party_world import Echo, HashMeter, query
 

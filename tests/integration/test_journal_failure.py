@@ -15,8 +15,9 @@ import os
 import numpy as np
 import pytest
 
-from parley.parties.actors import JOURNAL_FAILED, JOURNAL_LOST, PartyLostError, RayDeployment
 from parley.parties.party import check_reply
+from parley.parties.ray.deployment import JOURNAL_LOST, PartyLostError, RayDeployment
+from parley.parties.ray.journal import JOURNAL_FAILED
 from parley.protocols.errors import InternalError
 from tests.party_world import Echo, query
 

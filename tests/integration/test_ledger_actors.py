@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from parley.parties import wire
-from parley.parties.actors import RayDeployment
 from parley.parties.compliance import Compliance, account_of
 from parley.parties.ledger import Ledger
 from parley.parties.party import REFUSAL, check_reply
+from parley.parties.ray.deployment import RayDeployment
 from parley.protocols.base import AuditSet
 from parley.protocols.budget import PureDP
 from tests.fixed_secrets import party_secret

@@ -14,10 +14,10 @@ import os
 import numpy as np
 import pytest
 
-from parley.parties.actors import RayDeployment
 from parley.parties.compliance import Compliance
 from parley.parties.network import LocalDeployment, Network
 from parley.parties.party import REFUSAL, check_reply
+from parley.parties.ray.deployment import RayDeployment
 from parley.parties.transcript import TranscriptWriter, check_transcript, read_transcript
 from parley.parties.wire import BUDGET_EXCEEDED, REPLAY
 from parley.protocols.base import AuditSet

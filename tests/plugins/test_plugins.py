@@ -148,6 +148,7 @@ def _python(code: str, *sites: Path, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.system  # pip-installed plug-ins (the sites fixture): the system tier
 def test_parley_list_shows_each_plugin_with_its_origin(sites, tmp_path):
     done = _parley(["list"], sites["toy"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -174,6 +175,7 @@ def test_without_the_package_no_plugin_is_registered():
         assert name not in registry and {str(o) for o in registry.origins().values()} == {"parley"}
 
 
+@pytest.mark.system
 def test_plugin_protocol_and_attack_run_like_builtins(sites, tmp_path):
     done = _parley(["run", str(SCENARIOS / "toy-round-flip.toml"), "--out", str(tmp_path / "run")], sites["toy"],
                    cwd=tmp_path)
@@ -191,6 +193,7 @@ def test_plugin_protocol_and_attack_run_like_builtins(sites, tmp_path):
     assert len(released) == 2 and all(p["step"] == 1e-4 for p in released)  # the honest query, then the attack's
 
 
+@pytest.mark.system
 def test_plugin_learner_trains_the_certified_model(sites, tmp_path):
     done = _parley(["run", str(SCENARIOS / "toy-logit-certificate.toml"), "--out", str(tmp_path / "run")],
                    sites["toy"], cwd=tmp_path)
@@ -203,6 +206,7 @@ def test_plugin_learner_trains_the_certified_model(sites, tmp_path):
     assert m["attacked"] == 600 and 50.0 < m["leakage"] <= 100.0
 
 
+@pytest.mark.system
 def test_plugin_dataset_is_split_and_attacked_like_a_builtin(sites, tmp_path):
     done = _parley(["run", str(SCENARIOS / "toy-blobs-double-query.toml"), "--out", str(tmp_path / "run")],
                    sites["toy"], cwd=tmp_path)
@@ -214,6 +218,7 @@ def test_plugin_dataset_is_split_and_attacked_like_a_builtin(sites, tmp_path):
     assert m["leakage"] == 100.0 and m["attacked"] == 20 and m["base_accuracy"] > 0.7
 
 
+@pytest.mark.system
 def test_specs_validate_plugin_tables_against_the_plugin_params(sites, tmp_path):
     code = textwrap.dedent(f"""\
         import json
@@ -240,6 +245,7 @@ def test_specs_validate_plugin_tables_against_the_plugin_params(sites, tmp_path)
     assert out["dataset.name=toy-blobs dataset.rows=3"] == too_few
 
 
+@pytest.mark.system
 def test_broken_and_clashing_plugins_give_typed_errors_naming_distribution_and_entry_point(sites, tmp_path):
     done = _python(PROBE, sites["toy"], sites["bad"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -267,6 +273,7 @@ def test_broken_and_clashing_plugins_give_typed_errors_naming_distribution_and_e
     assert set(out["datasets"][0][1].split("; ")) == {not_a_class, misnamed}
 
 
+@pytest.mark.system
 def test_the_command_line_reports_a_broken_plugin_in_one_line(sites, tmp_path):
     done = _parley(["list"], sites["bad"], cwd=tmp_path)
     message = PLUGIN_LOAD_FAILED.format(

@@ -14,7 +14,7 @@ Two ways to hit a run:
   host die (Ray restarts it), restores the party and retries the call.
   ``relentless`` also ends the host's process each time the deployment tries
   to restore it, so the run must stop with
-  :class:`parley.parties.actors.PartyLostError`.
+  :class:`parley.parties.ray.deployment.PartyLostError`.
 * :class:`StudyKiller` (a study): a thread that, at seeded random times, kills
   this job's party hosts (found by name in the job's namespace) or one of its
   study-worker processes (by the PID Ray's actor table gives for this job; never
@@ -43,9 +43,10 @@ from typing import Any
 import numpy as np
 import ray
 
-from parley.parties.actors import HOST_PREFIX, RayDeployment
 from parley.parties.ledger import Ledger
 from parley.parties.party import REFUSAL
+from parley.parties.ray.deployment import RayDeployment
+from parley.parties.ray.hosts import HOST_PREFIX
 from parley.parties.transcript import read_transcript, verify_transcript
 from parley.parties.wire import payload_digest
 from parley.protocols.errors import IncompleteTranscriptError

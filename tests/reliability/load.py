@@ -84,7 +84,8 @@ def run_load(ledger_path: Path, queriers: int = 8, queries: int = 1000, quota: i
     for identity in (compliance, *ids.values()):
         ring.add(identity.key_entry())
     if backend == "ray":
-        from parley.parties.actors import RayDeployment, ensure_ray
+        from parley.parties.ray.cluster import ensure_ray
+        from parley.parties.ray.deployment import RayDeployment
 
         ensure_ray()
         deployment = RayDeployment()

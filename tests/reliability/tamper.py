@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from parley.parties.transcript import FORMAT, _chain_hash
+from parley.parties.transcript.chain import FORMAT, _chain_hash
 from parley.parties.wire import GENESIS, Identity, end_bytes, header_bytes
 
 Lines = list[dict[str, Any]]

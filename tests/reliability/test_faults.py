@@ -5,7 +5,7 @@ ends the process of the compliance party's, the data center's or the adversary's
 actor inside a seeded deployment call to it (on entry, or after the party did its work
 and before the reply leaves): a call the injector controls, never a time, so every
 planned fault fires exactly once however loaded the machine is. Ray restarts the host and
-:class:`parley.parties.actors.RayDeployment` restores the party (load, journal replay, ledger
+:class:`parley.parties.ray.deployment.RayDeployment` restores the party (load, journal replay, ledger
 reopened) and retries the call. After every run :func:`tests.reliability.faults.check_run`
 checks the transcript, the ledger and the answers. A run hit by a fault must give the
 result of the same run without one wherever the fault cannot change it: a data-center
@@ -22,7 +22,7 @@ import json
 import numpy as np
 import pytest
 
-from parley.parties.actors import RECOVERIES_PER_CALL, PartyLostError
+from parley.parties.ray.deployment import RECOVERIES_PER_CALL, PartyLostError
 from parley.scenarios.catalog import scenario_path
 from parley.scenarios.runner import VOLATILE, run
 from parley.scenarios.spec import Scenario

@@ -147,6 +147,7 @@ def test_query_over_the_value_limit_refused_before_its_matrix_is_built():
     assert peak < REFUSAL_BYTES + 4 * 8 * m  # the walk and the checks, never 8 x m x n
 
 
+@pytest.mark.system  # answers a query at the size limit under tracemalloc: about 16 s
 def test_query_at_the_value_limit_costs_a_bounded_multiple_of_its_size():
     """A query at the limit is answered; its peak allocation stays within 3 x the matrix (criterion on bytes)."""
     t = ComplianceTarget()

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parley.parties import transcript as transcript_module
 from parley.parties.network import LocalDeployment
 from parley.parties.transcript import check_transcript
+from parley.parties.transcript.chain import FORMAT
 from parley.protocols.errors import IncompleteTranscriptError, TranscriptError
 from parley.scenarios import world as world_module
 from parley.scenarios.catalog import scenario_path
@@ -247,7 +247,7 @@ def test_bad_anchors_are_usage_errors(run_dir, tmp_path, capsys, monkeypatch, ar
 
 
 def test_an_older_transcript_is_refused_by_name(run_dir, tmp_path):
-    old = (run_dir / "transcript.jsonl").read_text().replace(transcript_module.FORMAT, "parley-transcript-v3", 1)
+    old = (run_dir / "transcript.jsonl").read_text().replace(FORMAT, "parley-transcript-v3", 1)
     path = tmp_path / "old.jsonl"
     path.write_text(old)
     with pytest.raises(TranscriptError, match="older parley") as exc:

@@ -37,6 +37,7 @@ def test_run_writes_the_table_ii_metrics_accept_count_and_leakage(tmp_path):
     assert len(envelopes[1].payload["accepted"]) == m["accepted"]
 
 
+@pytest.mark.system  # more runs of the scenario (the default tier keeps the first test)
 def test_span_rank_of_the_accepted_hypotheses_against_every_linear_model(base, tmp_path):
     # Standard COMPAS encoding: a dozen accepted random directions span every linear model on the features.
     standard = run(base, out=tmp_path / "standard").metrics
@@ -48,17 +49,20 @@ def test_span_rank_of_the_accepted_hypotheses_against_every_linear_model(base, t
     assert 0 < expanded["span_rank"] == expanded["accepted"] < expanded["linear_rank"] <= expanded["features"]
 
 
+@pytest.mark.system  # more runs of the scenario (the default tier keeps the first test)
 def test_a_passive_observer_learns_what_the_curious_data_center_learns(base, tmp_path):
     insider = run(base, tmp_path / "dc").metrics
     observer = run(base.with_values({"threat_model": "passive-observer"}), tmp_path / "obs").metrics
     assert observer["accepted"] == insider["accepted"] and observer["leakage"] == insider["leakage"]
 
 
+@pytest.mark.system  # more runs of the scenario (the default tier keeps the first test)
 def test_probes_of_a_curious_data_center_travel_as_a_second_signed_query(base, tmp_path):
     result = run(base.with_values({"attack.probes": 50}), tmp_path)
     assert result.metrics["messages"] == 4 and result.metrics["attack_hypotheses_seen"] == 110
 
 
+@pytest.mark.system  # more runs of the scenario (the default tier keeps the first test)
 def test_baselines_are_fitted_by_the_referee_with_s(base, tmp_path):
     m = run(base.with_values({"learner.name": "frr", "learner.lam": 1e4}), tmp_path).metrics
     # a strong mean-difference penalty leaves (almost) no covariance between f(x) and s on the training set

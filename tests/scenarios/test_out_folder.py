@@ -103,6 +103,7 @@ def test_a_run_into_a_study_folder_and_a_study_into_a_run_folder_are_refused(tmp
     assert (_snapshot(study_folder), _snapshot(run_folder)) == before
 
 
+@pytest.mark.system  # three full-size runs; the refusals stay in the default tier
 def test_replace_deletes_the_other_results_and_the_same_scenario_runs_again(tmp_path, capsys):
     out = tmp_path / "out"
     _foreign_study(out)

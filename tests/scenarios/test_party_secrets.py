@@ -99,6 +99,7 @@ def test_the_seed_in_result_json_does_not_give_the_he_secret_key(tmp_path):
     assert set(on_wire) <= from_secrets
 
 
+@pytest.mark.fresh_secrets
 def test_fresh_secrets_differ_between_runs_and_a_secrets_file_replays_them(tmp_path):
     """Without --secrets two runs of one seed release different noise (and he keys); with the same secrets
     file, byte-identical releases. The file is private (0600) and never copied into the run folder."""

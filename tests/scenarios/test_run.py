@@ -14,6 +14,8 @@ from parley.parties.transcript import TranscriptFollower, iter_transcript, verif
 from parley.protocols import PROTOCOLS
 from parley.scenarios.catalog import DEFAULT_SCENARIO, scenario_path
 from parley.scenarios.cli import main
+from parley.scenarios.datasets import load_split
+from parley.scenarios.run_parts import spawn_streams
 from parley.scenarios.runner import VOLATILE, run
 from parley.scenarios.spec import Scenario
 from tests.fixed_secrets import run_secrets
@@ -63,6 +65,12 @@ def test_default_transcript_verifies_until_a_signature_is_altered(default_run, c
     assert "line 11" in capsys.readouterr().err
 
 
+def _single_query_targets(run_dir) -> list[int]:
+    """The audit-set index each single-query probe accepts (the honest base-model query first left out)."""
+    queries = [e for e in iter_transcript(run_dir / "transcript.jsonl", verify=False) if e.kind == "metric-query"]
+    return [int(np.flatnonzero(np.asarray(e.payload["predictions"])[0])[0]) for e in queries[1:]]
+
+
 def test_same_seed_same_result_and_backends_agree(ray_session, tmp_path):
     scenario = Scenario.from_toml(scenario_path("adult-raw-single-query")).with_values(
         {"dataset.audit_size": 400, "attack.targets": 12, "seed": 5})
@@ -77,8 +85,12 @@ def test_same_seed_same_result_and_backends_agree(ray_session, tmp_path):
     ray_record.pop("spec")
     assert local_record == ray_record
     other = run(scenario.with_values({"seed": 6, "backend": "local"}), out=tmp_path / "d")
-    assert other.record["metrics"]["attack_N0"] != first.record["metrics"]["attack_N0"] or \
-        other.record["metrics"]["base_sp"] != first.record["metrics"]["base_sp"]
+    # Another seed draws another audit set (the split of its "data" stream), which the run used, and other targets.
+    splits = {seed: load_split(scenario.dataset, spawn_streams(seed)["data"]) for seed in (5, 6)}
+    assert not np.array_equal(splits[5].a_audit, splits[6].a_audit)  # other people (in another order)
+    for seed, result in ((5, first), (6, other)):
+        assert result.record["metrics"]["attack_N0"] == int((splits[seed].a_audit == 0).sum())
+    assert _single_query_targets(tmp_path / "d") != _single_query_targets(tmp_path / "a")
 
 
 def test_result_api_for_scripts(ray_session, tmp_path):

@@ -12,6 +12,8 @@ import sys
 import termios
 from pathlib import Path
 
+import pytest
+
 from parley.scenarios.progress import ERASE, RunProgress, Status, StatusLine, describe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,6 +125,7 @@ def test_on_a_terminal_the_line_counts_queries_and_people_pinned_down(tmp_path):
     assert "leakage" in stdout and "\r" not in stdout  # stdout (a pipe here) gets no status
 
 
+@pytest.mark.system  # a parley process of its own on a terminal: the default tier keeps the queries one
 def test_on_a_terminal_the_line_shows_the_budget_spent_against_the_budget(tmp_path):
     out = tmp_path / "run"
     code, terminal, _ = _run_on_a_terminal(["run", "adult-conceal", "--set", "backend=local",

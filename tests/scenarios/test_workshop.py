@@ -85,7 +85,9 @@ def _names_every_message(text: str, out: Path) -> list:
     return envelopes
 
 
-@pytest.mark.parametrize("threat", THREAT_MODELS)
+#: The black-box card runs adult-correction (a CP-SAT correction, about 6 s): the system tier.
+@pytest.mark.parametrize("threat", [pytest.param(t, marks=pytest.mark.system) if t == "black-box-auxiliary" else t
+                                    for t in THREAT_MODELS])
 def test_each_card_scenario_runs_with_explain(threat, tmp_path, capsys):
     name = _scenario_of(threat)
     text, record = _explain(name, tmp_path / name, capsys)

@@ -105,7 +105,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("sampler", ["lattice", "float-unsafe"])
+@pytest.mark.parametrize("sampler", ["lattice", pytest.param("float-unsafe", marks=pytest.mark.system)])
 @pytest.mark.parametrize(("name", "params", "metric", "dist", "scale"), CASES,
                          ids=[f"{c[0]}-{c[2]}" for c in CASES])
 def test_noise_has_the_stated_distribution_and_scale(audit, predictions, name, params, metric, dist, scale, sampler):
@@ -202,6 +202,7 @@ def test_bad_parameters_are_rejected(name, params):
         get_protocol(name).Params(**params)
 
 
+@pytest.mark.system  # a full audit; tests/unit/protocols/test_sensitivity.py shows Thm. 6 below the exact sensitivity
 def test_thm6_scale_is_caught_on_the_worst_case_pair():
     """|SP| with Laplace: Thm. 6's scale (m/2)/eps leaks more than eps; the corrected one does not.
 

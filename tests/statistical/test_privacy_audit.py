@@ -37,6 +37,7 @@ def test_clopper_pearson_limits():
     assert clopper_pearson(0, 10, 0.05)[0] == 0.0 and clopper_pearson(10, 10, 0.05)[1] == 1.0
 
 
+@pytest.mark.system  # 30,000 runs a side; test_audits_quick.py audits laplace with 3,000
 def test_correct_laplace_stays_below_its_epsilon():
     a, a_prime = _pair()
     result = audit_epsilon(_laplace_sp(1.0), a, a_prime, runs=30_000, alpha=ALPHA, rng=np.random.default_rng(1))
@@ -44,6 +45,7 @@ def test_correct_laplace_stays_below_its_epsilon():
     assert result.epsilon_lower > 0.2  # the audit is not vacuous: it sees a real part of the privacy loss
 
 
+@pytest.mark.system  # 20,000 runs a side; test_audits_quick.py catches halved noise with 3,000
 def test_halved_noise_is_caught():
     a, a_prime = _pair()
     result = audit_epsilon(_laplace_sp(1.0, scale_factor=0.5), a, a_prime, runs=20_000, alpha=ALPHA,

@@ -12,6 +12,10 @@ from parley.protocols import get_protocol
 from parley.protocols.audit.privacy_audit import audit_epsilon
 from parley.protocols.base import AuditSet, MetricQuery
 
+#: Full audits, tens of thousands of runs a side: the system tier (tests/statistical/test_audits_quick.py runs the
+#: same audits of laplace and dp-counts, correct and with half the noise, sized for the default tier).
+pytestmark = pytest.mark.system
+
 ALPHA = 1e-4
 RUNS = 30_000
 N = 12

@@ -22,6 +22,7 @@ def _largest_bound(runs: int, alpha: float) -> float:
     return math.log((alpha / 4) ** (1 / runs) / (1 - (alpha / 4) ** (1 / runs)))
 
 
+@pytest.mark.system  # 100 scenario runs that each attack in full: about 20 CPU-s
 def test_raw_scenario_gives_the_largest_bound_the_runs_allow():
     audit = audit_scenario({"name": "raw"}, DATASET, runs=RUNS, alpha=ALPHA, seed=3)
     assert audit.claimed_epsilon is None  # raw spends no budget: no claim
@@ -30,7 +31,8 @@ def test_raw_scenario_gives_the_largest_bound_the_runs_allow():
     assert audit.epsilon_lower > 1.5
 
 
-@pytest.mark.parametrize("protocol", [{"name": "laplace", "epsilon": 1.0}, {"name": "rr-release", "epsilon": 1.0}])
+@pytest.mark.parametrize("protocol", [{"name": "laplace", "epsilon": 1.0},
+                                      pytest.param({"name": "rr-release", "epsilon": 1.0}, marks=pytest.mark.system)])
 def test_dp_scenario_bound_stays_at_or_below_what_the_ledger_charged(protocol):
     # fixed secrets: the runs' noise replays exactly, so the bound cannot pass by luck (seeded test)
     audit = audit_scenario(protocol, DATASET, runs=RUNS, alpha=ALPHA, seed=3, secrets=run_secrets(3))
@@ -57,6 +59,7 @@ def test_cov_threshold_pair_lets_one_person_decide_one_hypothesis():
     assert 0 < s.sum() < s.size and 0 < s_prime.sum() < s.size
 
 
+@pytest.mark.system  # each of its 100 runs fits the DFRR learner's hypotheses
 def test_cov_threshold_scenario_bound_is_what_no_small_epsilon_could_give():
     """The accept set is a deterministic function of A under the hard policy: the pair chosen at the threshold
     tells the neighbours apart in every run, and the bound is the largest the runs allow, above epsilon = 1.5."""

@@ -18,6 +18,7 @@ def _run(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
+@pytest.mark.system  # the benchmark script in a process of its own
 def test_rr_figure1_without_arguments_says_what_to_run_and_exits_2(tmp_path):
     done = _run("rr_figure1.py", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
@@ -26,6 +27,7 @@ def test_rr_figure1_without_arguments_says_what_to_run_and_exits_2(tmp_path):
         "studies/rr-figure1` first"]
 
 
+@pytest.mark.system  # the benchmark script in a process of its own
 def test_rr_figure1_refuses_a_table_that_is_not_a_study_result_in_one_line(tmp_path):
     (tmp_path / "results.csv").write_text("a,b\n1,2\n")
     done = _run("rr_figure1.py", str(tmp_path), str(tmp_path / "f.png"), cwd=tmp_path)
@@ -33,6 +35,7 @@ def test_rr_figure1_refuses_a_table_that_is_not_a_study_result_in_one_line(tmp_p
     assert "is not an rr-figure1 results table" in done.stderr and not (tmp_path / "f.png").exists()
 
 
+@pytest.mark.system  # the benchmark script in a process of its own
 @pytest.mark.parametrize("given", [False, True])
 def test_rr_figure1_plots_a_study_folder_at_the_default_or_given_places(tmp_path, given):
     folder = tmp_path / "studies" / "rr-figure1"

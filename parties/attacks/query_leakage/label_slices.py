@@ -60,7 +60,12 @@ from parley.parties.attacks.base import (
 )
 from parley.parties.attacks.query_leakage.partition import INCONSISTENT, label_partition, reveal_partition
 from parley.parties.attacks.query_leakage.probes import flip_one
-from parley.parties.attacks.query_leakage.targeted import TargetedParams, choose_targets, decide_from_steps
+from parley.parties.attacks.query_leakage.targeted import (
+    TargetedParams,
+    TargetsInAudit,
+    choose_targets,
+    decide_from_steps,
+)
 from parley.protocols.errors import AttackError
 
 __all__ = ["EOFlip", "PEFlip", "EOddsFlip", "PRPFlip", "EOFlipParams", "NEEDS_LABELS", "OUTSIDE_SLICE"]
@@ -86,6 +91,8 @@ def _slice_targets(attack: EOFlip | PEFlip, y: np.ndarray, label: int) -> np.nda
 
 
 class EOFlipParams(SliceParams):
+    """Parameters of the EO attack on the y = 1 slice: the signed gap or its absolute value."""
+
     metric: Literal["eo", "abs_eo"] = Field(
         default="eo", description="signed EO gap (double queries) or |EO| (partition of the y=1 slice)")
 
@@ -146,7 +153,7 @@ def _slice_partition(attack: EOFlip | EOddsFlip, metric: str, base: np.ndarray, 
 
 
 @register_attack
-class EOFlip(Attack):
+class EOFlip(TargetsInAudit, Attack):
     """Equal-opportunity reveal of the y=1 targets (Remark 5): double queries, or Thm. 4 for |EO|.
 
     With ``metric="eo"`` each target j with y_j = 1 costs one model: the base
@@ -183,7 +190,7 @@ class EOFlip(Attack):
 
 
 @register_attack
-class PEFlip(Attack):
+class PEFlip(TargetsInAudit, Attack):
     """Predictive-equality reveal of the y=0 targets: the mirror image of ``eo-flip``.
 
     PE is SP over the y=0 slice, so the base model flipped at a target j with
@@ -205,7 +212,7 @@ class PEFlip(Attack):
 
 
 @register_attack
-class EOddsFlip(Attack):
+class EOddsFlip(TargetsInAudit, Attack):
     """Equalized-odds reveal: each y-slice partitioned through the binding term (Remark 5, Thm. 4).
 
     Probes are the perfect classifier h = y flipped at the target (and at the
@@ -237,7 +244,7 @@ class EOddsFlip(Attack):
 
 
 @register_attack
-class PRPFlip(Attack):
+class PRPFlip(TargetsInAudit, Attack):
     """Predictive-rate-parity reveal by double queries (Remark 5).
 
     Derivation from :func:`parley.protocols.metrics.predictive_rate_parity_difference`:

@@ -53,6 +53,8 @@ NO_RELEASE = ("the answer carries no public noise notes: the likelihood attack d
 
 
 class LikelihoodParams(AttackParams):
+    """Parameters of the likelihood attack: the query design, its size and the decoder."""
+
     design: Literal["random-binary", "uniform"] = Field(
         default="random-binary", description="random subsets (Dinur-Nissim) or Alg. 2 perturbations within b of h0")
     m: int | None = Field(default=None, ge=1, description="models in the one query (default n)")

@@ -65,7 +65,12 @@ from pydantic import Field
 
 from parley.parties.attacks.base import Answer, Attack, Probe, Reconstruction, ask, register_attack
 from parley.parties.attacks.query_leakage.probes import flip_one
-from parley.parties.attacks.query_leakage.targeted import TARGETS_RANGE, TargetedParams, choose_targets
+from parley.parties.attacks.query_leakage.targeted import (
+    TARGETS_RANGE,
+    TargetedParams,
+    TargetsInAudit,
+    choose_targets,
+)
 from parley.protocols.errors import AttackError, ConfigError
 
 __all__ = [
@@ -292,6 +297,8 @@ def label_partition(outcome: PartitionOutcome, prefix: str = "") -> tuple[np.nda
 
 
 class PartitionParams(TargetedParams):
+    """Parameters of the partition attack: the targeted attack's, with everyone as the default target."""
+
     # widens TargetedParams.targets with None (everyone), which the partition attack handles itself
     targets: int | list[int] | None = Field(  # type: ignore[assignment]
         default=None, description="the first k individuals, or these indices (the first is the reference); "
@@ -311,7 +318,7 @@ def first_targets(targets: int | list[int] | None, n: int, rng: np.random.Genera
 
 
 @register_attack
-class AbsSPPartition(Attack):
+class AbsSPPartition(TargetsInAudit, Attack):
     """Theorem 4: partition the audit set from |SP| answers, case found from the answers.
 
     Probes accept only the target (case 1, N_alpha != N_beta) or the reference

@@ -231,7 +231,10 @@ class CompressedSensingParams(AttackParams):
     b: float = Field(default=0.1, gt=0.0, le=0.5, description="perturbation bound (Alg. 2)")
     round_size: int = Field(default=25, ge=1, description="probe models added between two decodes")
     max_queries: int | None = Field(default=None, ge=1, description="probe models at most (default n)")
-    decoder: Literal["fastest", "l1", "box-count", "amp", "robust"] = "fastest"
+    decoder: Literal["fastest", "l1", "box-count", "amp", "robust"] = Field(
+        default="fastest", description="decoder of the i.i.d. designs: 'fastest' (AMP, then the box-and-count LP), "
+        "'l1' (Alg. 2's basis pursuit), 'box-count' (the LP with 0 <= z <= 1 and sum z = N0), 'amp' (approximate "
+        "message passing) or 'robust' (least-absolute-deviation LP, for noisy answers)")
     stop: Literal["certified", "cap"] = Field(
         default="certified", description="stop at the first certified decode, or always ask max_queries")
     n0_prior: float | None = Field(
@@ -750,8 +753,11 @@ def _sizes_fitting(d: float, moves: np.ndarray, x_known: np.ndarray, candidates:
 
 
 def _precision_needed(n: int, p: PrecisionParams, sizes: bool = False) -> str:
-    """The coarsest precision at which a one-person block reads for every group size (``sizes``: and the
-    first block, ``first_block_slack`` bits narrower, still has a digit left to single out N1)."""
+    """The coarsest precision at which a one-person block reads for every group size.
+
+    With ``sizes``, also the first block, ``first_block_slack`` bits narrower, must keep a digit to
+    single out N1.
+    """
     c_min = float(_c(np.arange(1, n), n).min())
     for d in range(1, 18):
         width = _Blocks(n, p.b, _precision_err(d, p.safety_ulps)).width(c_min)

@@ -16,6 +16,7 @@ and uses to check that every step is one of the two possible values.
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import Any
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -34,10 +35,15 @@ from parley.parties.attacks.query_leakage.group_sizes import sizes_from_unit_ste
 from parley.parties.attacks.query_leakage.probes import flip_one
 from parley.protocols.errors import AttackError, ConfigError
 
-__all__ = ["SingleQuery", "DoubleQuery", "decide_from_steps"]
+__all__ = ["SingleQuery", "DoubleQuery", "TargetsInAudit", "check_targets", "decide_from_steps",
+           "TARGETS_OVER_AUDIT", "TARGET_OUTSIDE_AUDIT"]
 
 TARGETS_RANGE = "attack.targets must pick between 1 and n={n} individuals, got {got}"
 TARGET_INDEX = "attack.targets holds index {index}, outside the audit set 0..{last}"
+#: ``check_scenario`` of the attacks whose targets are audit-set members: what the spec says cannot be drawn.
+TARGETS_OVER_AUDIT = ("attack.targets: {got} individuals cannot be drawn from the audit set; give at most the audit "
+                      "set's size ({n}) or a larger dataset.audit_size")
+TARGET_OUTSIDE_AUDIT = "attack.targets: index {index} is outside the audit set 0..{last} (dataset.audit_size = {n})"
 SIGN_LOST = "{count} of {total} answer differences are zero at the released precision: their individuals are undecided"
 
 
@@ -53,6 +59,37 @@ class TargetedParams(AttackParams):
         if isinstance(value, list) and (not value or len(set(value)) != len(value)):
             raise ValueError("must be a non-empty list of distinct indices")
         return value
+
+
+def check_targets(targets: int | list[int] | str | None, n: int | None) -> None:
+    """Refuse (ConfigError) targets that an audit set of ``n`` people does not hold.
+
+    ``targets`` is a count (at most ``n``), a list of indices (each in 0..n-1), or a value every audit
+    set holds (None: everyone, ``"visible"``: a slice); ``n`` None (a data set without an audit size)
+    accepts everything.
+    """
+    if n is None:
+        return
+    if isinstance(targets, int) and targets > n:
+        raise ConfigError(TARGETS_OVER_AUDIT.format(got=targets, n=n))
+    if isinstance(targets, list):
+        outside = [index for index in targets if not 0 <= index < n]
+        if outside:
+            raise ConfigError(TARGET_OUTSIDE_AUDIT.format(index=outside[0], last=n - 1, n=n))
+
+
+class TargetsInAudit:
+    """Mixin of the attacks whose ``targets`` are members of the audit set (their view's n is its size).
+
+    Its ``check_scenario`` refuses, when the scenario is read, more targets than
+    ``dataset.audit_size`` or an index outside the audit set: without it the run would
+    fail only once the data is loaded and the base model trained.
+    """
+
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> None:
+        """:func:`check_targets` of ``attack.targets`` against ``dataset.audit_size``."""
+        check_targets(scenario.attack.params.targets, getattr(scenario.dataset, "audit_size", None))
 
 
 def choose_targets(targets: int | list[int], n: int, rng: np.random.Generator) -> np.ndarray:
@@ -114,7 +151,7 @@ class _Stepwise:
 
 
 @register_attack
-class SingleQuery(_Stepwise, Attack):
+class SingleQuery(TargetsInAudit, _Stepwise, Attack):
     """Example 1: one contrived model per target that accepts only that individual."""
 
     name = "single-query"
@@ -139,7 +176,7 @@ class SingleQuery(_Stepwise, Attack):
 
 
 @register_attack
-class DoubleQuery(_Stepwise, Attack):
+class DoubleQuery(TargetsInAudit, _Stepwise, Attack):
     """Example 2: the base model and, per target, the base model with that prediction flipped."""
 
     name = "double-query"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parley.parties.actors import NOT_LOGGED_THERE, LoggedEnvelope
+from parley.parties.ray.journal import NOT_LOGGED_THERE, LoggedEnvelope
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import payload_digest, verify_envelope
 from parley.protocols.errors import InternalError

@@ -12,6 +12,7 @@ import pytest
 from parley.parties.run_secrets import FORMAT, FRESH, PartySecret, RunSecrets, SecretsError
 
 
+@pytest.mark.fresh_secrets
 def test_fresh_secrets_differ_and_never_show_in_a_repr_or_a_description():
     one, two = RunSecrets.fresh(), RunSecrets.fresh()
     assert one.key != two.key and one.source == FRESH and not one.reproducible

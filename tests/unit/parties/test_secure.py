@@ -404,8 +404,8 @@ def test_pair_keys_give_each_party_only_its_own_pairs():
 def test_a_metric_the_secure_protocol_does_not_compute_is_refused_by_the_querier_before_any_share(audit):
     """prp has no secure circuit: the attack sees the refusal the compliance party would sign, nothing is sent,
     and the adversary ends with the typed reason (it once crashed its party host with a KeyError)."""
+    from parley.parties.adversary import Adversary
     from parley.parties.attacks.base import AttackerView, get_attack
-    from parley.parties.secure import SecureAdversary
     from parley.protocols.base import METRIC_NOT_ANSWERED
 
     a, y = audit
@@ -413,8 +413,8 @@ def test_a_metric_the_secure_protocol_does_not_compute_is_refused_by_the_querier
     cls = get_attack("prp-flip")
     base = (np.random.default_rng(3).random(a.size) < 0.5).astype(np.float64)
     view = AttackerView(n=a.size, base_scores=base, base_predictions=base, y=y)
-    adversary = SecureAdversary(trio.ids["data-center"], trio.keyring, cls(cls.Params(), view,
-                                np.random.default_rng(0)), "compliance", "mpc", trio.querier)
+    adversary = Adversary(trio.ids["data-center"], trio.keyring, cls(cls.Params(), view, np.random.default_rng(0)),
+                          "compliance", "mpc", codec=trio.querier)
     assert adversary.start() is None
     detail = METRIC_NOT_ANSWERED.format(name="mpc", allowed=", ".join(trio.protocol.metrics), metric="prp")
     assert adversary.refusals == [{"reason": "invalid-query", "detail": detail}]

@@ -10,7 +10,7 @@ from collections import deque
 
 import pytest
 
-from parley.parties.actors import NOT_QUEUED, Pending, RayDeployment, _Call
+from parley.parties.ray.deployment import NOT_QUEUED, Pending, RayDeployment, _Call
 from parley.protocols.errors import InternalError
 
 

@@ -66,7 +66,7 @@ def test_each_alteration_names_its_line(transcript, line_no, change, expected):
 
 def test_recomputed_hash_still_fails_on_signature(transcript):
     """An editor who also recomputes the chain cannot fix the signature."""
-    from parley.parties.transcript import _chain_hash
+    from parley.parties.transcript.chain import _chain_hash
 
     lines = [json.loads(t) for t in transcript.read_text().splitlines()]
     lines[3]["record"]["recipient"] = "observer"

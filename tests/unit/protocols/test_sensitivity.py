@@ -53,8 +53,8 @@ from parley.protocols.metrics import evaluate
 TOL = 1e-12
 BETAS = (0.05, 0.3, 1.0, 3.0)
 # n for the unlabelled metrics; n = 8 (about 30 s of brute force) runs with the campaigns (-m reliability)
-SIZES = [*range(3, 8), pytest.param(8, marks=pytest.mark.reliability)]
-LABELLED_SIZES = range(4, 7)  # n for the labelled ones (every slice size 0..n is tried)
+SIZES = [*range(3, 7), pytest.param(7, marks=pytest.mark.system), pytest.param(8, marks=pytest.mark.reliability)]
+LABELLED_SIZES = [4, 5, pytest.param(6, marks=pytest.mark.system)]  # n for the labelled ones (every slice size 0..n)
 
 #: the linear gaps whose zero sets are the kinks of each metric
 KINKS = {"sp": (), "eo": (), "pe": (), "cov": (), "abs_sp": ("sp",), "abs_eo": ("eo",), "eodds": ("eo", "pe")}

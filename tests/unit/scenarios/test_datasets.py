@@ -178,7 +178,7 @@ def test_preprocessing_is_fitted_on_training_rows_only():
 def test_cache_returns_copies_callers_cannot_corrupt():
     first = load_table(GermanParams())
     first.features.loc[:, "duration"] = -1
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="assignment destination is read-only"):  # numpy's refusal: y is frozen
         first.y[0] = 1 - first.y[0]
     again = load_table(GermanParams())
     assert (again.features["duration"] > 0).all()

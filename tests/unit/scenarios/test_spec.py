@@ -119,7 +119,7 @@ def test_relative_csv_path_is_read_from_the_scenario_folder(tmp_path):
     (tmp_path / "sub" / "people.csv").write_text("x,label,group\n1,1,a\n2,0,b\n")
     toml = tmp_path / "sub" / "s.toml"
     toml.write_text('[dataset]\nname = "csv"\npath = "people.csv"\nlabel = "label"\nprotected = "group"\n'
-                    'privileged = "a"\naudit_size = 2\n[attack]\nname = "single-query"\n')
+                    'privileged = "a"\naudit_size = 2\n[attack]\nname = "single-query"\ntargets = 2\n')
     assert Scenario.from_toml(toml).dataset.path == str((tmp_path / "sub" / "people.csv").resolve())
 
 

@@ -79,7 +79,8 @@ def test_targets_validation():
         next(cls(cls.Params(targets=51), view, np.random.default_rng(0)).run())
     with pytest.raises(ConfigError, match="index 50"):
         next(cls(cls.Params(targets=[3, 50]), view, np.random.default_rng(0)).run())
-    with pytest.raises(ValueError):
+    # pydantic names the field and quotes the validator's message (a ValueError, as pydantic's ValidationError is)
+    with pytest.raises(ValueError, match=r"^1 validation error for \w+\ntargets\n  Value error, must be at least 1 "):
         cls.Params(targets=0)
 
 
