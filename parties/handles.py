@@ -10,7 +10,7 @@ only place that spells party method names as strings.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class PartyHandle:
 
     def deliver(self, envelope: Envelope, head: str) -> Envelope | list[Envelope] | None:
         """Hand ``envelope`` to the party (``head``: the transcript head after it); its reply, if any."""
-        return self._call("deliver", envelope, head)
+        return cast("Envelope | list[Envelope] | None", self._call("deliver", envelope, head))
 
     def submit_deliver(self, envelope: Envelope, head: str) -> Handle:
         """:meth:`deliver` without waiting: the deployment's handle of the call under way."""
@@ -47,7 +47,7 @@ class PartyHandle:
 
     def countersign(self, head: str, messages: int) -> dict[str, Any] | None:
         """The party's signature over the transcript's final ``head`` after ``messages`` envelopes."""
-        return self._call("countersign", head, messages)
+        return cast("dict[str, Any] | None", self._call("countersign", head, messages))
 
 
 class ComplianceHandle(PartyHandle):
@@ -55,11 +55,11 @@ class ComplianceHandle(PartyHandle):
 
     def stats(self) -> dict[str, Any]:
         """Models answered, replays, refusals and, per account, the budget spent."""
-        return self._call("stats")
+        return cast("dict[str, Any]", self._call("stats"))
 
     def ledger_summary(self) -> dict[str, Any] | None:
         """The ledger's summary (None without a ledger)."""
-        return self._call("ledger_summary")
+        return cast("dict[str, Any] | None", self._call("ledger_summary"))
 
     def close(self) -> None:
         """Close the party's ledger."""
@@ -71,39 +71,39 @@ class DataCenterHandle(PartyHandle):
 
     def train(self) -> dict[str, Any]:
         """Train the base model; its accuracy figures."""
-        return self._call("train")
+        return cast("dict[str, Any]", self._call("train"))
 
     def audit_query(self, metric: str = "sp", purpose: str | None = None) -> Envelope:
         """The honest audit query of the base model for ``metric``."""
-        return self._call("audit_query", metric, purpose)
+        return cast("Envelope", self._call("audit_query", metric, purpose))
 
     def answers_received(self) -> list[dict[str, Any]]:
         """The metric answers received so far, in order."""
-        return self._call("answers_received")
+        return cast("list[dict[str, Any]]", self._call("answers_received"))
 
     def request(self, kind: str, payload: dict[str, Any]) -> Envelope:
         """A request of the protocol's own exchange (``kind``) with ``payload``."""
-        return self._call("request", kind, payload)
+        return cast("Envelope", self._call("request", kind, payload))
 
     def replies_received(self) -> list[tuple[str, dict[str, Any]]]:
         """(kind, payload) of every reply to :meth:`request`, in order."""
-        return self._call("replies_received")
+        return cast("list[tuple[str, dict[str, Any]]]", self._call("replies_received"))
 
     def compute(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``function(data, *args, **kwargs)`` run where the data center's data is."""
-        return self._call("compute", function, *args, **kwargs)
+        return cast("T", self._call("compute", function, *args, **kwargs))
 
     def view(self) -> AttackerView:
         """What the data center knows (its data and base model), as an attack sees it."""
-        return self._call("view")
+        return cast("AttackerView", self._call("view"))
 
     def defect(self) -> tuple[AttackerView, Identity]:
         """Hand the data center's view and identity to an adversary acting in its name."""
-        return self._call("defect")
+        return cast("tuple[AttackerView, Identity]", self._call("defect"))
 
     def opened(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
         """An encoding querier's (metric, predictions, opened values) of every answer (``he``, ``mpc``)."""
-        return self._call("opened")
+        return cast("list[tuple[str, np.ndarray, np.ndarray]]", self._call("opened"))
 
 
 class AdversaryHandle(PartyHandle):
@@ -111,19 +111,19 @@ class AdversaryHandle(PartyHandle):
 
     def start(self) -> Envelope | list[Envelope] | None:
         """The active attack's first query (or burst of queries)."""
-        return self._call("start")
+        return cast("Envelope | list[Envelope] | None", self._call("start"))
 
     def progress(self) -> list[tuple[str, Reconstruction]]:
         """What the attack had pinned down after each answer, by query id."""
-        return self._call("progress")
+        return cast("list[tuple[str, Reconstruction]]", self._call("progress"))
 
     def outcome(self) -> Reconstruction:
         """The finished active attack's reconstruction."""
-        return self._call("outcome")
+        return cast("Reconstruction", self._call("outcome"))
 
     def observe(self, envelopes: Sequence[Envelope]) -> Reconstruction:
         """A passive attack's reconstruction from the envelopes it overheard."""
-        return self._call("observe", envelopes)
+        return cast("Reconstruction", self._call("observe", envelopes))
 
 
 class ReleaseAdversaryHandle(PartyHandle):
@@ -131,8 +131,8 @@ class ReleaseAdversaryHandle(PartyHandle):
 
     def infer(self, z: np.ndarray, epsilon: float, groups: int, *args: Any, **kwargs: Any) -> Reconstruction:
         """The guess of A from the release ``z`` at ``epsilon`` over ``groups`` groups."""
-        return self._call("infer", z, epsilon, groups, *args, **kwargs)
+        return cast("Reconstruction", self._call("infer", z, epsilon, groups, *args, **kwargs))
 
     def features_only_guess(self) -> np.ndarray | None:
         """The guess from the auxiliary features alone (None without them)."""
-        return self._call("features_only_guess")
+        return cast("np.ndarray | None", self._call("features_only_guess"))

@@ -21,11 +21,12 @@ from parley.parties.ray.deployment import RayDeployment
 from parley.parties.transcript import TranscriptWriter, check_transcript
 from tests.party_world import Echo, HashMeter, query
 
-pytestmark = pytest.mark.ray
+# The round trip over Ray is marked ray (the system tier); the checks in this process stay in the default tier.
 
 DC = "data-center"
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize("logged", [True, False], ids=["through-the-network", "deployment-call"])
 def test_an_echo_round_trip_hashes_each_payload_once_per_process(ray_session, identities, keyring, tmp_path,
                                                                  logged):

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from parley.parties.attacks.query_leakage.targeted import TARGETS_OVER_AUDIT
 from parley.parties.transcript import TranscriptFollower, iter_transcript, verify_transcript
 from parley.protocols import PROTOCOLS
 from parley.scenarios.catalog import DEFAULT_SCENARIO, scenario_path
@@ -20,7 +21,7 @@ from parley.scenarios.runner import VOLATILE, run
 from parley.scenarios.spec import Scenario
 from tests.fixed_secrets import run_secrets
 
-pytestmark = pytest.mark.ray
+# The tests over Ray are marked ray (the system tier); the three that need no Ray stay in the default tier.
 
 
 def _stable(record: dict) -> dict:
@@ -36,6 +37,7 @@ def default_run(ray_session, tmp_path_factory):
     return out
 
 
+@pytest.mark.ray
 def test_default_run_reveals_every_target(default_run):
     record = json.loads((default_run / "result.json").read_text())
     m = record["metrics"]
@@ -49,6 +51,7 @@ def test_default_run_reveals_every_target(default_run):
     assert (default_run / "report.md").read_text().startswith(f"# {DEFAULT_SCENARIO}")
 
 
+@pytest.mark.ray
 def test_default_transcript_verifies_until_a_signature_is_altered(default_run, capsys):
     path = default_run / "transcript.jsonl"
     assert verify_transcript(path) == 44
@@ -71,6 +74,7 @@ def _single_query_targets(run_dir) -> list[int]:
     return [int(np.flatnonzero(np.asarray(e.payload["predictions"])[0])[0]) for e in queries[1:]]
 
 
+@pytest.mark.ray
 def test_same_seed_same_result_and_backends_agree(ray_session, tmp_path):
     scenario = Scenario.from_toml(scenario_path("adult-raw-single-query")).with_values(
         {"dataset.audit_size": 400, "attack.targets": 12, "seed": 5})
@@ -93,6 +97,7 @@ def test_same_seed_same_result_and_backends_agree(ray_session, tmp_path):
     assert _single_query_targets(tmp_path / "d") != _single_query_targets(tmp_path / "a")
 
 
+@pytest.mark.ray
 def test_result_api_for_scripts(ray_session, tmp_path):
     scenario = Scenario.from_dict({
         "name": "script", "backend": "local",
@@ -106,6 +111,7 @@ def test_result_api_for_scripts(ray_session, tmp_path):
     assert result.transcript_path.is_file() and result.run_dir == tmp_path
 
 
+@pytest.mark.ray
 def test_passive_observer_of_honest_traffic_learns_nothing(ray_session, tmp_path):
     result = run(Scenario.from_toml(scenario_path("adult-observer-honest")), out=tmp_path)
     m = result.metrics
@@ -113,12 +119,13 @@ def test_passive_observer_of_honest_traffic_learns_nothing(ray_session, tmp_path
     assert m["messages"] == 6 and {"base_sp", "base_eo", "base_pe"} <= set(m)
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize(("argv", "message"), [
     (["run", "--set", "bogus=1"], "unknown key 'bogus'"),
     (["run", "no-such-scenario"], "no catalog scenario or file named 'no-such-scenario'"),
     (["run", "--set", "protocol.name=laplace-ish"],
      "unknown protocol 'laplace-ish'; known protocols: " + ", ".join(sorted(PROTOCOLS))),
-    (["run", "--set", "attack.targets=5000"], "attack.targets must pick between 1 and n=1000"),
+    (["run", "--set", "attack.targets=5000"], TARGETS_OVER_AUDIT.format(got=5000, n=1000)),
 ])
 def test_user_mistakes_print_one_line_and_exit_2(ray_session, tmp_path, capsys, argv, message):
     assert main([*argv, "--out", str(tmp_path)]) == 2
@@ -171,6 +178,7 @@ def _exchanges(path) -> list[tuple]:
     return pairs
 
 
+@pytest.mark.ray
 def test_the_precision_attack_over_ray_asks_in_bursts_and_agrees_with_in_process(ray_session, tmp_path, capsys,
                                                                                   monkeypatch):
     """Its blocks go on the wire in pipelined bursts (several signed queries before their answers), yet the

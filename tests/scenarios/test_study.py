@@ -88,16 +88,19 @@ def test_unknown_party_hosts_is_refused_before_anything_runs(tmp_path):
 
 
 def test_failing_cell_records_its_error_and_the_study_goes_on(ray_session, tmp_path):
-    study = Study.from_dict({"name": "fails", "scenario": SYNTHETIC, "grid": {"attack.targets": [4, 500]}})
+    # German Credit has 1,000 rows: 200 audit rows and 900 training rows is a valid spec that only the loaded
+    # table refuses, when the cell runs.
+    german = {**SYNTHETIC, "dataset": {"name": "german", "audit_size": 200}}
+    study = Study.from_dict({"name": "fails", "scenario": german, "grid": {"dataset.train_size": [600, 900]}})
     done = run_study(study, tmp_path, workers=2, progress=False)
-    rows = done.results.set_index("attack.targets")
-    assert done.failed == 1 and rows.loc[4, "status"] == "ok" and rows.loc[4, "leakage"] == 100.0
-    assert rows.loc[500, "status"] == "error"
-    assert "attack.targets must pick between 1 and n=200" in rows.loc[500, "failure"]
+    rows = done.results.set_index("dataset.train_size")
+    assert done.failed == 1 and rows.loc[600, "status"] == "ok" and rows.loc[600, "leakage"] == 100.0
+    assert rows.loc[900, "status"] == "error"
+    assert "train_size=900 = 1100 exceeds the 1000 rows available in german" in rows.loc[900, "failure"]
     assert "## Errors" in (tmp_path / "summary.md").read_text()
     again = run_study(study, tmp_path, workers=2, progress=False)  # failed rows are retried, ok rows kept
     assert again.ran == 1 and again.skipped == 1 and len(again.results) == 2
-    reseeded = run_study(study.with_overrides(["seed=7", "grid.attack.targets=[4]"]), tmp_path, workers=2,
+    reseeded = run_study(study.with_overrides(["seed=7", "grid.dataset.train_size=[600]"]), tmp_path, workers=2,
                          progress=False)  # another seed: new rows; the old ones move aside
     assert reseeded.ran == 1 and reseeded.skipped == 0 and len(reseeded.results) == 1
     assert len(pd.read_csv(tmp_path / "results-stale.csv")) == 2
