@@ -74,6 +74,7 @@ def test_report_html_loads_in_headless_chromium(runs, name, tmp_path):
     assert shot.stat().st_size > 20_000
 
 
+@pytest.mark.system  # a real browser
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason=NO_CHROMIUM)
 def test_the_browser_check_sees_a_broken_page(tmp_path):
     # The control: a page with a script error and an image that cannot load must fail the same checks.
