@@ -40,19 +40,47 @@ True
 from __future__ import annotations
 
 import os as _os
-from collections.abc import Mapping
+import sys as _sys
+from collections.abc import Mapping, Sequence
 from importlib import metadata as _metadata
+from importlib.util import spec_from_file_location as _spec_from_file_location
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# In a source checkout the subpackages are the sibling folders parties/, protocols/ and
-# scenarios/ (pyproject.toml maps them the same way when it builds the wheel): extend the
-# package path so that `python -m pytest` and scripts run from the checkout import them.
-_HERE = _os.path.dirname(__file__)
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
+
+class _CheckoutFinder:
+    """Finds exactly ``parley.parties``, ``parley.protocols`` and ``parley.scenarios`` in a source checkout.
+
+    They are the checkout's top-level folders, mapped as ``package-dir`` in pyproject.toml maps them
+    in the wheel; their own modules are then found through the subpackage's ``__path__``. No other
+    name is mapped: ``parley.tests`` and ``parley.setup`` do not exist, in a checkout as in the wheel.
+    """
+
+    def __init__(self, checkout: str) -> None:
+        self.checkout = checkout
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        """The spec of one of the three subpackages, from its folder; None for any other name."""
+        if fullname not in ("parley.parties", "parley.protocols", "parley.scenarios"):
+            return None
+        folder = _os.path.join(self.checkout, fullname[len("parley."):])
+        return _spec_from_file_location(fullname, _os.path.join(folder, "__init__.py"),
+                                        submodule_search_locations=[folder])
+
+
+# In a source checkout (parley/ beside the three folders) register the subpackages, once per process;
+# in an installed wheel they are parley/parties/ etc. and nothing is registered.
+_HERE = _os.path.dirname(_os.path.abspath(__file__))
 _CHECKOUT = _os.path.dirname(_HERE)
-if not _os.path.isdir(_os.path.join(_HERE, "protocols")) and _os.path.isfile(
-        _os.path.join(_CHECKOUT, "protocols", "__init__.py")):
-    __path__.append(_CHECKOUT)  # noqa: F821  (the package's own __path__)
+if (not _os.path.isdir(_os.path.join(_HERE, "protocols"))
+        and _os.path.isfile(_os.path.join(_CHECKOUT, "protocols", "__init__.py"))
+        and not any(getattr(finder, "checkout", None) == _CHECKOUT for finder in _sys.meta_path)):
+    _sys.meta_path.append(_CheckoutFinder(_CHECKOUT))
 
 from parley.protocols.errors import ParleyError  # noqa: E402
 
@@ -102,7 +130,9 @@ def run(scenario: str | Path | Scenario, out: str | Path | None = None, *, addre
     scenario : str, path or Scenario
         A catalog name (``parley list``), a TOML file, or a :class:`Scenario`.
     out : path-like, optional
-        The run folder (default: ``runs/<scenario name>``).
+        The run folder, used as given (an earlier run's spent ledger there is refused unless ``fresh``).
+        Default: a new folder ``runs/<scenario name>/<run-id>`` for every run (its start time and the
+        changed ``values``), as ``parley run`` makes; ``runs/<scenario name>/latest`` then points at it.
     address : str, optional
         A Ray cluster to join (``"auto"`` or ``HOST:PORT``); by default a private local instance.
     fresh : bool
@@ -135,8 +165,14 @@ def run(scenario: str | Path | Scenario, out: str | Path | None = None, *, addre
     spec = _scenario(scenario)
     if values:
         spec = spec.with_values({key.replace("__", "."): value for key, value in values.items()})
-    return _run(spec, out=Path(out) if out is not None else Path("runs") / spec.name, address=address, fresh=fresh,
-                secrets=secrets)
+    if out is not None:
+        return _run(spec, out=Path(out), address=address, fresh=fresh, secrets=secrets)
+    from parley.scenarios.run_folder import new_run_folder, point_latest
+
+    folder = new_run_folder(spec.name, [f"{key.replace('__', '.')}={value}" for key, value in values.items()])
+    result = _run(spec, out=folder, address=address, fresh=fresh, secrets=secrets)
+    point_latest(folder)
+    return result
 
 
 def study(study: str | Path | Study, out: str | Path | None = None, *, workers: int | None = None,

@@ -53,7 +53,7 @@ def exchanges_from(envelopes: Iterable[Envelope]) -> Iterator[Exchange]:
     Queries in edit form are expanded from the model they edit, as the
     compliance party expanded them.
     """
-    pending: dict[str, dict] = {}
+    pending: dict[str, dict[str, Any]] = {}
     kept: dict[str, np.ndarray] = {}
     for e in envelopes:
         if is_sealed(e.payload):  # a confidential payload: an observer without the key learns nothing from it
@@ -72,7 +72,7 @@ def exchanges_from(envelopes: Iterable[Envelope]) -> Iterator[Exchange]:
                            decimals=e.payload.get("decimals"))
 
 
-def answer_from(payload: dict, m: int) -> Answer:
+def answer_from(payload: dict[str, Any], m: int) -> Answer:
     """The :class:`Answer` in a ``metric-answer`` payload to a query of ``m`` models; WireError if malformed.
 
     A signed answer from the compliance party is still checked: an attack must
@@ -93,7 +93,7 @@ def answer_from(payload: dict, m: int) -> Answer:
 _NOT_NOTES = frozenset({"values", "decimals", "metric", "query_id"})
 
 
-def _describe(value) -> str:
+def _describe(value: object) -> str:
     if isinstance(value, np.ndarray):
         return f"array of dtype {value.dtype} and shape {value.shape}"
     return type(value).__name__
@@ -113,7 +113,7 @@ class Adversary(Party):
         self._asked: deque[tuple[str, int]] = deque()  # (query id, models) of each query not answered yet, in order
         self._dropped: set[str] = set()  # queries asked by an attack that has ended: their replies are not for it
         self._result: Reconstruction | None = None
-        self.refusals: list[dict] = []
+        self.refusals: list[dict[str, Any]] = []
         self._kept: dict[str, tuple[str, np.ndarray]] = {}  # probe name -> (query id, model) kept by compliance
         self.failure: str | None = None
         self._progress: list[tuple[str, Reconstruction]] = []  # (answer envelope id, what changed after it)

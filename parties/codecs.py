@@ -21,7 +21,7 @@ import numpy as np
 
 from parley.parties.wire import Envelope
 
-__all__ = ["Codec", "Forward"]
+__all__ = ["Codec", "Decoded", "Forward"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,14 @@ class Forward:
     """What a decoded envelope asks the party to send on: ``kind`` with ``payload`` to ``recipient``."""
 
     recipient: str
+    kind: str
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A decoded envelope for the party's own handler of ``kind`` (a protocol's reply kind, say)."""
+
     kind: str
     payload: Mapping[str, Any]
 
@@ -53,8 +61,11 @@ class Codec(ABC):
         """
 
     @abstractmethod
-    def decode(self, envelope: Envelope) -> dict[str, Any] | Forward:
-        """The ``metric-answer`` payload ``envelope`` carries, or a :class:`Forward` to send on.
+    def decode(self, envelope: Envelope) -> dict[str, Any] | Decoded | Forward:
+        """What ``envelope`` carries: a ``metric-answer`` payload, a :class:`Decoded` or a :class:`Forward`.
+
+        A plain payload goes to the party's ``metric-answer`` handler, a :class:`Decoded` to the handler of
+        its kind, a :class:`Forward` is sent on.
 
         Raises WireError for an envelope that does not decode (the party refuses it and keeps serving).
         """

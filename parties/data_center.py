@@ -8,7 +8,7 @@ its querier identity to the adversary, which then queries in its name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from parley.parties.attacks.base import AttackerView
 from parley.parties.codecs import Codec
 from parley.parties.ids import new_query_id
 from parley.parties.learners.base_model import ModelSpec, build_estimator
-from parley.parties.party import REFUSAL, ROLE_SENDS, Party
+from parley.parties.party import REFUSAL, Party
 from parley.parties.wire import INVALID_PAYLOAD, Envelope, Identity, Keyring
 from parley.protocols.errors import ParleyError, WireError
 
@@ -42,13 +42,14 @@ class DataCenterData:
 class DataCenter(Party):
     """Model developers: train a base model, query its fairness, read answers."""
 
-    # Replies of the protocols' own exchanges: whatever else the compliance role may send.
-    handlers = {"metric-answer": "_on_answer", REFUSAL: "_on_refusal",
-                **{kind: "_on_reply" for kind in sorted(ROLE_SENDS["compliance"] - {"metric-answer", REFUSAL})}}
+    handlers: Mapping[str, str] = {"metric-answer": "_on_answer", REFUSAL: "_on_refusal"}
 
     def __init__(self, identity: Identity, keyring: Keyring, data: DataCenterData, model: ModelSpec,
                  compliance: str, protocol: str, rng: np.random.Generator, codec: Codec | None = None) -> None:
         super().__init__(identity, keyring, protocol, codec)
+        # Replies of the protocols' own exchanges: whatever else the compliance role may send.
+        self.handlers = {**self.handlers, **{kind: "_on_reply" for kind in sorted(
+            self.role_sends.get("compliance", frozenset()) - {"metric-answer", REFUSAL})}}
         self.data = data
         self.model_spec = model
         self.compliance = compliance

@@ -125,6 +125,10 @@ class AdversaryHandle(PartyHandle):
         """A passive attack's reconstruction from the envelopes it overheard."""
         return cast("Reconstruction", self._call("observe", envelopes))
 
+    def status(self) -> dict[str, int | None]:
+        """What the running attack has pinned down so far (a terminal's status line reads it)."""
+        return cast("dict[str, int | None]", self._call("status"))
+
 
 class ReleaseAdversaryHandle(PartyHandle):
     """An adversary that reads a randomized-response release (the rr-release exchange's attack)."""

@@ -11,25 +11,27 @@ Two parties, one exchange (two signed envelopes) per query; the secret key never
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from parley.parties.codecs import Codec
-from parley.parties.run_secrets import PartySecret
+from parley.parties.encodings import Encoding, Wiring, register_encoding
+from parley.parties.run_secrets import PartySecret, RunSecrets
 from parley.parties.wire import INVALID_PAYLOAD, Envelope
-from parley.protocols.errors import QueryError, WireError
-from parley.protocols.mechanisms.homomorphic import (
-    HeProtocol,
+from parley.protocols.base import AuditSet, Protocol
+from parley.protocols.crypto.ckks import (
     QuerierKeys,
     context_id,
     from_bytes,
     layout,
     to_bytes,
 )
+from parley.protocols.errors import QueryError, WireError
+from parley.protocols.mechanisms.homomorphic import HeProtocol
 from parley.protocols.queries import apply_edits, validate_query_id
 
-__all__ = ["HeQuerier", "NOT_PENDING", "BAD_REPLY"]
+__all__ = ["HeEncoding", "HeQuerier", "NOT_PENDING", "BAD_REPLY"]
 
 NOT_PENDING = "an he-answer for query {got!r}, which is not a query this querier is computing ({pending})"
 BAD_REPLY = "an he-answer must hold {want} ciphertexts in 'answers' (got {got})"
@@ -117,3 +119,17 @@ class HeQuerier(Codec):
             self.opened.append((state["metric"], state["predictions"], values))
         return {"metric": state["metric"], "query_id": got, "values": values,
                 "flood_sigma": envelope.payload.get("flood_sigma")}
+
+
+@register_encoding
+class HeEncoding(Encoding):
+    """``he``: each querier holds its own CKKS key pair (from its own secret) and sends ciphertexts."""
+
+    name = "he"
+
+    def wire(self, protocol: Protocol, audit: AuditSet, secrets: RunSecrets, parties: Mapping[str, str]) -> Wiring:
+        """Both queriers wear an :class:`HeQuerier`; the data center's records what it opens."""
+        he = cast(HeProtocol, protocol)
+        return Wiring(protocol,
+                      HeQuerier(he, audit.n, record=True, secret=secrets.party(parties["data_center"])),
+                      HeQuerier(he, audit.n, secret=secrets.party(parties["adversary"])))

@@ -551,7 +551,7 @@ class Ledger:
                     self._conn.execute("ROLLBACK")
                 raise
 
-    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._conn.execute(sql, args).fetchall()
 
@@ -723,7 +723,8 @@ class Ledger:
             if self.head_file is not None:
                 self._record(querier, self._entry(query_id, fields[2], fields[3], encoded))
         self._anchor()
-        return decode_payload(json.loads(encoded))
+        recorded: dict[str, Any] = decode_payload(json.loads(encoded))
+        return recorded
 
     # ------------------------------------------------------------------ answers on record
     def _recorded(self, conn: sqlite3.Connection, querier: str, query_id: str, request: str | None
@@ -737,7 +738,8 @@ class Ledger:
             raise WireError(INVALID_QUERY, ID_TAKEN.format(query_id=query_id))
         if request is not None and stored_request is not None and request != stored_request:
             raise WireError(INVALID_QUERY, ID_REUSED.format(query_id=query_id))
-        return decode_payload(json.loads(answer_json))
+        answer: dict[str, Any] = decode_payload(json.loads(answer_json))
+        return answer
 
     def recorded(self, querier: str, query_id: str, request: str | None = None) -> dict[str, Any] | None:
         """The stored answer of ``querier``'s query ``query_id`` (None if never charged).

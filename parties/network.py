@@ -31,8 +31,11 @@ NO_SIGNER = "no party can sign the end of the transcript as {name!r}: the party 
 
 
 class Handle(TypingProtocol):
-    """A call under way: ``result()`` waits for it and returns what the party method returned (or raises);
-    ``done()`` says whether it has finished, so that ``result()`` would not wait for the party."""
+    """A call under way, as :meth:`Deployment.submit` returns it.
+
+    ``result()`` waits for the call and returns what the party method returned (or raises); ``done()``
+    says whether it has finished, so that ``result()`` would not wait for the party.
+    """
 
     def result(self) -> Any: ...
 
@@ -107,7 +110,7 @@ class Delivery:
 
     def result(self) -> Envelope | None:
         """The recipient's reply (or None); the network's observer hears of the envelope once it was delivered."""
-        reply = self._handle.result()
+        reply: Envelope | None = self._handle.result()  # the recipient's deliver()
         envelope, self._envelope = self._envelope, None
         if envelope is not None and self._network.observer is not None:
             self._network.observer(envelope)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from parley.parties import confidential
-from parley.parties.codecs import Codec, Forward
+from parley.parties.codecs import Codec, Decoded, Forward
 from parley.parties.payload_limits import readable
 from parley.parties.wire import (
     INTERNAL,
@@ -31,26 +31,12 @@ from parley.parties.wire import (
 )
 from parley.protocols.errors import ParleyError, QueryError, RefusedError, WireError
 
-__all__ = ["Party", "ROLE_SENDS", "REFUSAL", "check_reply"]
+__all__ = ["Party", "REFUSAL", "check_reply"]
 
 log = logging.getLogger(__name__)
 
 #: Kind of the signed refusal a party sends back.
 REFUSAL = "refusal"
-
-#: Which kinds of message each role may send (the default access policy).
-#: Requests go from a querier (the data center, or the adversary in its name) to the compliance
-#: party; replies come back. A protocol serves some of these (``Protocol.requests``); every party
-#: refuses a kind it has no handler for.
-ROLE_SENDS: Mapping[str, frozenset[str]] = {
-    "data-center": frozenset({"metric-query", "release-request", "hypothesis-query", "certificate-request",
-                              "mpc-query", "he-query", REFUSAL}),
-    "compliance": frozenset({"metric-answer", "attribute-release", "accept-set", "fairness-certificate",
-                             "mpc-partial", "he-answer", REFUSAL}),
-    # The third computing party of the secure protocols (parley.parties.secure): its output shares only.
-    "mpc-helper": frozenset({"mpc-partial", REFUSAL}),
-    "observer": frozenset(),
-}
 
 KIND_NOT_ALLOWED_MSG = "role {role!r} of {sender!r} may not send {kind!r} (it may send: {allowed})"
 KIND_NOT_HANDLED_MSG = "{me!r} does not accept {kind!r} messages (it accepts: {accepted})"
@@ -83,6 +69,10 @@ class Party:
         self.protocol = protocol
         self.codec = codec
         self._replay = ReplayGuard()
+        from parley.parties.encodings import role_sends  # its built-ins subclass Party
+
+        #: What each role may send (:func:`parley.parties.encodings.role_sends`), as the plug-ins stood at construction.
+        self.role_sends = role_sends()
         self.refusals_sent = 0
         self.refusals_ignored = 0
 
@@ -130,7 +120,7 @@ class Party:
         try:
             verify_envelope(envelope, self.keyring, recipient=self.name)
             role = self.keyring.entry(envelope.sender).role
-            allowed = ROLE_SENDS.get(role, frozenset())
+            allowed = self.role_sends.get(role, frozenset())
             if envelope.kind not in allowed:
                 raise WireError(KIND_NOT_ALLOWED, KIND_NOT_ALLOWED_MSG.format(
                     role=role, sender=envelope.sender, kind=envelope.kind,
@@ -145,7 +135,9 @@ class Party:
             envelope = confidential.incoming(envelope, self.identity, self.keyring)  # as sent if not sealed
             if decoded:
                 return self._on_encoded(envelope)
-            return getattr(self, self.handlers[envelope.kind])(envelope)
+            handler: Callable[[Envelope], Envelope | list[Envelope] | None]
+            handler = getattr(self, self.handlers[envelope.kind])
+            return handler(envelope)
         except WireError as exc:
             if envelope.kind == REFUSAL:  # never refuse a refusal: that would ping-pong forever
                 self.refusals_ignored += 1
@@ -158,13 +150,17 @@ class Party:
             return self._refuse(envelope, INTERNAL, f"{type(exc).__name__}: {exc} (a bug in parley, please report it)")
 
     def _on_encoded(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
-        """An envelope the codec decodes: the answer it carries goes to the ``metric-answer`` handler."""
+        """An envelope the codec decodes: to the handler of the kind it decodes to (``metric-answer`` by default)."""
         assert self.codec is not None  # receive dispatches here only for a codec's kinds
         out = self.codec.decode(envelope)
         if isinstance(out, Forward):
             return self.seal(out.recipient, out.kind, out.payload)
-        answer: Callable[[Envelope], Envelope | list[Envelope] | None] = getattr(self, self.handlers["metric-answer"])
-        return answer(envelope.model_copy(update={"payload": out}))
+        kind, payload = (out.kind, out.payload) if isinstance(out, Decoded) else ("metric-answer", out)
+        if kind not in self.handlers:
+            raise WireError(KIND_NOT_ALLOWED, KIND_NOT_HANDLED_MSG.format(
+                me=self.name, kind=kind, accepted=", ".join(sorted(self.handlers)) or "nothing"))
+        handler: Callable[[Envelope], Envelope | list[Envelope] | None] = getattr(self, self.handlers[kind])
+        return handler(envelope.model_copy(update={"payload": dict(payload)}))
 
     def _refuse(self, envelope: Envelope, reason: str, detail: str) -> Envelope | None:
         """A signed refusal to whoever the envelope claims sent it (nothing if we cannot sign)."""

@@ -16,7 +16,7 @@ that the world hands out with the signing keys (:func:`pair_keys`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from cryptography.hazmat.primitives import hashes
@@ -24,14 +24,14 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from parley.parties.codecs import Codec, Forward
+from parley.parties.encodings import Encoding, ExtraParty, Wiring, register_encoding
 from parley.parties.party import REFUSAL, Party
 from parley.parties.payload_limits import MAX_PAYLOAD_BYTES, PAYLOAD_TOO_LARGE
+from parley.parties.run_secrets import RunSecrets
 from parley.parties.wire import INVALID_PAYLOAD, INVALID_QUERY, Envelope, Identity, Keyring
-from parley.protocols.errors import QueryError, WireError
-from parley.protocols.mechanisms.count_dp import SLICES
-from parley.protocols.mechanisms.secure import (
+from parley.protocols.base import AuditSet, Protocol
+from parley.protocols.crypto.shamir import (
     PairKeys,
-    SecureProtocol,
     decode_field,
     encode_field,
     field_bytes,
@@ -41,14 +41,19 @@ from parley.protocols.mechanisms.secure import (
     querier_rows,
     share_rows,
 )
+from parley.protocols.errors import QueryError, WireError
+from parley.protocols.mechanisms.count_dp import SLICES
+from parley.protocols.mechanisms.secure import SecureProtocol
 from parley.protocols.queries import apply_edits, validate_query_id
 
-__all__ = ["Helper", "SecureQuerier", "pair_keys", "HELPER_ROLE",
+__all__ = ["HELPER", "Helper", "MpcEncoding", "SecureQuerier", "pair_keys", "HELPER_ROLE",
            "NOT_PENDING", "ID_REUSED_HELPER", "HELPER_TOO_LARGE", "HELPER_NOT_ADMITTED", "HELPER_REPLY_DROPPED",
            "HELPER_KEPT_REPLIES"]
 
-#: The role of the helper in keyrings (what it may send: ``parley.parties.party.ROLE_SENDS``).
+#: The role of the helper in keyrings (what it may send: :class:`MpcEncoding` ``roles``).
 HELPER_ROLE = "mpc-helper"
+#: The slot (and name) of the helper in a run.
+HELPER = "mpc-helper"
 NOT_PENDING = "an {kind} for query {got!r}, which is not the query this querier is computing ({pending!r})"
 ID_REUSED_HELPER = "query id {query_id!r} was already computed for a different request"
 HELPER_TOO_LARGE = ("an mpc-query of m = {m} models ({metric}, {rows} rows) over n = {n} people asks the helper for "
@@ -266,3 +271,23 @@ class Helper(Party):
 
     def stats(self) -> dict[str, int]:
         return {"answered": self.answered, "not_admitted": self.not_admitted, "refusals_sent": self.refusals_sent}
+
+
+@register_encoding
+class MpcEncoding(Encoding):
+    """``mpc``: the three parties hold pairwise keys, the querier sends shares, and the helper joins the run."""
+
+    name = "mpc"
+    roles = {HELPER_ROLE: frozenset({"mpc-partial"})}
+
+    def wire(self, protocol: Protocol, audit: AuditSet, secrets: RunSecrets, parties: Mapping[str, str]) -> Wiring:
+        """Fresh pairwise keys; the compliance party, the queriers and the helper each get their own."""
+        secure = cast(SecureProtocol, protocol)
+        compliance, querier = parties["compliance"], parties["data_center"]
+        keys = pair_keys((compliance, querier, HELPER))
+        querying = secure.keyed(keys[querier])
+        helper = ExtraParty(HELPER, HELPER_ROLE, Helper, (secure.keyed(keys[HELPER]), [querier], audit.n,
+                                                          secrets.party(HELPER).rng("noise")))
+        return Wiring(secure.keyed(keys[compliance]),
+                      SecureQuerier(querying, keys[querier], audit.y, HELPER, record=True),
+                      SecureQuerier(querying, keys[querier], audit.y, HELPER), (helper,))

@@ -164,7 +164,7 @@ class _ArrayDigests:
     """
 
     def __init__(self) -> None:
-        self._digests: dict[int, tuple[weakref.ref, bytes]] = {}
+        self._digests: dict[int, tuple[weakref.ref[np.ndarray], bytes]] = {}
 
     def get(self, arr: np.ndarray) -> bytes | None:
         entry = self._digests.get(id(arr))
@@ -249,7 +249,8 @@ def payload_digest(payload: Mapping[str, Any]) -> str:
 
 def array_base64(arr: np.ndarray) -> bytes:
     """Base64 (ASCII bytes) of an array's raw (C-order) bytes, as stored in transcripts."""
-    return _base64.b64encode(array_bytes(arr))
+    encoded: bytes = _base64.b64encode(array_bytes(arr))
+    return encoded
 
 
 #: Bytes of array data base64-encoded at a time when written (a multiple of 3: the pieces join without padding).
@@ -270,7 +271,8 @@ def array_bytes(arr: np.ndarray) -> memoryview | bytes:
 
 def b64decode_strict(text: str) -> bytes:
     """Strict base64 decoding (characters outside the alphabet are an error): :class:`binascii.Error`."""
-    return _base64.b64decode(text, validate=True)
+    decoded: bytes = _base64.b64decode(text, validate=True)
+    return decoded
 
 
 def array_data(arr: np.ndarray) -> dict[str, str]:
@@ -346,7 +348,7 @@ class Envelope(BaseModel):
         """JSON-ready form for the transcript (``fields`` as in :func:`encode_payload`)."""
         return {**self.header(), "signature": self.signature, "payload": encode_payload(self.payload, fields)}
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Cheap pickling for Ray: small envelopes travel as one in-band blob, large arrays out of band."""
         fields = tuple(getattr(self, k) for k in _ALL_FIELDS)
         if _payload_nbytes(self.payload) <= _INBAND_BYTES:
@@ -378,7 +380,7 @@ def _payload_nbytes(value: Any) -> int:
     return 0
 
 
-def _envelope_from_fields(fields: tuple) -> Envelope:
+def _envelope_from_fields(fields: tuple[Any, ...]) -> Envelope:
     return Envelope.model_construct(**dict(zip(_ALL_FIELDS, fields, strict=True)))
 
 

@@ -4,6 +4,9 @@ Importing :mod:`protocols` registers every built-in protocol, so
 ``get_protocol("raw")`` works after a plain ``import protocols``.
 """
 
+if __name__ != "parley.protocols":  # the folder imported by its own name, from the repository root
+    raise ImportError(f"import parley.protocols, not {__name__} (the folder installs as parley.protocols)")
+
 from parley.protocols.base import (
     PROTOCOLS,
     AuditSet,

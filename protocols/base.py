@@ -12,14 +12,16 @@ from __future__ import annotations
 from abc import ABC
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
 from parley.protocols.budget import Budget
 from parley.protocols.errors import QueryError
 from parley.protocols.metrics import METRICS, AuditEvaluator
+from parley.protocols.plugin import Plugin
 from parley.protocols.queries import (
     Edits,
     require_fields,
@@ -46,6 +48,11 @@ class ProtocolParams(BaseModel):
     """Base of every protocol's parameters (frozen, unknown keys rejected)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+#: A protocol's parameter model: ``class LaplaceProtocol(Protocol[LaplaceParams])``; a bare ``Protocol`` has
+#: ``ProtocolParams``.
+P = TypeVar("P", bound=ProtocolParams, default=ProtocolParams, covariant=True)
 
 
 @dataclass(frozen=True)
@@ -168,25 +175,27 @@ class MetricQuery:
                    query_id=validate_query_id(payload["query_id"]))
 
 
-class Protocol(ABC):
+class Protocol(Plugin[P], ABC):
     """What the compliance party releases, and for which requests.
 
-    A metric protocol (``flow = "metric-query"``) sets ``name``, ``Params`` and
-    implements :meth:`release`. A protocol with its own exchange (a release of
-    A, an accept set, a certificate) sets ``flow`` to the name of the scenario
-    flow that drives it, lists its request kinds and their reply kinds in
-    ``requests``, and implements :meth:`respond` and :meth:`request_cost`; the
-    compliance party verifies, accounts and signs around them.
+    A metric protocol (``flow = "metric-query"``) names its parameter model as its
+    generic argument and as ``Params`` (``class LaplaceProtocol(Protocol[LaplaceParams])``,
+    ``Params = LaplaceParams``), sets ``name`` and implements :meth:`release`. A
+    protocol with its own exchange (a release of A, an accept set, a certificate)
+    sets ``flow`` to the name of the scenario flow that drives it, lists its request
+    kinds and their reply kinds in ``requests``, and implements :meth:`respond` and
+    :meth:`request_cost`; the compliance party verifies, accounts and signs around them.
     """
 
     name: ClassVar[str]
     Params: ClassVar[type[ProtocolParams]] = ProtocolParams
-    #: An instance of ``Params``; each protocol declares ``params: ItsParams`` so that type checkers see its fields.
-    params: ProtocolParams
     #: Metrics this protocol will answer (all of them unless a subclass narrows it).
     metrics: ClassVar[tuple[str, ...]] = tuple(METRICS)
-    #: The scenario flow that drives this protocol's exchange (see ``parley.scenarios.flows``).
+    #: The registered exchange that runs this protocol's conversation (``parley.scenarios.exchanges``).
     flow: ClassVar[str] = "metric-query"
+    #: The registered encoding its queriers wear (``"he"``, ``"mpc"``; ``parley.parties.encodings``), if any:
+    #: the querier's messages leave encoded and its answers are opened by the querier, never on the wire.
+    encoding: ClassVar[str | None] = None
     #: Request kind -> reply kind, for the requests beyond ``metric-query`` this protocol serves.
     requests: ClassVar[Mapping[str, str]] = {}
     #: The sets whose A the compliance party needs: ``"audit"``, and ``"train"`` for protocols about the training set.
@@ -195,8 +204,8 @@ class Protocol(ABC):
     #: the transcript canary (``parley.scenarios.canary``) flags any other reply holding a vector of n values.
     per_individual_kinds: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, params: ProtocolParams | None = None) -> None:
-        self.params = params if params is not None else self.Params()
+    def __init__(self, params: P | None = None) -> None:
+        self.params = params if params is not None else cast(P, self.Params())
 
     def answer(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
         """Validate applicability, compute the exact metric and release it.
@@ -266,21 +275,19 @@ class Protocol(ABC):
         raise QueryError(NO_REQUESTS.format(name=self.name, kind=kind))
 
 
-def _check_protocol(cls: type[Protocol]) -> str | None:
+def _check_protocol(cls: type[Protocol[Any]]) -> str | None:
     if not (isinstance(cls.Params, type) and issubclass(cls.Params, ProtocolParams)):
         return "its Params is not a subclass of parley.protocols.base.ProtocolParams"
     return None
 
 
 #: Every protocol by name: the built-ins, and the ``parley.protocols`` entry points (loaded on first read).
-PROTOCOLS: Registry[type[Protocol]] = Registry("protocol", UNKNOWN_PROTOCOL, Protocol, check=_check_protocol)
+PROTOCOLS: Registry[type[Protocol[Any]]] = Registry("protocol", UNKNOWN_PROTOCOL, Protocol, check=_check_protocol)
+
+#: Class decorator adding a protocol to :data:`PROTOCOLS` under ``cls.name`` (:meth:`Registry.register`).
+register_protocol = PROTOCOLS.register
 
 
-def register_protocol(cls: type[Protocol]) -> type[Protocol]:
-    """Class decorator adding a built-in protocol to :data:`PROTOCOLS` under ``cls.name``."""
-    return PROTOCOLS.add(cls.name, cls)
-
-
-def get_protocol(name: str) -> type[Protocol]:
+def get_protocol(name: str) -> type[Protocol[Any]]:
     """The protocol class registered as ``name``; the error lists the known names."""
     return PROTOCOLS.lookup(name)

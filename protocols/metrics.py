@@ -91,9 +91,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from parley.protocols.errors import EmptyGroupError, QueryError
 
@@ -145,29 +146,33 @@ LABELS_REQUIRED = "metric {metric!r} needs the true labels y, but y is None"
 _Y1 = " among y=1"
 _Y0 = " among y=0"
 
+#: A metric's value: float64 of shape (m,), or a numpy.float64 scalar when H is one model of shape (n,).
+MetricValue: TypeAlias = npt.NDArray[np.float64] | np.float64
+
 
 # -- input handling --------------------------------------------------------------------
 
 
-def _prepare(metric: str, H, a, y=None):
+def _prepare(
+    metric: str, H: npt.ArrayLike, a: npt.ArrayLike, y: npt.ArrayLike | None = None
+) -> tuple[npt.NDArray[np.float64], bool, np.ndarray, np.ndarray | None, int]:
     """Return (H2, single, a, y, n) with H2 2-D float64 (a view when possible)."""
-    H = np.asarray(H, dtype=np.float64)
-    if H.ndim == 1:
-        single, H2 = True, H.reshape(1, -1)
-    elif H.ndim == 2:
-        single, H2 = False, H
+    Hf = np.asarray(H, dtype=np.float64)
+    if Hf.ndim == 1:
+        single, H2 = True, Hf.reshape(1, -1)
+    elif Hf.ndim == 2:
+        single, H2 = False, Hf
     else:
-        raise QueryError(BAD_H_NDIM.format(metric=metric, shape=H.shape))
+        raise QueryError(BAD_H_NDIM.format(metric=metric, shape=Hf.shape))
     n = H2.shape[1]
-    a = _binary_vector(metric, "a", a, n)
-    if y is not None:
-        y = _binary_vector(metric, "y", y, n)
+    av = _binary_vector(metric, "a", a, n)
+    yv = None if y is None else _binary_vector(metric, "y", y, n)
     if n == 0:
         raise EmptyGroupError(EMPTY_AUDIT.format(metric=metric))
-    return H2, single, a, y, n
+    return H2, single, av, yv, n
 
 
-def _binary_vector(metric: str, name: str, v, n: int | None) -> np.ndarray:
+def _binary_vector(metric: str, name: str, v: npt.ArrayLike, n: int | None) -> np.ndarray:
     """Check ``v`` is 1-D, of length ``n`` (unless None) and 0/1-valued."""
     v = np.asarray(v)
     if v.ndim != 1:
@@ -184,7 +189,9 @@ def _binary_vector(metric: str, name: str, v, n: int | None) -> np.ndarray:
     return v
 
 
-def _indicators(metric: str, a: np.ndarray, y: np.ndarray | None, label: int | None):
+def _indicators(
+    metric: str, a: np.ndarray, y: np.ndarray | None, label: int | None
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Float64 indicators of (a=0, a=1) within the slice y=label (all if None).
 
     Raises EmptyGroupError (checked before any division) if either is empty.
@@ -205,9 +212,9 @@ def _indicators(metric: str, a: np.ndarray, y: np.ndarray | None, label: int | N
     return a0.astype(np.float64), a1.astype(np.float64)
 
 
-def _finish(values: np.ndarray, single: bool):
-    values = np.asarray(values, dtype=np.float64)
-    return values[0] if single else values
+def _finish(values: np.ndarray, single: bool) -> MetricValue:
+    values64 = np.asarray(values, dtype=np.float64)
+    return values64[0] if single else values64
 
 
 # -- exact group sums, one rounding ----------------------------------------------------
@@ -299,7 +306,8 @@ class _Slice:
     def values(self, H2: np.ndarray) -> np.ndarray:
         """The family's value for every row of ``H2`` (m, n)."""
         if not np.isfinite(H2).all():  # NaN or infinity: the float product says what such an input gives
-            return H2 @ self._weights()
+            product: np.ndarray = H2 @ self._weights()
+            return product
         return np.array([self.value(s0, s1) for s0, s1 in _exact_sums(H2, self.groups)], dtype=np.float64)
 
     def _weights(self) -> np.ndarray:
@@ -328,22 +336,24 @@ def _cov_slice(a: np.ndarray) -> _Slice:
 # -- kernels (metric key threaded through for messages) ---------------------------------
 
 
-def _sp(H, a, metric: str):
-    H2, single, a, _, _ = _prepare(metric, H, a)
-    return _gap_slice(metric, a, None, None).values(H2), single
+def _sp(H: npt.ArrayLike, a: npt.ArrayLike, metric: str) -> tuple[np.ndarray, bool]:
+    H2, single, av, _, _ = _prepare(metric, H, a)
+    return _gap_slice(metric, av, None, None).values(H2), single
 
 
-def _sliced(H, a, y, label: int, metric: str):
+def _sliced(
+    H: npt.ArrayLike, a: npt.ArrayLike, y: npt.ArrayLike | None, label: int, metric: str
+) -> tuple[np.ndarray, bool]:
     if y is None:
         raise QueryError(LABELS_REQUIRED.format(metric=metric))
-    H2, single, a, y, _ = _prepare(metric, H, a, y)
-    return _gap_slice(metric, a, y, label).values(H2), single
+    H2, single, av, yv, _ = _prepare(metric, H, a, y)
+    return _gap_slice(metric, av, yv, label).values(H2), single
 
 
 # -- public metrics --------------------------------------------------------------------
 
 
-def statistical_parity_difference(H, a):
+def statistical_parity_difference(H: npt.ArrayLike, a: npt.ArrayLike) -> MetricValue:
     """Statistical parity gap SP_i of each model (Def. 2.1, Eq. 1).
 
     Parameters
@@ -368,7 +378,7 @@ def statistical_parity_difference(H, a):
     return _finish(*_sp(H, a, "sp"))
 
 
-def abs_statistical_parity_difference(H, a):
+def abs_statistical_parity_difference(H: npt.ArrayLike, a: npt.ArrayLike) -> MetricValue:
     """Absolute statistical parity gap |SP_i| (Sec. 2.1.1).
 
     fairlearn's ``demographic_parity_difference`` for binary h.
@@ -379,7 +389,7 @@ def abs_statistical_parity_difference(H, a):
     return _finish(np.abs(values), single)
 
 
-def equal_opportunity_difference(H, a, y):
+def equal_opportunity_difference(H: npt.ArrayLike, a: npt.ArrayLike, y: npt.ArrayLike | None) -> MetricValue:
     """Equal opportunity gap EO_i (Def. 2.2, Eq. 2): SP among y=1.
 
     For binary h this is TPR(a=1) - TPR(a=0). By Remark 5 it carries no
@@ -406,7 +416,7 @@ def equal_opportunity_difference(H, a, y):
     return _finish(*_sliced(H, a, y, 1, "eo"))
 
 
-def abs_equal_opportunity_difference(H, a, y):
+def abs_equal_opportunity_difference(H: npt.ArrayLike, a: npt.ArrayLike, y: npt.ArrayLike | None) -> MetricValue:
     """Absolute equal opportunity gap |EO_i| (Sec. 2.1.1).
 
     Parameters and errors as :func:`equal_opportunity_difference`.
@@ -415,7 +425,7 @@ def abs_equal_opportunity_difference(H, a, y):
     return _finish(np.abs(values), single)
 
 
-def predictive_equality_difference(H, a, y):
+def predictive_equality_difference(H: npt.ArrayLike, a: npt.ArrayLike, y: npt.ArrayLike | None) -> MetricValue:
     """Predictive equality gap PE_i: SP among y=0 (FPR(a=1) - FPR(a=0) for binary h).
 
     One half of equalized odds (Remark 5). Parameters as
@@ -425,7 +435,7 @@ def predictive_equality_difference(H, a, y):
     return _finish(*_sliced(H, a, y, 0, "pe"))
 
 
-def equalized_odds_difference(H, a, y):
+def equalized_odds_difference(H: npt.ArrayLike, a: npt.ArrayLike, y: npt.ArrayLike | None) -> MetricValue:
     """Equalized odds gap max(|EO_i|, |PE_i|) (Remark 5).
 
     Equals fairlearn's ``equalized_odds_difference`` (``agg="worst_case"``) for
@@ -439,12 +449,12 @@ def equalized_odds_difference(H, a, y):
     metric = "eodds"
     if y is None:
         raise QueryError(LABELS_REQUIRED.format(metric=metric))
-    H2, single, a, y, _ = _prepare(metric, H, a, y)
-    eo, pe = _gap_slice(metric, a, y, 1), _gap_slice(metric, a, y, 0)  # both slices checked before either sum
+    H2, single, av, yv, _ = _prepare(metric, H, a, y)
+    eo, pe = _gap_slice(metric, av, yv, 1), _gap_slice(metric, av, yv, 0)  # both slices checked before either sum
     return _finish(np.maximum(np.abs(eo.values(H2)), np.abs(pe.values(H2))), single)
 
 
-def predictive_rate_parity_difference(H, a, y):
+def predictive_rate_parity_difference(H: npt.ArrayLike, a: npt.ArrayLike, y: npt.ArrayLike | None) -> MetricValue:
     """Predictive rate parity gap P(y=1 | h, a=1) - P(y=1 | h, a=0) (Remark 5).
 
     With soft outputs as weights, ``P(y=1 | h, a=g) = sum_{a_j=g} h_ij y_j /
@@ -465,9 +475,9 @@ def predictive_rate_parity_difference(H, a, y):
     metric = "prp"
     if y is None:
         raise QueryError(LABELS_REQUIRED.format(metric=metric))
-    H2, single, a, y, _ = _prepare(metric, H, a, y)
-    i0, i1 = _indicators(metric, a, y, None)
-    yf = y.astype(np.float64)
+    H2, single, av, yv, _ = _prepare(metric, H, a, y)
+    i0, i1 = _indicators(metric, av, yv, None)
+    yf = np.asarray(yv, dtype=np.float64)
     # columns: positives accepted and mass accepted, for a=0 then a=1
     S = H2 @ np.column_stack([i0 * yf, i0, i1 * yf, i1])
     # 0/0 := 0: with h >= 0 a zero accepted mass has a zero numerator too.
@@ -476,7 +486,7 @@ def predictive_rate_parity_difference(H, a, y):
     return _finish(rates[:, 1] - rates[:, 0], single)
 
 
-def covariance(H, a):
+def covariance(H: npt.ArrayLike, a: npt.ArrayLike) -> MetricValue:
     """Covariance cov(h_i(x), a) on the audit set, normalised by 1/n.
 
     The fairness measure of the distributed-fair-learning paper (Alg. 1 step 4,
@@ -496,12 +506,12 @@ def covariance(H, a):
         Values in [-1/4, 1/4] for h in [0, 1].
     """
     metric = "cov"
-    H2, single, a, _, _ = _prepare(metric, H, a)
+    H2, single, av, _, _ = _prepare(metric, H, a)
     # (1/n) sum_j h_j (a_j - N1/n) = (S1 N0 - S0 N1) / n^2, from the exact group sums, rounded once
-    return _finish(_cov_slice(a).values(H2), single)
+    return _finish(_cov_slice(av).values(H2), single)
 
 
-def group_sizes(a) -> tuple[int, int]:
+def group_sizes(a: npt.ArrayLike) -> tuple[int, int]:
     """Group sizes (N0, N1) = (#{a=0}, #{a=1}) (Sec. 2.1).
 
     Parameters
@@ -541,7 +551,7 @@ class MetricInfo:
     """
 
     key: str
-    function: Callable[..., np.ndarray]
+    function: Callable[..., MetricValue]
     needs_labels: bool
     description: str
     range: tuple[float, float]
@@ -573,7 +583,7 @@ METRICS: Mapping[str, MetricInfo] = MappingProxyType(
 )
 
 
-def evaluate(metric: str, H, a, y=None):
+def evaluate(metric: str, H: npt.ArrayLike, a: npt.ArrayLike, y: npt.ArrayLike | None = None) -> MetricValue:
     """Evaluate the metric registered under ``metric`` for every model in ``H``.
 
     Parameters
@@ -615,9 +625,11 @@ _PLANS: Mapping[str, tuple[tuple[str, int | None], ...]] = MappingProxyType({
 def _combine(metric: str, parts: Sequence[np.ndarray]) -> np.ndarray:
     """The metric from its families' values, as the public functions combine them."""
     if metric in ("abs_sp", "abs_eo"):
-        return np.abs(parts[0])
+        magnitude: np.ndarray = np.abs(parts[0])
+        return magnitude
     if metric == "eodds":
-        return np.maximum(np.abs(parts[0]), np.abs(parts[1]))
+        worst: np.ndarray = np.maximum(np.abs(parts[0]), np.abs(parts[1]))
+        return worst
     return parts[0]
 
 
@@ -695,14 +707,14 @@ class AuditEvaluator:
         if slices is None or base.shape != slices[0].groups.shape or not np.isfinite(values).all():
             H = np.repeat(base.reshape(1, -1), indices.shape[0], axis=0)
             H[np.repeat(np.arange(indices.shape[0]), indices.shape[1]), indices.reshape(-1)] = values.reshape(-1)
-            return self(metric, H)
+            return cast(np.ndarray, self(metric, H))
         parts = []
         for s in slices:
             sums = self._base_sums(base, s)
             if sums is None:  # a non-finite base: the float path
                 H = np.repeat(base.reshape(1, -1), indices.shape[0], axis=0)
                 H[np.repeat(np.arange(indices.shape[0]), indices.shape[1]), indices.reshape(-1)] = values.ravel()
-                return self(metric, H)
+                return cast(np.ndarray, self(metric, H))
             parts.append(np.array([s.value(*_moved(sums, s.groups, base, idx, new))
                                    for idx, new in zip(indices.tolist(), values.tolist(), strict=True)]))
         return _combine(metric, parts)

@@ -5,7 +5,7 @@ and error text; every family follows the same rules:
 
 - a name is taken once: a second plug-in under it is an error, never an override;
 - a miss names every known plug-in;
-- built-ins register by import (a decorator on the class); a user's package adds
+- built-ins register by import (the decorator :meth:`Registry.register`); a user's package adds
   a plug-in through an entry point in the family's group (``parley.protocols``,
   ``parley.attacks``, ``parley.learners``, ``parley.datasets``), loaded once, on
   the first look-up or listing of the registry, so importing parley never imports
@@ -44,13 +44,15 @@ __all__ = [
     "PLUGIN_NAME_TAKEN",
     "PLUGIN_NAME_HELD",
     "PLUGIN_INVALID",
+    "NOT_REGISTERED",
 ]
 
 T = TypeVar("T")
 
 #: The entry-point group of each plug-in family (the ``what`` of its registry).
 ENTRY_POINT_GROUPS = {"protocol": "parley.protocols", "attack": "parley.attacks",
-                      "learner": "parley.learners", "dataset": "parley.datasets"}
+                      "learner": "parley.learners", "dataset": "parley.datasets",
+                      "exchange": "parley.exchanges", "encoding": "parley.encodings"}
 
 NAME_TAKEN = "two {what}s are registered as {name!r} (a bug in parley, please report it)"
 #: Prefix of every plug-in error: which entry point of which distribution.
@@ -61,6 +63,8 @@ PLUGIN_NAME_MISMATCH = PLUGIN + " names itself {name!r}: the entry point's name 
 PLUGIN_NAME_TAKEN = PLUGIN + " takes the name {name!r}, already registered by {origin}"
 PLUGIN_NAME_HELD = PLUGIN + " holds the name {name!r}, which one of parley's built-in {what}s also takes"
 PLUGIN_INVALID = PLUGIN + ": {problem}"
+#: A class refused by :meth:`Registry.register` (the family's ``check`` found a problem).
+NOT_REGISTERED = "{what} {name!r} ({cls}) cannot be registered: {problem}"
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,10 @@ class Origin:
 
 #: The origin of every plug-in that registers by import.
 BUILTIN = Origin()
+
+
+def _qualified(cls: Any) -> str:
+    return f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', cls)}"
 
 
 def _dist_of(entry_point: metadata.EntryPoint) -> tuple[str, str]:
@@ -151,6 +159,25 @@ class Registry(MutableMapping[str, T], Generic[T]):
             if name not in self._origins or not origin.builtin:
                 self._origins[name] = origin
             return plugin
+
+    def register(self, cls: T) -> T:
+        """Class decorator: check ``cls`` with the family's ``check`` and :meth:`add` it under ``cls.name``.
+
+        The one decorator of every family (``register_protocol = PROTOCOLS.register``).
+
+        Raises
+        ------
+        PluginError
+            ``check`` finds a problem with ``cls``.
+        ParleyError
+            Another class is registered under ``cls.name`` (see :meth:`add`).
+        """
+        name = getattr(cls, "name", None)
+        problem = self.check(cls) if isinstance(name, str) and self.check is not None else None
+        if not isinstance(name, str) or problem:
+            problem = problem or "it sets no name"
+            raise PluginError(NOT_REGISTERED.format(what=self.what, name=name, cls=_qualified(cls), problem=problem))
+        return self.add(name, cls)
 
     def _context(self, origin: Origin, name: str) -> dict[str, str]:
         group, _, rest = origin.entry_point.partition(":")

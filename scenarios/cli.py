@@ -1,4 +1,4 @@
-"""The ``parley`` command: list, run, study, compare and verify.
+"""The ``parley`` command: list, show, run, study, compare and verify.
 
 User mistakes (a bad key, an unknown scenario, a missing file, an output folder that
 cannot be one) print one line, ``parley: error: ...``, and exit 2; a transcript that
@@ -34,6 +34,17 @@ ADDRESS_HELP = ("join the Ray cluster at HOST:PORT (what `ray start --head` prin
 NOT_A_FOLDER = "{what} {path} is a file, not a folder; name a folder with --out"
 CANNOT_WRITE = "cannot write the {what} {path}: {reason}; name another folder with --out"
 INTERRUPTED = "parley: interrupted; run the same command again to resume"
+#: Ctrl-C of ``parley run``: the folder is kept, marked; {again} says what running the same command does.
+RUN_INTERRUPTED = "parley: interrupted; run folder {path} is kept, marked interrupted ({status}); {again}"
+AGAIN_NEW = "running the same command again starts a new run in a new folder"
+AGAIN_OUT = "running the same command again starts the run over in {path}"
+AGAIN_OUT_SPENT = ("running the same command again is refused while its ledger holds what this run spent: add "
+                   "--fresh to discard it, or choose another --out")
+AGAIN_SHARED = "; what it spent stays spent in ledger {ledger}"
+#: Printed before a run that names a ledger holding earlier runs' spending.
+LEDGER_CARRIES = "parley: ledger {ledger} carries over what earlier runs spent: {spent}"
+#: Printed after a run some of whose queries a named ledger's budget refused.
+LEDGER_REFUSED = "parley: ledger {ledger} refused {count} queries: its budget is spent ({spent})"
 BUG = "parley: internal error (a bug in parley, please report it): {error}; traceback in {log}"
 
 
@@ -88,6 +99,9 @@ BAD_KEYS_MSG = "--keys takes fingerprints (64 hex digits) or name=fingerprint pa
 BAD_HEAD_MSG = "--head takes the final head printed by `parley run` (64 hex digits); got {got!r}"
 BAD_EXPECT_MSG = "cannot read expected keys and head from {path}: {why}"
 NO_TRANSCRIPT_MSG = "transcript {path} does not exist"
+#: ``parley verify`` given a result.json (any ``.json``): what to give instead.
+NOT_A_TRANSCRIPT_MSG = ("{path} is not a transcript: parley verify takes a run folder ({folder}) or its transcript "
+                        "({transcript}); a result.json goes with --expect, as the keys and head to check it against")
 #: ``parley verify``'s last line once the anchors matched; {anchors} names where each came from.
 MATCHES_MSG = "matches the {anchors}"
 #: Added when an anchor came from a result.json beside the transcript (a run folder given alone, by default).
@@ -111,16 +125,26 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     sub.add_parser("list", help="catalog scenarios, protocols, attacks, learners and data sets")
+    show = sub.add_parser("show", help="a scenario, study, protocol, attack, learner, data set or exchange: its "
+                                       "description and every key it takes, with type, default and range")
+    show.add_argument("name", help="a name `parley list` lists (a name that is several things shows each)")
 
     run = sub.add_parser("run", help="run one scenario (default: adult-raw-double-query)")
     run.add_argument("scenario", nargs="?", help="catalog name or path to a TOML file")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="override a field by dotted path, e.g. protocol.decimals=4 (repeatable)")
-    run.add_argument("--out", type=Path, help="run folder (default: runs/<scenario>)")
+    run.add_argument("--out", type=Path,
+                     help="run folder (default: a new folder runs/<scenario>/<run-id> for every run, named by its "
+                          "start time and --set overrides; runs/<scenario>/latest points at the newest completed)")
+    run.add_argument("--ledger", metavar="NAME|PATH",
+                     help="a privacy ledger shared by the runs that name it (the same compliance party coming "
+                          "back): NAME is runs/ledgers/NAME.sqlite; never reset unless --fresh. Default: each run "
+                          "its own ledger in its folder")
     run.add_argument("--fresh", action="store_true",
-                     help="discard the privacy ledger an earlier run left in the run folder (refused without it)")
+                     help="with --out: discard the privacy ledger an earlier run left in that folder (refused "
+                          "without it); with --ledger: start that ledger anew")
     run.add_argument("--replace", action="store_true",
-                     help="delete another scenario's or a study's results that the run folder holds "
+                     help="with --out: delete another scenario's or a study's results that the folder holds "
                           "(refused without it)")
     run.add_argument("--seed", type=int, help="root seed of the simulated world (public: result.json prints it)")
     run.add_argument("--secrets", type=Path, metavar="FILE", help=SECRETS_HELP)
@@ -128,6 +152,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--open", action="store_true", help="open the run's report.html in a web browser afterwards")
     run.add_argument("--explain", action="store_true",
                      help="narrate the run for a room: every message, who sent what, and what was learned after it")
+    run.add_argument("--exact", action="store_true",
+                     help="with --explain: answers with every digit the wire holds (default: 4 significant digits)")
 
     study = sub.add_parser("study", help="run a grid of scenarios in parallel on Ray (resumable)")
     study.add_argument("study", help="catalog study name or path to a study TOML file")
@@ -155,6 +181,11 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--address", help=ADDRESS_HELP)
     compare.add_argument("--workers", type=int, help="parallel workers (default: the CPUs Ray reports)")
     compare.add_argument("--secrets", type=Path, metavar="FILE", help=SECRETS_HELP)
+    compare.add_argument("--row", action="append", dest="rows", metavar="LABEL",
+                         help="only this protocol row (repeatable; the labels are the report's, e.g. 'laplace ε=1')")
+    compare.add_argument("--attack", action="append", dest="attacks", metavar="NAME",
+                         help="only this attack's columns (repeatable)")
+    compare.add_argument("--no-audit", action="store_true", help="skip the whole-scenario privacy audit")
 
     verify = sub.add_parser(
         "verify", help="check a transcript: signatures, digests, chain, sequences, nonces and the parties' end record",
@@ -166,6 +197,14 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--expect", type=Path, metavar="RESULT_JSON",
                         help="read the expected keys and head from a result.json kept apart from the transcript "
                              "(default for a run folder: its own result.json)")
+
+    workshop = sub.add_parser("workshop", help="serve a live threat-model workshop: a projector page and a page per "
+                                               "participant (needs the workshop extra)")
+    workshop.add_argument("--host", default="127.0.0.1",
+                          help="address to listen on (default 127.0.0.1; 0.0.0.0 lets laptops in the room join)")
+    workshop.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    workshop.add_argument("--roster", type=int, default=12, help="people of the audit set the room plays for")
+    workshop.add_argument("--secrets", type=Path, metavar="FILE", help=SECRETS_HELP)
     return parser
 
 
@@ -174,20 +213,37 @@ def _first_line(text: str | None) -> str:
     return lines[0] if lines else ""
 
 
+def _wrapped(text: str, indent: str, first: str | None = None) -> str:
+    """``text`` wrapped to the terminal's width at word boundaries (never cut), each line indented."""
+    import shutil
+    import textwrap
+
+    width = max(40, shutil.get_terminal_size().columns)
+    return "\n".join(textwrap.wrap(" ".join(text.split()), width, initial_indent=indent if first is None else first,
+                                    subsequent_indent=indent, break_on_hyphens=False)) or (first or indent).rstrip()
+
+
 def _list_plugins(title: str, registry: Registry[Any], detail: Callable[[Any], str]) -> None:
     origins = registry.origins()
     width = max(map(len, origins), default=0)
     print(f"{title}:")
     for name, origin in origins.items():
-        print(f"  {name:<{width}}  ({origin}) {detail(registry[name])}")
+        head = f"  {name:<{width}}  "
+        text = f"({origin}) {detail(registry[name])}"
+        if len(head) <= 30:
+            print(_wrapped(text, " " * len(head), first=head))
+        else:  # long names: each description on the lines under its name
+            print(f"  {name}\n{_wrapped(text, '      ')}")
 
 
 def _cmd_list() -> int:
     from parley.parties.attacks import ATTACKS
+    from parley.parties.encodings import ENCODINGS
     from parley.parties.learners import LEARNERS
     from parley.protocols import PROTOCOLS
     from parley.scenarios.catalog import DEFAULT_SCENARIO, scenario_names, scenario_path
     from parley.scenarios.datasets import DATASETS
+    from parley.scenarios.exchanges import EXCHANGES
     from parley.scenarios.spec import load_toml
 
     print("scenarios:")
@@ -195,10 +251,13 @@ def _cmd_list() -> int:
         data = load_toml(scenario_path(name))
         first = " ".join(str(data.get("description", "")).split())
         mark = " (default)" if name == DEFAULT_SCENARIO else ""
-        print(f"  {name}{mark}\n      {first[:110]}{'...' if len(first) > 110 else ''}")
+        print(f"  {name}{mark}\n{_wrapped(first, '      ')}")
     # Every plug-in with its origin: "parley" for a built-in, else the distribution that provides it.
     for title, registry, detail in (
-            ("protocols", PROTOCOLS, lambda cls: _first_line(cls.__doc__)),
+            ("exchanges", EXCHANGES, lambda cls: _first_line(cls.__doc__)),
+            ("protocols", PROTOCOLS, lambda cls: f"[{cls.flow}{', ' + cls.encoding if cls.encoding else ''}] "
+                                                 f"{_first_line(cls.__doc__)}"),
+            ("encodings", ENCODINGS, lambda cls: _first_line(cls.__doc__)),
             ("attacks", ATTACKS, lambda cls: f"[{', '.join(cls.threat_models)}] {cls.summary}"),
             ("learners", LEARNERS, lambda cls: f"[{', '.join(cls.flows)}] {cls.summary}")):
         _list_plugins(title, registry, detail)
@@ -208,6 +267,15 @@ def _cmd_list() -> int:
     for name in study_names():
         print(f"  {name}")
     _list_plugins("datasets", DATASETS, lambda cls: cls.summary)
+    print("\n" + _wrapped("`parley show NAME` shows the full description of any of them and every key it takes.",
+                          ""))
+    return EXIT_OK
+
+
+def _cmd_show(name: str) -> int:
+    from parley.scenarios.show import show
+
+    print(show(name))
     return EXIT_OK
 
 
@@ -221,24 +289,48 @@ def _join(address: str | None) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from parley.scenarios.catalog import DEFAULT_SCENARIO, resolve_scenario
-    from parley.scenarios.progress import StatusLine
-    from parley.scenarios.report import HEADLINE, SWAP_NOTE, format_table
-    from parley.scenarios.runner import run
     from parley.scenarios.spec import Scenario
 
     scenario = Scenario.from_toml(resolve_scenario(args.scenario or DEFAULT_SCENARIO))
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
     if overrides:
         scenario = scenario.with_overrides(overrides)
-    out = _out_folder(args.out if args.out is not None else Path("runs") / scenario.name, "run", scenario.name,
-                      args.replace)
-    print(f"parley: running {scenario.name} ({scenario.protocol.name} protocol, {scenario.attack.name} attack) ...",
-          file=sys.stderr)
-    _join(args.address)
-    # On a terminal, one self-rewriting status line while the run goes; elsewhere (a pipe, CI, a file) nothing.
-    line = StatusLine(sys.stderr) if sys.stderr.isatty() else None
-    result = run(scenario, out=out, address=args.address, fresh=args.fresh, progress=line, secrets=args.secrets)
+    # The runner (parties, exchanges, data loading) is imported only once the scenario is valid: a mistake
+    # in it is reported without that cost.
+    from parley.scenarios.datasets import dataset_of, load_table
+    from parley.scenarios.progress import StatusLine
+    from parley.scenarios.report import HEADLINE, SWAP_NOTE, format_table
+    from parley.scenarios.run_folder import STATUS_FILE, ledger_path, mark, new_run_folder, point_latest
+    from parley.scenarios.runner import run
+
+    ledger = ledger_path(args.ledger) if args.ledger is not None else None
+    # A file's data is read before any folder is made: its mistakes (a bad label, a missing column) leave nothing.
+    table = None if dataset_of(scenario.dataset).seeded else load_table(scenario.dataset)
+    if args.out is not None:
+        out = _out_folder(args.out, "run", scenario.name, args.replace)
+    else:  # a folder of its own: no run overwrites another, and no earlier ledger can refuse this one
+        out = writable_folder(new_run_folder(scenario.name, overrides), "run folder")
+    variant = f" with {', '.join(overrides)}" if overrides else ""
+    print(f"parley: running {scenario.name}{variant} ({scenario.protocol.name} protocol, {scenario.attack.name} "
+          "attack) ...", file=sys.stderr)
+    if ledger is not None:
+        _ledger_note(ledger, LEDGER_CARRIES)
+    try:
+        _join(args.address)
+        # On a terminal, one self-rewriting status line while the run goes; elsewhere (a pipe, CI, a file) nothing.
+        line = StatusLine(sys.stderr) if sys.stderr.isatty() else None
+        result = run(scenario, out=out, address=args.address, fresh=args.fresh, progress=line, secrets=args.secrets,
+                     ledger=ledger, table=table)
+    except KeyboardInterrupt:
+        if args.out is None and not (out / STATUS_FILE).exists():  # stopped before the run began: marked all the same
+            mark(out, "interrupted", scenario.name, overrides=overrides)
+        print(_interrupted(out, args.out is not None, ledger), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if args.out is None:
+        point_latest(out)
     print(format_table(result.metrics, keys=HEADLINE))
+    if ledger is not None and result.record.get("ledger") and result.metrics.get("budget_refusals"):
+        _ledger_note(ledger, LEDGER_REFUSED, count=result.metrics["budget_refusals"])
     if result.metrics.get("leakage_up_to_swap"):
         print(f"\n{SWAP_NOTE.format(as_labelled=result.metrics['leakage_as_labelled'])}")
     print(f"\nrun folder: {result.run_dir}")
@@ -256,8 +348,52 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.explain:
         from parley.scenarios.explain import explain_record
 
-        print("\n" + explain_record(result.record, result.transcript_path))
+        print("\n" + explain_record(result.record, result.transcript_path, exact=args.exact))
     return EXIT_OK
+
+
+def _ledger_note(ledger: Path, template: str, **more: Any) -> None:
+    """Print ``template`` with what the named ``ledger`` holds, if it holds debits (its integrity is checked)."""
+    from parley.parties.ledger import Ledger
+    from parley.scenarios.run_folder import _spent
+
+    if not ledger.is_file():
+        return
+    with Ledger(ledger) as opened:
+        debits, spent = _spent(opened)
+    if debits:
+        print(template.format(ledger=ledger, spent=spent, **more), file=sys.stderr)
+
+
+def _has_debits(path: Path) -> bool:
+    """Does the ledger file ``path`` exist and hold debits (a ledger that cannot be read counts as spent)?"""
+    from parley.parties.ledger import Ledger
+    from parley.protocols.errors import ParleyError
+    from parley.scenarios.run_folder import _spent
+
+    if not path.is_file():
+        return False
+    try:
+        with Ledger(path) as opened:
+            return _spent(opened)[0] > 0
+    except (ParleyError, OSError, ValueError):
+        return True
+
+
+def _interrupted(out: Path, explicit: bool, ledger: Path | None) -> str:
+    """The line after Ctrl-C of ``parley run``: where the run is, and what running the same command does."""
+    from parley.scenarios.run_folder import STATUS_FILE
+    from parley.scenarios.world import LEDGER_FILE
+
+    if not explicit:
+        again = AGAIN_NEW
+    elif ledger is None and _has_debits(out / LEDGER_FILE):
+        again = AGAIN_OUT_SPENT
+    else:
+        again = AGAIN_OUT.format(path=out)
+    if ledger is not None and ledger.is_file():
+        again += AGAIN_SHARED.format(ledger=ledger)
+    return RUN_INTERRUPTED.format(path=out, status=out / STATUS_FILE, again=again)
 
 
 def _cmd_study(args: argparse.Namespace) -> int:
@@ -284,7 +420,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     out = writable_folder(args.out if args.out is not None else Path("compare") / args.dataset, "report folder")
     _join(args.address)
     done = compare(args.dataset, out, quick=args.quick, address=args.address, workers=args.workers,
-                   secrets=args.secrets)
+                   secrets=args.secrets, audit=not args.no_audit, rows=tuple(args.rows) if args.rows else None,
+                   attacks=tuple(args.attacks) if args.attacks else None)
     stopped = done.results["status"] != "ok"
     bugs = int(done.results.loc[stopped, "failure"].astype(str).str.startswith("bug:").sum())
     print(f"compare {args.dataset}: {len(done.results)} runs, {int(stopped.sum()) - bugs} where the attack gave up "
@@ -333,6 +470,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from parley.protocols.errors import ConfigError, IncompleteTranscriptError, TranscriptError
 
     path, expect = args.path, args.expect
+    if path.suffix == ".json":  # a run's result.json (it holds the anchors, not the messages)
+        raise ConfigError(NOT_A_TRANSCRIPT_MSG.format(path=path, folder=path.parent,
+                                                      transcript=path.parent / "transcript.jsonl"))
     if path.is_dir():
         if expect is None and args.keys is None and args.head is None and (path / "result.json").is_file():
             expect = path / "result.json"
@@ -382,6 +522,31 @@ def _matches(transcript: Path, expect: Path | None, keys_given: bool, head_given
     return MATCHES_MSG.format(anchors=anchors) + (SAME_FOLDER_MSG if own else "")
 
 
+def _cmd_workshop(args: argparse.Namespace) -> int:
+    from parley.parties.run_secrets import RunSecrets
+    from parley.protocols.errors import ConfigError
+
+    try:
+        from parley.scenarios.workshop.app import create_app
+        from parley.scenarios.workshop.game import Room
+        from parley.scenarios.workshop.server import serve
+    except ImportError as exc:
+        raise ConfigError(f"parley workshop needs the workshop extra ({exc.name} is missing): "
+                          "pip install 'parley-fairness[workshop]'") from None
+    if args.roster < 2:
+        raise ConfigError(f"--roster needs at least 2 people (one of each group), got {args.roster}")
+    room = Room(roster=args.roster, secrets=RunSecrets.resolve(args.secrets))
+    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    print(f"parley workshop: projector http://{shown}:{args.port}/projector, participants "
+          f"http://{shown}:{args.port}/play, replay http://{shown}:{args.port}/replay (Ctrl-C ends it)",
+          file=sys.stderr)
+    try:
+        serve(create_app(room), host=args.host, port=args.port)
+    finally:
+        room.close()
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``parley`` console script."""
     from parley.protocols.errors import InternalError, ParleyError
@@ -397,12 +562,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "list":
             return _cmd_list()
+        if args.command == "show":
+            return _cmd_show(args.name)
         if args.command == "run":
             return _cmd_run(args)
         if args.command == "study":
             return _cmd_study(args)
         if args.command == "compare":
             return _cmd_compare(args)
+        if args.command == "workshop":
+            return _cmd_workshop(args)
         return _cmd_verify(args)
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)

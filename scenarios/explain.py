@@ -12,10 +12,18 @@ truth to score it against (:func:`reconstruction_note` words the common case).
 
 With a confidential scenario the payloads on the wire are sealed: the
 narration then says what a passive observer sees of each message, its size.
+
+The narration is meant for a projector: answers are worded to four significant digits (every
+digit with ``exact=True``, ``parley run --explain --exact``), and a run of messages of the same
+shape (the same sender, recipient, kind, protocol and summary up to its numbers), or of pairs of
+them (a query and its answer), is folded after its first one into one entry with a count
+(:func:`narrate`). Folding never hides what was learned: the sentences after folded messages are
+listed under the fold, each with its message number; the last message is never folded.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -27,154 +35,18 @@ from parley.parties.attacks.scoring import leakage
 from parley.parties.confidential import SEALED, is_sealed
 from parley.parties.transcript import read_transcript
 from parley.parties.wire import Envelope
+from parley.scenarios.words import exact_digits, number, people, set_name
 
-__all__ = ["SEALED_NOTE", "describe", "explain_record", "narrate", "reconstruction_note", "set_name"]
+__all__ = ["MIN_FOLD", "SEALED_NOTE", "describe", "explain_record", "narrate", "reconstruction_note", "set_name"]
 
 #: What the narration says of a sealed payload (tests match on it).
 SEALED_NOTE = "sealed: an observer sees only its size ({size:,} bytes of ciphertext), sender, recipient and kind"
 #: Indentation of the lines under a message.
 _INDENT = "      "
-
-
-def _metric(name: Any) -> str:
-    """A metric key as people write it: sp -> SP, abs_sp -> |SP|."""
-    text = str(name)
-    if text.startswith("abs_"):
-        return f"|{text[4:].upper()}|"
-    return text.upper()
-
-
-def set_name(name: Any) -> str:
-    """A data set's name as people say it: ``train`` -> training."""
-    return {"train": "training"}.get(str(name), str(name))
-
-
-def _people(n: int) -> str:
-    return f"{n:,} {'person' if n == 1 else 'people'}"
-
-
-#: Plurals that do not just add an "s".
-_PLURAL = {"hypothesis": "hypotheses"}
-
-
-def _models(m: int, word: str = "model") -> str:
-    return f"{m:,} {word if m == 1 else _PLURAL.get(word, word + 's')}"
-
-
-def _number(value: float) -> str:
-    return f"{float(value):.4g}"
-
-
-def _values(values: Any, label: str, exact: bool) -> str:
-    """One answer or a few, or the range of many; an exact answer with every digit it carries."""
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    fmt = (lambda x: repr(float(x))) if exact else _number
-    article = "an" if label[:1].upper() in "AEFHILMNORSX" else "a"
-    if v.size == 1:
-        return f"{article} {label} answer {fmt(v[0])}"
-    if v.size <= 3:
-        return f"{v.size} {label} answers: {', '.join(fmt(x) for x in v)}"
-    return f"{v.size:,} {label} answers between {fmt(v.min())} and {fmt(v.max())}"
-
-
-def _shape(payload: Mapping[str, Any], key: str) -> tuple[int, int] | None:
-    arr = payload.get(key)
-    if not isinstance(arr, np.ndarray) or arr.size == 0:
-        return None
-    arr = np.atleast_2d(arr)
-    return int(arr.shape[0]), int(arr.shape[-1])
-
-
-def _metric_query(p: Mapping[str, Any]) -> str:
-    metric = _metric(p.get("metric", "?"))
-    if "edit_of" in p:
-        indices = np.atleast_2d(np.asarray(p.get("indices", np.empty((1, 0)))))
-        m, k = indices.shape[0], indices.shape[-1]
-        each = "the kept model" if m == 1 else f"{m:,} models, each the kept model"
-        changed = f"{k:,} prediction{'' if k == 1 else 's'} changed"
-        return f"a metric query: {metric} of {each} with {changed} (sent as edits)"
-    shape = _shape(p, "predictions")
-    text = f"a metric query: {metric} of {_models(shape[0])} over {_people(shape[1])}" if shape else \
-        f"a metric query: {metric}"
-    return text + (" (the compliance party keeps the model, for queries that edit it)" if p.get("keep") else "")
-
-
-def _metric_answer(p: Mapping[str, Any]) -> str:
-    notes = []
-    if p.get("noise") is not None or p.get("epsilon") is not None:
-        noise = f"{p['noise']} noise" if p.get("noise") else "noise"
-        notes.append(f"{noise} at ε = {_number(p['epsilon'])}" if p.get("epsilon") is not None else noise)
-    if p.get("decimals") is not None:
-        notes.append(f"rounded to {p['decimals']} decimals")
-    text = _values(p.get("values", []), _metric(p.get("metric", "?")), exact=not notes)
-    return text + (f" ({', '.join(notes)})" if notes else " (exact)")
-
-
-def _attribute_release(p: Mapping[str, Any]) -> str:
-    z = np.asarray(p.get("z", []))
-    text = f"a randomized-response release of {z.size:,} values of A (the {set_name(p.get('set', '?'))} set)"
-    if p.get("epsilon") is not None:
-        text += f" at ε = {_number(p['epsilon'])}"
-    if p.get("pi") is not None:
-        text += f": each value kept with probability {float(p['pi']):.2f}"
-    return text
-
-
-def _accept_set(p: Mapping[str, Any]) -> str:
-    accepted = np.asarray(p.get("accepted", []))
-    return (f"an accept set: {accepted.size:,} of {_models(int(p.get('m', 0)), 'hypothesis')} have covariance with A "
-            f"within ρ = {_number(p.get('rho', float('nan')))}")
-
-
-def _certificate(p: Mapping[str, Any]) -> str:
-    metric, n = _metric(p.get("metric", "?")), int(p.get("n", 0))
-    if "value" in p:
-        rounded = f", rounded up to {p['decimals']} decimals" if p.get("decimals") is not None else ""
-        value = _number(p["value"])
-        return f"a fairness certificate: {metric} = {value} over {_people(n)} (the measured value{rounded})"
-    tolerance = _number(p.get("tolerance", float("nan")))
-    priced = f" (a noisy decision, ε = {_number(p['epsilon'])} debited)" if "epsilon" in p else ""
-    if p.get("certified") is False:
-        return f"no fairness certificate: {metric} was not found within {tolerance} over {_people(n)}{priced}"
-    return f"a fairness certificate: {metric} is within {tolerance} over {_people(n)}{priced}"
-
-
-def _requested_models(p: Mapping[str, Any], what: str, word: str = "model") -> str:
-    shape = _shape(p, "predictions")
-    if shape is None:
-        return what
-    return f"{what}: predictions of {_models(shape[0], word)} over {_people(shape[1])}"
-
-
-def _secure(kind: str, p: Mapping[str, Any]) -> str:
-    """A message of the secure protocols: what its shares are of (the values are uniform field elements)."""
-    metric, m = _metric(p.get("metric", "?")), p.get("m", "?")
-    models = _models(m) if type(m) is int else "? models"
-    shares, a_share = p.get("shares"), p.get("a_share")
-    if kind == "mpc-query" and isinstance(shares, np.ndarray) and shares.ndim == 3:
-        return (f"a secure {metric} query of {models}: the compliance party's Shamir shares of "
-                f"{shares.shape[0]:,} rows of predictions over {_people(shares.shape[1])} (uniform in GF(2^127 - 1))")
-    if kind == "mpc-query":
-        return f"a secure {metric} query of {models} for the helper: the header and a padded share of A"
-    owner = "the compliance party's" if isinstance(a_share, np.ndarray) else "the helper's"
-    extra = " and the helper's share of A, padded" if isinstance(a_share, np.ndarray) else ""
-    return f"{owner} output share of the {metric} statistics of {models}{extra} (alone, uniform: no value in it)"
-
-
-def _homomorphic(kind: str, p: Mapping[str, Any]) -> str:
-    """A message of ``he``: what its ciphertexts hold (pseudorandom to anyone without the secret key)."""
-    metric, m = _metric(p.get("metric", "?")), p.get("m", "?")
-    models = _models(m) if type(m) is int else "? models"
-    if kind == "he-query":
-        cts = p.get("ciphertexts")
-        count = len(cts) if isinstance(cts, list) else "?"
-        context = "with its public key and Galois keys" if "galois_keys" in p else "naming its public context"
-        return (f"an encrypted {metric} query of {models}: {count} CKKS ciphertexts of the predictions under the "
-                f"data center's key, {context}")
-    answers = p.get("answers")
-    count = len(answers) if isinstance(answers, list) else "?"
-    return (f"the {metric} answers of {models} in {count} CKKS ciphertexts, every other slot masked and the "
-            "decryption error noise-flooded (only the data center can decrypt them)")
+#: Fewest messages a fold takes in (after the first of its kind, which is shown in full).
+MIN_FOLD = 3
+#: A number as a summary writes it (``1,000``, ``0.1392``, ``-5e-05``): what may differ between messages of one shape.
+_NUMBER = re.compile(r"[+-]?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?")
 
 
 def describe(kind: str, payload: Mapping[str, Any]) -> str:
@@ -192,35 +64,49 @@ def describe(kind: str, payload: Mapping[str, Any]) -> str:
         ciphertext = payload[SEALED].get("ciphertext") if isinstance(payload[SEALED], Mapping) else None
         size = int(np.asarray(ciphertext).size) if ciphertext is not None else 0
         return SEALED_NOTE.format(size=size)
-    p = payload
-    if kind == "metric-query":
-        return _metric_query(p)
-    if kind == "metric-answer":
-        return _metric_answer(p)
-    if kind == "release-request":
-        return f"a request for a randomized-response release of the {set_name(p.get('set', '?'))} set's A"
-    if kind == "attribute-release":
-        return _attribute_release(p)
-    if kind == "hypothesis-query":
-        return _requested_models(p, "a hypothesis query", "hypothesis")
-    if kind == "accept-set":
-        return _accept_set(p)
-    if kind == "certificate-request":
-        return _requested_models(p, "a request to certify a model's fairness")
-    if kind == "fairness-certificate":
-        return _certificate(p)
     if kind == "refusal":
-        return f"a refusal ({p.get('reason', '?')}): {p.get('detail', '')}"
-    if kind in ("mpc-query", "mpc-partial"):
-        return _secure(kind, p)
-    if kind in ("he-query", "he-answer"):
-        return _homomorphic(kind, p)
+        return f"a refusal ({payload.get('reason', '?')}): {payload.get('detail', '')}"
+    from parley.scenarios.exchanges import EXCHANGES
+
+    for exchange in EXCHANGES.values():  # each exchange words its own kinds
+        sentence = exchange().describe(kind, payload)
+        if sentence is not None:
+            return sentence
+    p = payload
     fields = ", ".join(sorted(str(k) for k in p)) or "nothing"
     return f"a {kind} message (fields: {fields})"
 
 
+def _shape(envelope: Envelope, text: str) -> tuple[str, ...]:
+    """What two messages share when one is "like" the other: all but the numbers of their summaries."""
+    return envelope.sender, envelope.recipient, envelope.kind, envelope.protocol, _NUMBER.sub("#", text)
+
+
+def _merged(texts: Sequence[str]) -> str:
+    """The summaries of folded messages as one: each number that differs between them as its range."""
+    template = _NUMBER.split(texts[0])
+    slots = [_NUMBER.findall(text) for text in texts]
+    out = [template[0]]
+    for k, rest in enumerate(template[1:]):
+        seen = [found[k] for found in slots]
+        values = sorted(set(seen), key=lambda x: float(x.replace(",", "")))
+        out.append(values[0] if len(values) == 1 else f"{values[0]} to {values[-1]}")
+        out.append(rest)
+    return "".join(out)
+
+
+def _repeats(shapes: Sequence[tuple[str, ...]], start: int, period: int, end: int) -> int:
+    """How many times the ``period`` messages from ``start`` repeat right after themselves, before ``end``."""
+    unit = shapes[start:start + period]
+    count = 0
+    while start + period * (count + 2) <= end and shapes[start + period * (count + 1):
+                                                            start + period * (count + 2)] == unit:
+        count += 1
+    return count
+
+
 def narrate(transcript: str | Path, learned: Iterable[Sequence[Any]] = (),
-            envelopes: Sequence[Envelope] | None = None) -> list[str]:
+            envelopes: Sequence[Envelope] | None = None, *, exact: bool = False, fold: bool = True) -> list[str]:
     """The lines of the narration: every envelope of ``transcript`` with what was learned after it.
 
     Parameters
@@ -233,19 +119,61 @@ def narrate(transcript: str | Path, learned: Iterable[Sequence[Any]] = (),
     envelopes : sequence of Envelope, optional
         The transcript's envelopes as :func:`parley.parties.transcript.read_transcript` returned them
         *with* ``verify=True`` (the HTML report has just verified them): not read and verified twice.
+    exact : bool
+        Answers with every digit the wire holds, instead of four significant digits.
+    fold : bool
+        Fold runs of messages of the same shape (or of pairs of them) after their first one into
+        one entry, ``#8-#33 26 more like #7 (metric-query [raw])``, with the summary's differing
+        numbers as ranges and, under it, every sentence learned after a folded message
+        (``after #35, learned: ...``). At least :data:`MIN_FOLD` messages are folded at a time, and
+        never the last one.
     """
     if envelopes is None:
         envelopes = read_transcript(transcript, verify=True)
     notes: dict[int, list[str]] = defaultdict(list)
     for after, sentence in learned:
         notes[min(max(int(after), 0), len(envelopes))].append(str(sentence))
+    with exact_digits(exact):
+        texts = [describe(envelope.kind, envelope.payload) for envelope in envelopes]
+    shapes = [_shape(envelope, text) for envelope, text in zip(envelopes, texts, strict=True)]
     lines = [f"  before any message: {sentence}" for sentence in notes.get(0, [])]
     width = len(str(len(envelopes)))
-    for number, envelope in enumerate(envelopes, start=1):
-        lines.append(f"  #{number:<{width}} {envelope.sender} -> {envelope.recipient}: {envelope.kind} "
+
+    def full(index: int) -> None:
+        envelope, position = envelopes[index], index + 1
+        lines.append(f"  #{position:<{width}} {envelope.sender} -> {envelope.recipient}: {envelope.kind} "
                      f"[{envelope.protocol}]")
-        lines.append(f"{_INDENT}{describe(envelope.kind, envelope.payload)}")
-        lines.extend(f"{_INDENT}learned: {sentence}" for sentence in notes.get(number, []))
+        lines.append(f"{_INDENT}{texts[index]}")
+        lines.extend(f"{_INDENT}learned: {sentence}" for sentence in notes.get(position, []))
+
+    first_seen: dict[str, int] = {}
+    for k, envelope in enumerate(envelopes):
+        first_seen.setdefault(envelope.kind, k)
+    index, end = 0, len(envelopes) - 1  # the last message is never folded
+    while index < len(envelopes):
+        best = max(((_repeats(shapes, index, period, end), period) for period in (1, 2)),
+                   key=lambda found: found[0] * found[1]) if fold else (0, 1)
+        times, period = best
+        # Pairs read as the conversation does: a query and its answer, not an answer and the next query.
+        turned = period == 2 and first_seen[envelopes[index + 1].kind] < first_seen[envelopes[index].kind]
+        if times * period < MIN_FOLD or turned:
+            full(index)
+            index += 1
+            continue
+        for k in range(index, index + period):
+            full(k)
+        first, last = index + period, index + period * (times + 1) - 1
+        unit = envelopes[index:index + period]
+        kinds = " and ".join(dict.fromkeys(e.kind for e in unit))
+        protocols = ", ".join(dict.fromkeys(e.protocol for e in unit))
+        like = f"#{index + 1}" if period == 1 else f"#{index + 1}-#{index + period}"
+        more = f"{times:,} more" + (" pairs" if period == 2 else "")
+        lines.append(f"  #{first + 1}-#{last + 1} {more} like {like} ({kinds} [{protocols}])")
+        for k in range(period):
+            lines.append(f"{_INDENT}{_merged(texts[first + k:last + 1:period])}")
+        for position in range(first + 1, last + 2):
+            lines.extend(f"{_INDENT}after #{position}, learned: {sentence}" for sentence in notes.get(position, []))
+        index = last + 1
     return lines
 
 
@@ -276,18 +204,18 @@ def _footer(record: Mapping[str, Any]) -> list[str]:
         parts.append(f"leakage {float(m['leakage']):.1f} % "
                      "(balanced accuracy of the adversary's A; 50 % = a coin flip)")
     if m.get("epsilon_spent") is not None:
-        parts.append(f"ε spent {_number(m['epsilon_spent'])}")
+        parts.append(f"ε spent {number(m['epsilon_spent'])}")
     return ["  in all: " + "; ".join(parts)]
 
 
 def explain_record(record: Mapping[str, Any], transcript: str | Path,
-                   envelopes: Sequence[Envelope] | None = None) -> str:
+                   envelopes: Sequence[Envelope] | None = None, *, exact: bool = False, fold: bool = True) -> str:
     """The whole narration of a run (``result.json``'s record and its transcript), as plain text.
 
-    ``envelopes``: the transcript already read with verification (see :func:`narrate`).
+    ``envelopes``: the transcript already read with verification; ``exact``, ``fold``: see :func:`narrate`.
     """
     lines = _header(record) + ["", "messages (as the verified transcript holds them):"]
-    lines += narrate(transcript, record.get("learned", []), envelopes)
+    lines += narrate(transcript, record.get("learned", []), envelopes, exact=exact, fold=fold)
     lines += [""] + _footer(record)
     return "\n".join(lines)
 
@@ -296,6 +224,8 @@ def reconstruction_note(who: str, indices: np.ndarray, a_hat: np.ndarray, decide
                         a_true: np.ndarray, *, partition_only: bool = False, concluded: bool = False) -> str:
     """One sentence: how many people's A ``who`` has pinned down, how many rightly, and the leakage.
 
+    "Pinned down" is said only of decisions that are all right (an exact reading of the answers); when
+    some decided person's A is wrong, the decisions were guesses and the sentence says "guessed".
     While an attack runs (``concluded`` False) the leakage is the running one over the whole set
     ``a_true``: everyone not yet pinned down counts as a coin flip, so it grows from 50 % as the
     adversary learns. Once it has concluded, the leakage is the run's own: over the people it
@@ -308,12 +238,13 @@ def reconstruction_note(who: str, indices: np.ndarray, a_hat: np.ndarray, decide
     pinned = int(decided.sum())
     correct = int((decided & (a_hat == a_true[indices])).sum())
     rightly = f"{correct:,} of them rightly" if not partition_only else "up to swapping the two groups"
-    head = f"{who} has pinned down A of {pinned:,} of {_people(n)} ({rightly})"
+    verb = "guessed" if correct < pinned and not partition_only else "pinned down"
+    head = f"{who} has {verb} A of {pinned:,} of {people(n)} ({rightly})"
     if concluded:
         if indices.size == 0:
             return f"{head}: it attacked no one"
         score = leakage(a_true[indices], a_hat, partition_only, decided)
-        return f"{head}; leakage {score:.1f} % over the {_people(int(indices.size))} it attacked"
+        return f"{head}; leakage {score:.1f} % over the {people(int(indices.size))} it attacked"
     full = np.zeros(n, dtype=np.int8)
     known = np.zeros(n, dtype=bool)
     full[indices], known[indices] = a_hat, decided

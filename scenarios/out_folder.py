@@ -1,6 +1,7 @@
 """Whose results an output folder holds, so that ``--out`` never mixes two scenarios' or studies' results.
 
-A run folder is known by its ``result.json`` (its ``scenario``), a study folder by
+A run folder is known by its ``result.json`` (its ``scenario``; for a run that failed or was
+interrupted, its ``status.json``), a study folder by
 :data:`STUDY_MARKER` (``study.json``: the study's name, its spec fingerprint and its plot files,
 written by :func:`parley.scenarios.study.engine.run_study`), or, for a folder an older parley
 wrote, by a ``results.csv`` with a study's columns beside a ``summary.md`` whose title names the
@@ -32,7 +33,7 @@ from typing import Any, Literal
 
 from parley.parties.ledger import HEAD_SUFFIX
 from parley.protocols.errors import ConfigError
-from parley.scenarios.run_folder import FOLDER_BUSY, LOCK_FILE, RunFolderBusyError
+from parley.scenarios.run_folder import FOLDER_BUSY, KEPT_TRANSCRIPT, LOCK_FILE, STATUS_FILE, RunFolderBusyError
 from parley.scenarios.world import LEDGER_FILE
 
 __all__ = ["FOREIGN_FOLDER", "STUDY_MARKER", "ForeignFolderError", "Holding", "check_out", "clear", "holding",
@@ -47,9 +48,11 @@ NOT_OURS = ("study folder {path} holds {files}, which no parley study wrote; a s
             "choose another --out")
 
 Kind = Literal["run", "study"]
-#: What a run writes into its folder (its ledger's side files included).
+#: What a run writes into its folder (its ledger's side files, the mark of a run that did not complete, and
+#: the charged transcript a run that spends nothing keeps, included).
 RUN_FILES = ("result.json", "report.md", "report.html", "transcript.jsonl", "transcript.jsonl.blobs", LEDGER_FILE,
-             LEDGER_FILE + "-wal", LEDGER_FILE + "-shm", LEDGER_FILE + HEAD_SUFFIX)
+             LEDGER_FILE + "-wal", LEDGER_FILE + "-shm", LEDGER_FILE + HEAD_SUFFIX, STATUS_FILE, KEPT_TRANSCRIPT,
+             KEPT_TRANSCRIPT + ".blobs")
 #: What a study writes into its folder, besides its plots (``*.png``) and ``cells/``.
 STUDY_FILES = (STUDY_MARKER, "results.csv", "results-stale.csv", "summary.md")
 #: The title line of an older study folder's summary.md (:func:`parley.scenarios.study.report.write_outputs`).
@@ -121,6 +124,8 @@ def holding(folder: Path) -> Holding | None:
     if title.startswith(STUDY_TITLE) and _first_line(folder / "results.csv").startswith(STUDY_COLUMNS):
         return Holding("study", title.removeprefix(STUDY_TITLE), _study_files(folder, []))
     name = _read_json(folder / "result.json").get("scenario") if (folder / "result.json").is_file() else None
+    if name is None and (folder / STATUS_FILE).is_file():  # a run that failed or was interrupted
+        name = _read_json(folder / STATUS_FILE).get("scenario")
     if isinstance(name, str):
         return Holding("run", name, tuple(n for n in RUN_FILES if (folder / n).is_file()))
     return None

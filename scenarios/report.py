@@ -7,7 +7,7 @@ from typing import Any
 
 from parley.protocols import get_protocol
 
-__all__ = ["format_table", "ledger_table", "transcript_anchors", "write_report", "HEADLINE"]
+__all__ = ["format_table", "ledger_table", "transcript_anchors", "write_report", "HEADLINE", "ROWS_DROPPED"]
 
 #: Metrics shown first, in this order, when present.
 HEADLINE = ("leakage", "leakage_bound", "exact_recovery", "attacked", "correct", "queries", "messages", "bytes",
@@ -85,6 +85,15 @@ def transcript_anchors(anchors: dict[str, Any] | None) -> list[str]:
     ]
 
 
+#: Added to the data set line when the loader dropped rows (a user CSV's rows with a blank cell in a used column).
+ROWS_DROPPED = "; {count:,} row(s) of the file dropped for a missing value in a used column"
+
+
+def _dropped(sizes: dict[str, Any]) -> str:
+    count = sizes.get("rows_dropped") or 0
+    return ROWS_DROPPED.format(count=count) if count else ""
+
+
 def write_report(record: dict[str, Any], run_dir: Path) -> Path:
     """Write ``report.md``: what ran, what leaked, every metric, the files of the run."""
     m = record["metrics"]
@@ -97,7 +106,7 @@ def write_report(record: dict[str, Any], run_dir: Path) -> Path:
         f"- data set: {record['dataset']} (protected: {record['protected']}, a=1 {groups['a=1']}, "
         f"a=0 {groups['a=0']}{''.join(f', {code} {label}' for code, label in list(groups.items())[2:])}); "
         f"audit set n = {record['sizes']['n_audit']:,}, "
-        f"training set {record['sizes']['n_train']:,}",
+        f"training set {record['sizes']['n_train']:,}{_dropped(record['sizes'])}",
         f"- protocol: `{record['protocol']}`; threat model: {record['threat_model']}; attack: `{record['attack']}`",
         f"- seed: {record['seed']}",
         "",

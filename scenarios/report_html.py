@@ -26,8 +26,9 @@ from parley.parties.confidential import is_sealed
 from parley.parties.transcript import TranscriptFollower, read_transcript
 from parley.protocols.errors import TranscriptError
 from parley.scenarios.explain import describe, explain_record
+from parley.scenarios.words import exact_digits
 
-__all__ = ["MAX_DIAGRAM_ROWS", "write_html_report"]
+__all__ = ["MAX_DIAGRAM_ROWS", "run_parties", "write_html_report"]
 
 #: Messages drawn in the sequence diagram; a longer run shows its first and last ones and says how many are left out.
 MAX_DIAGRAM_ROWS = 40
@@ -103,20 +104,43 @@ def _shown(count: int) -> list[int | None]:
     return [*range(head), None, *range(count - tail, count)]
 
 
-def sequence_diagram(envelopes: Sequence[Any]) -> str:
-    """An SVG lane per party and an arrow per message: number, kind, and size or what it says."""
-    names = sorted({e.sender for e in envelopes} | {e.recipient for e in envelopes},
+def run_parties(record: Mapping[str, Any]) -> list[str]:
+    """Every party of the run as ``result.json`` records it: those with a key, and a passive observer."""
+    anchors = record.get("transcript")
+    keys = (anchors.get("keys") or {}) if isinstance(anchors, Mapping) else {}
+    names = list(keys)
+    if record.get("threat_model") == "passive-observer" and "observer" not in names:
+        names.append("observer")
+    return names
+
+
+def sequence_diagram(envelopes: Sequence[Any], parties: Sequence[str] = ()) -> str:
+    """An SVG lane per party and an arrow per message: number, kind, and size or what it says.
+
+    ``parties``: every party of the run (:func:`run_parties`). One that neither sends nor receives (a
+    passive observer) gets a lane too, marked on every row with the copy of the message it overhears.
+    Each arrow's tooltip says what the message says, with every digit of its answers.
+    """
+    talking = {e.sender for e in envelopes} | {e.recipient for e in envelopes}
+    names = sorted(talking | set(parties),
                    key=lambda n: (_ROLE_ORDER.index(n) if n in _ROLE_ORDER else len(_ROLE_ORDER), n))
-    x = {name: 110 + i * _COLUMN for i, name in enumerate(names)}
+    silent = [name for name in names if name not in talking]
+    speaking = [name for name in names if name not in silent]
+    x = {name: 110 + i * _COLUMN for i, name in enumerate(speaking)}
+    beyond = 110 + _COLUMN * max(len(speaking) - 1, 1) + 270  # past the arrows' labels
+    x.update({name: beyond + k * 140 for k, name in enumerate(silent)})
     rows = _shown(len(envelopes))
     height = _TOP + _ROW * (len(rows) + 1)
-    width = 110 + _COLUMN * max(len(names) - 1, 1) + 260
+    width = (beyond + 140 * len(silent) - 40) if silent else 110 + _COLUMN * max(len(names) - 1, 1) + 260
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="message sequence diagram" '
              f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" class="sequence">',
              '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
              'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="context-stroke"/></marker></defs>']
     for name, cx in x.items():
-        parts.append(f'<text x="{cx}" y="22" text-anchor="middle" class="party">{html.escape(name)}</text>')
+        parts.append(f'<text x="{cx}" y="{16 if name in silent else 22}" text-anchor="middle" class="party">'
+                     f'{html.escape(name)}</text>')
+        if name in silent:
+            parts.append(f'<text x="{cx}" y="29" text-anchor="middle" class="role">overhears every message</text>')
         parts.append(f'<line x1="{cx}" y1="32" x2="{cx}" y2="{height - 8}" class="lane"/>')
     for row, index in enumerate(rows):
         y = _TOP + row * _ROW
@@ -131,7 +155,11 @@ def sequence_diagram(envelopes: Sequence[Any]) -> str:
         sealed = is_sealed(env.payload)
         label = f"#{index + 1} {env.kind}" + (f" (sealed, {_size(_payload_bytes(env))})" if sealed else
                                                f" ({_size(_payload_bytes(env))})" if _payload_bytes(env) else "")
-        title = html.escape(describe(env.kind, env.payload))
+        with exact_digits():
+            title = html.escape(describe(env.kind, env.payload))
+        for name in silent:  # a passive party reads a copy of every message off the wire (a sealed one: its size)
+            parts.append(f'<circle cx="{x[name]}" cy="{y}" r="3.5" class="overheard"><title>{html.escape(name)} '
+                         f'overhears #{index + 1}{" (sealed: its size only)" if sealed else ""}</title></circle>')
         parts.append(f'<g class="message{" refusal" if env.kind == "refusal" else ""}"><title>{title}</title>'
                      f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="{colour}" stroke-width="1.6" '
                      f'marker-end="url(#arrow)"/>'
@@ -149,41 +177,70 @@ def _answered_models(envelopes: Sequence[Any]) -> np.ndarray:
     return counts
 
 
+def _integer_ticks(axis: Any) -> None:
+    """Ticks at whole numbers only: the axis counts people or models."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _verb(decided: int, correct: int, partition_only: bool) -> str:
+    """The verb for decisions: "pinned down" if all are right (an exact reading), "guessed" if any is wrong."""
+    return "guessed" if correct < decided and not partition_only else "pinned down"
+
+
 def knowledge_figure(record: Mapping[str, Any], envelopes: Sequence[Any]) -> str:
-    """What the adversary had pinned down (decided, and rightly) against the queries answered so far."""
+    """What the adversary had pinned down (decided, and rightly) against the queries answered so far.
+
+    The people axis is scaled to the people attacked (20 targets are not drawn on a 1,000-person axis),
+    counts have whole-number ticks, and the legend sits beside the plot, off the data. Decisions of
+    which some are wrong are "guessed", not "pinned down".
+    """
     plt = _pyplot()
 
     m = record["metrics"]
     steps = record.get("knowledge") or []
     n = int(record["sizes"]["n_audit"])
+    swap = bool(m.get("leakage_up_to_swap"))
     if not steps:  # an attack that concludes once, at the end (a passive observer, a release): its verdict
-        pinned = int(m.get("attacked", 0)) - int(m.get("undecided", 0))
-        bars = {"audit set": n, "attacked": int(m.get("attacked", 0)), "pinned down": pinned}
-        if not m.get("leakage_up_to_swap"):
-            bars["pinned down rightly"] = int(m.get("correct", 0))
+        decided = int(m.get("attacked", 0)) - int(m.get("undecided", 0))
+        verb = _verb(decided, int(m.get("correct", 0)), swap)
+        bars = {"audit set": n, "attacked": int(m.get("attacked", 0)), verb: decided}
+        if not swap:
+            bars[f"{verb} rightly"] = int(m.get("correct", 0))
         fig, ax = plt.subplots(figsize=(7, 2.6))
         ax.barh(list(bars)[::-1], list(bars.values())[::-1], color="#2c7fb8", height=0.55)
         for row, value in enumerate(list(bars.values())[::-1]):
             ax.text(value, row, f" {value:,}", va="center", ha="left")
         # room for the longest bar's label: an attack on the training set targets more people than the audit set holds
         ax.set_xlim(0, max(bars.values()) * 1.15 or 1.0)
+        _integer_ticks(ax.xaxis)
         ax.set_xlabel("people")
         ax.set_title(f"What the adversary concluded after all {len(envelopes):,} messages")
         fig.tight_layout()
         return _png(fig)
     answered = _answered_models(envelopes)
     after = np.array([s[0] for s in steps], dtype=np.int64).clip(0, len(envelopes))
-    x, decided, correct = answered[after], [s[1] for s in steps], [s[2] for s in steps]
-    fig, ax = plt.subplots(figsize=(7, 3.4))
-    ax.step(x, decided, where="post", marker="o" if len(x) < 40 else None, label="pinned down")
-    if not m.get("leakage_up_to_swap"):
-        ax.step(x, correct, where="post", linestyle="--", label="pinned down rightly")
-    ax.axhline(n, color="grey", linewidth=0.8, label="audit set")
+    x, pinned, rightly = answered[after], [s[1] for s in steps], [s[2] for s in steps]
+    verb = "guessed" if not swap and any(c < d for d, c in zip(pinned, rightly, strict=True)) else "pinned down"
+    attacked = int(m.get("attacked") or 0) or n
+    top = max(attacked, max(pinned, default=0), 1)
+    fig, ax = plt.subplots(figsize=(8.6, 3.4))
+    ax.step(x, pinned, where="post", marker="o" if len(x) < 40 else None, label=verb)
+    if not swap:
+        ax.step(x, rightly, where="post", linestyle="--", label=f"{verb} rightly")
+    whom = "audit set" if attacked >= n else "people attacked"
+    ax.axhline(top, color="grey", linewidth=0.8, label=f"{whom} ({top:,})")
+    ax.set_ylim(0, top * 1.08)
+    ax.set_xlim(0, max(int(answered[-1]), int(x.max()) if x.size else 0, 1) * 1.03)
+    _integer_ticks(ax.xaxis)
+    _integer_ticks(ax.yaxis)
     ax.set_xlabel("models answered so far")
     ax.set_ylabel("people")
-    ax.set_title("What the adversary has pinned down")
+    of = f" of the {top:,} people it attacked" if attacked < n else ""
+    ax.set_title(f"What the adversary has {verb}{of} (audit set: {n:,})" if of else f"What the adversary has {verb}")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", loc="lower right")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     return _png(fig)
 
@@ -256,9 +313,11 @@ table { border-collapse: collapse; } th, td { padding: 2px 10px; text-align: lef
 .headline td { font-variant-numeric: tabular-nums; }
 .sequence text { font-size: 12px; } .sequence .party { font-weight: bold; font-size: 13px; }
 .sequence .lane { stroke: #bbb; stroke-dasharray: 4 3; } .sequence .gap { fill: #777; font-style: italic; }
+.sequence .role { fill: #777; font-size: 10px; } .sequence .overheard { fill: #fff; stroke: #8e44ad; }
 .note { background: #fff7e6; border-left: 4px solid #e6a100; padding: 6px 10px; }
 .ok { color: #1a7f37; } .bad { color: #c0392b; }
 pre { background: #f6f8fa; padding: 10px; overflow-x: auto; font-size: 12px; }
+pre.narration { white-space: pre-wrap; overflow-wrap: anywhere; }
 """
 
 #: The only script: counts the messages of each kind in the diagram into the legend, so a broken page shows.
@@ -310,9 +369,11 @@ n = {record['sizes']['n_audit']:,}; protocol <b>{esc(record['protocol'])}</b>; a
 <h2>Messages</h2>
 <p>Every signed message of the run, top to bottom, {len(envelopes):,} in all ({refusals:,} refusals, in red).
 Hover over an arrow for what it says. <span id="legend"></span></p>
-{sequence_diagram(envelopes)}
+{sequence_diagram(envelopes, run_parties(record))}
 <h2>The run, message by message</h2>
-<pre>{esc(explain_record(record, transcript, envelopes) if ok else status)}</pre>
+<p>As <code>parley run {esc(record['scenario'])} --explain</code> prints it: answers to 4 significant digits (every
+digit in an arrow's tooltip above, or with <code>--exact</code>); runs of like messages folded into one entry.</p>
+<pre class="narration">{esc(explain_record(record, transcript, envelopes) if ok else status)}</pre>
 </body></html>
 """
 

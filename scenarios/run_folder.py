@@ -22,16 +22,31 @@
 * **Nothing outside the folder.** Every file a run writes is resolved (symbolic
   links followed) and must lie inside the resolved folder
   (:func:`inside`), else :class:`RunFolderError`.
+* **A run that spends no budget is never refused because of a ledger** (``spends=False``): an
+  earlier run's ledger stays as it is, and a transcript recording charged answers is kept as
+  :data:`KEPT_TRANSCRIPT` (the evidence of that spending outlives the new run's transcript).
+
+Run identity (:func:`new_run_folder`, :func:`point_latest`): without ``--out`` every run gets a
+folder of its own, ``runs/NAME/<run-id>`` (its UTC start time and the ``--set`` overrides, or a
+short hash of them), created exclusively, so no run overwrites another; ``runs/NAME/latest``
+points at the newest completed one. A run that fails or is interrupted leaves its folder marked
+(:data:`STATUS_FILE`, :func:`mark`). A compliance party that outlives one run is a named ledger
+(:func:`ledger_path`, :func:`claim_ledger`): ``runs/ledgers/NAME.sqlite``, shared by the runs that
+name it, reset only when asked, and its deletion is detected from the transcripts of the runs
+that charged it (its journal, :data:`JOURNAL_SUFFIX`).
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
+import re
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +55,30 @@ from parley.parties.party import REFUSAL
 from parley.parties.transcript import blob_path
 from parley.protocols.errors import ParleyError
 
-__all__ = ["LOCK_FILE", "TRANSCRIPT_FILE", "LedgerInFolderError", "RunFolderBusyError", "RunFolderError",
-           "charged_answer", "claim", "inside"]
+__all__ = ["KEPT_TRANSCRIPT", "LATEST", "LEDGERS", "LOCK_FILE", "RUNS", "STATUS_FILE", "TRANSCRIPT_FILE",
+           "LedgerInFolderError", "RunFolderBusyError", "RunFolderError", "charged_answer", "claim", "claim_ledger",
+           "inside", "ledger_path", "mark", "new_run_folder", "point_latest", "run_id"]
 
 #: The lock file a run holds an exclusive ``flock`` on while it runs.
 LOCK_FILE = ".parley-run.lock"
 #: The run's transcript, read for charged answers when its ledger is gone.
 TRANSCRIPT_FILE = "transcript.jsonl"
+#: Where a charged transcript goes when a run that spends nothing reuses its folder (kept as evidence).
+KEPT_TRANSCRIPT = "transcript.spent.jsonl"
+#: Marks a run that did not complete: ``{"status": "interrupted" | "failed", "scenario": ..., "error": ...}``.
+STATUS_FILE = "status.json"
+#: The default root of run folders, and the names inside it.
+RUNS = Path("runs")
+#: ``runs/NAME/latest``: the newest completed run of scenario NAME (a symlink, else a text file naming it).
+LATEST = "latest"
+#: ``runs/ledgers/``: the named, persistent ledgers (``--ledger NAME``).
+LEDGERS = "ledgers"
+#: Beside a named ledger: one line per run that used it (its transcript), to detect the ledger's deletion.
+JOURNAL_SUFFIX = ".runs"
+#: The longest readable run-id suffix; longer override lists are named by a short hash.
+SUFFIX_CHARS = 48
+#: A ledger name (``--ledger NAME``) rather than a path.
+LEDGER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 #: The role whose replies the ledger charges.
 COMPLIANCE_ROLE = "compliance"
 #: The payload field in which a priced reply records its epsilon (read where a protocol's parameters decide).
@@ -61,8 +93,14 @@ LEDGER_IN_FOLDER = ("run folder {path} holds the privacy ledger of an earlier ru
 #: ``spent`` of :data:`LEDGER_IN_FOLDER` for a transcript with charged answers and no ledger debits.
 CHARGED_IN_TRANSCRIPT = ("{transcript} records answers charged to {recipient!r} under protocol {protocol!r}, the "
                          "first on line {line}, but the ledger that counted them is gone")
+LEDGER_BUSY = ("ledger {path} is in use by another parley run (process {pid}); runs that share a ledger take "
+               "turns: wait for it to finish")
+LEDGER_GONE = ("ledger {path} is gone, but {charged} (a run that used it: {transcript}); that budget stays spent: "
+               "re-run with --fresh to start the ledger anew, or name another --ledger")
 OUTSIDE = "{what} {path} resolves to {target}, outside the run folder {folder}; a run writes only inside its folder"
 NOT_A_FOLDER = "run folder {path} is not a directory"
+CANNOT_CREATE = ("cannot create the run folder {path}: {reason}; run parley where it can write runs/, or name a "
+                 "folder with --out")
 
 
 class RunFolderError(ParleyError):
@@ -161,7 +199,7 @@ def charged_answer(transcript: Path) -> str | None:
 
 @contextmanager
 def claim(folder: Path, ledger: str, stale: tuple[str, ...], fresh: bool = False,
-          written: tuple[str, ...] = (), transcript: str = TRANSCRIPT_FILE) -> Iterator[Path]:
+          written: tuple[str, ...] = (), transcript: str = TRANSCRIPT_FILE, spends: bool = True) -> Iterator[Path]:
     """Lock ``folder`` for one run, settle its ledger file ``ledger``, remove ``stale`` outputs; yield the folder.
 
     Parameters
@@ -179,6 +217,10 @@ def claim(folder: Path, ledger: str, stale: tuple[str, ...], fresh: bool = False
     transcript : str
         File name of the run's transcript inside ``folder``: one recording charged answers is the
         earlier run's spending when its ledger is gone.
+    spends : bool
+        Does the run spend privacy budget in ``folder``'s ledger? A run that does not is never refused
+        because of a ledger: the earlier ledger is left as it is, and a transcript that records charged
+        answers is kept as :data:`KEPT_TRANSCRIPT` instead of being overwritten.
 
     Raises
     ------
@@ -207,20 +249,166 @@ def claim(folder: Path, ledger: str, stale: tuple[str, ...], fresh: bool = False
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         files = _ledger_files(ledger)
         transcripts = (transcript, blob_path(transcript).name)
-        for name in (*files, *stale, *written, *transcripts):
+        kept = (KEPT_TRANSCRIPT, blob_path(KEPT_TRANSCRIPT).name)
+        for name in (*files, *stale, *written, *transcripts, *kept):
             inside(folder, name)
-        if not fresh:
+        if not spends and not fresh:
+            # Nothing to refuse: this run charges no ledger. The evidence of earlier spending stays.
+            if charged_answer(folder / transcript) is not None and charged_answer(folder / KEPT_TRANSCRIPT) is None:
+                for name, keep in zip(transcripts, kept, strict=True):
+                    if (folder / name).exists():
+                        os.replace(folder / name, folder / keep)
+            files = ()
+        elif not fresh:
             if any((folder / name).exists() for name in files):
                 with Ledger(folder / ledger) as earlier:
                     debits, spent = _spent(earlier)
                 if debits:
                     raise LedgerInFolderError(LEDGER_IN_FOLDER.format(path=folder, spent=spent))
-            # No ledger debits: the transcript is what is left of an earlier run's spending (ledger files deleted).
-            charged = charged_answer(folder / transcript)
-            if charged is not None:
-                raise LedgerInFolderError(LEDGER_IN_FOLDER.format(path=folder, spent=charged))
-        for name in (*files, *stale, *(transcripts if fresh else ())):
+            # No ledger debits: a transcript is what is left of an earlier run's spending (ledger files deleted).
+            for name in (transcript, KEPT_TRANSCRIPT):
+                charged = charged_answer(folder / name)
+                if charged is not None:
+                    raise LedgerInFolderError(LEDGER_IN_FOLDER.format(path=folder, spent=charged))
+        for name in (*files, *stale, *((*transcripts, *kept) if fresh else ())):
             (folder / name).unlink(missing_ok=True)
         yield folder
     finally:
         os.close(fd)  # releases the lock
+
+
+def run_id(overrides: Sequence[str] = (), now: float | None = None) -> str:
+    """A run's folder name: its UTC start time, then the ``--set`` overrides (or a short hash of them).
+
+    ``20261127T210455Z`` for the scenario as it is; ``20261127T210455Z-protocol.name=laplace+protocol.epsilon=1``
+    for a variant; an override list longer than :data:`SUFFIX_CHARS` is named by the first characters and
+    an 8-digit hash of all of it. Names sort by start time.
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    if not overrides:
+        return stamp
+    slug = re.sub(r"[^A-Za-z0-9._=,+-]+", "_", "+".join(overrides)).strip("._")
+    if len(slug) > SUFFIX_CHARS:
+        digest = hashlib.sha256("\n".join(overrides).encode()).hexdigest()[:8]
+        slug = f"{slug[:SUFFIX_CHARS - 9].rstrip('._+')}~{digest}"
+    return f"{stamp}-{slug}"
+
+
+def new_run_folder(name: str, overrides: Sequence[str] = (), root: Path = RUNS) -> Path:
+    """Create and return ``root/name/<run-id>``, a folder no other run has (created exclusively).
+
+    Two runs started in the same second with the same overrides get ``<run-id>`` and ``<run-id>-2``.
+    """
+    parent = root / name
+    base = run_id(overrides)
+    for attempt in range(1, 1000):
+        folder = parent / (base if attempt == 1 else f"{base}-{attempt}")
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            folder.mkdir()
+        except FileExistsError:
+            if not parent.is_dir():
+                raise RunFolderError(CANNOT_CREATE.format(path=folder, reason="a file is in the way")) from None
+            continue
+        except OSError as exc:
+            raise RunFolderError(CANNOT_CREATE.format(path=folder, reason=exc.strerror or exc)) from None
+        return folder
+    raise RunFolderError(f"cannot find a free run folder name under {parent} for {base}")
+
+
+def point_latest(folder: Path) -> Path:
+    """Point ``folder.parent / latest`` at ``folder`` (a completed run); return the pointer's path.
+
+    A relative symbolic link, swapped in atomically; where symbolic links cannot be made, a text file
+    holding the run folder's name. A ``latest`` that is a real folder (not parley's) is left alone.
+    """
+    pointer = folder.parent / LATEST
+    if pointer.is_dir() and not pointer.is_symlink():
+        return pointer
+    scratch = folder.parent / f".{LATEST}.{os.getpid()}"
+    scratch.unlink(missing_ok=True)
+    try:
+        os.symlink(folder.name, scratch, target_is_directory=True)
+    except (OSError, NotImplementedError):
+        scratch.write_text(folder.name + "\n", encoding="utf-8")
+    os.replace(scratch, pointer)
+    return pointer
+
+
+def mark(folder: Path, status: str, scenario: str, error: BaseException | None = None,
+         overrides: Sequence[str] = ()) -> None:
+    """Mark ``folder`` as a run that did not complete (``status``: ``interrupted`` or ``failed``).
+
+    Best effort: a folder that cannot be written keeps what it has (the run's error goes on either way).
+    """
+    record = {"status": status, "scenario": scenario, "overrides": list(overrides),
+              "error": None if error is None else (str(error) or type(error).__name__)}
+    with suppress(OSError, RunFolderError):
+        inside(folder, STATUS_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def ledger_path(spec: str | Path, root: Path = RUNS) -> Path:
+    """``--ledger NAME`` is ``root/ledgers/NAME.sqlite``; anything with a slash or a suffix is a path."""
+    text = str(spec)
+    if LEDGER_NAME.fullmatch(text) and not text.endswith(".sqlite"):
+        return root / LEDGERS / f"{text}.sqlite"
+    return Path(text)
+
+
+def _journal(path: Path) -> Path:
+    return path.with_name(path.name + JOURNAL_SUFFIX)
+
+
+def _gone(path: Path) -> str | None:
+    """A run in ``path``'s journal whose transcript records charged answers, as LEDGER_GONE's text, or None."""
+    try:
+        lines = _journal(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        transcript = Path(line.strip())
+        if line.strip():
+            for name in (transcript, transcript.with_name(KEPT_TRANSCRIPT)):
+                charged = charged_answer(name)
+                if charged is not None:
+                    return LEDGER_GONE.format(path=path, charged=charged, transcript=name)
+    return None
+
+
+@contextmanager
+def claim_ledger(path: Path, transcript: Path, fresh: bool = False) -> Iterator[tuple[int, str]]:
+    """Hold the named ledger ``path`` for one run writing ``transcript``; yield (debits, what was spent).
+
+    The ledger is a compliance party that outlives one run: opened as it is (checked: a ledger tampered
+    with is named, :class:`parley.parties.ledger.LedgerIntegrityError`), never reset unless ``fresh``.
+    Runs that share it take turns (an exclusive lock beside it). Each run is recorded in its journal
+    before it starts, so a ledger deleted behind the party's back is detected from the transcripts that
+    recorded its charged answers (:class:`LedgerInFolderError`, :data:`LEDGER_GONE`).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise RunFolderBusyError(LEDGER_BUSY.format(path=path, pid=holder)) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        files = [path.with_name(name) for name in _ledger_files(path.name)]
+        if fresh:
+            for name in (*files, _journal(path)):
+                name.unlink(missing_ok=True)
+        debits, spent = 0, "no debits"
+        if any(name.exists() for name in files):
+            with Ledger(path) as ledger:
+                debits, spent = _spent(ledger)
+        if not debits:
+            gone = _gone(path)
+            if gone is not None:
+                raise LedgerInFolderError(gone)
+        with open(_journal(path), "a", encoding="utf-8") as journal:
+            journal.write(f"{transcript.resolve()}\n")
+        yield debits, spent
+    finally:
+        os.close(fd)

@@ -1,7 +1,7 @@
 """Run one scenario end to end and write its run folder.
 
 The runner is the referee: :func:`parley.scenarios.world.build_world` gives each party
-only what its role holds, the protocol's flow (:mod:`parley.scenarios.flows`) drives
+only what its role holds, the protocol's exchange (:mod:`parley.scenarios.exchanges`) drives
 the exchange and scores the adversary's reconstruction against the truth that
 no party handed over, and the runner adds what every run reports (messages,
 bytes, budget spent, timings) and writes the run folder. Randomness: the public
@@ -13,12 +13,14 @@ versions aside).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import platform
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -26,16 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from parley.parties.compliance import PURPOSE_SEPARATOR
+from parley.parties.compliance import PURPOSE_SEPARATOR, has_costs
 from parley.parties.network import LocalDeployment
 from parley.parties.run_secrets import RunSecrets, SecretsError
 from parley.parties.transcript import TranscriptFollower
+from parley.protocols import get_protocol
 from parley.scenarios.datasets import Table
-from parley.scenarios.flows import get_flow
+from parley.scenarios.exchanges import get_exchange
 from parley.scenarios.progress import Display, RunProgress
 from parley.scenarios.report import write_report
 from parley.scenarios.report_html import warm_up, write_html_report
-from parley.scenarios.run_folder import claim, inside
+from parley.scenarios.run_folder import STATUS_FILE, claim, claim_ledger, inside, mark
 from parley.scenarios.spec import Scenario
 from parley.scenarios.world import DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, World, build_world
 
@@ -76,6 +79,18 @@ class Result:
         row.update(self.record["metrics"])
         return pd.DataFrame([row])
 
+    def __repr__(self) -> str:
+        """One line: scenario, protocol, attack, leakage (and its bound), queries, folder."""
+        from parley.scenarios.notebook import result_repr
+
+        return result_repr(self)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the headline metrics, the leakage beside its bound, the run's figures inline."""
+        from parley.scenarios.notebook import result_html
+
+        return result_html(self)
+
 
 @functools.lru_cache(maxsize=1)
 def _versions() -> dict[str, str]:
@@ -113,9 +128,9 @@ def leakage_bound(epsilon: float, delta: float) -> float:
 
 
 def run(scenario: Scenario, out: str | Path | None = None, address: str | None = None, *,
-        table: Table | None = None, hosts: dict | None = None, split: Any = None, fresh: bool = False,
+        table: Table | None = None, hosts: dict[str, Any] | None = None, split: Any = None, fresh: bool = False,
         progress: Display | None = None, in_process: bool = False, reports: bool = True,
-        secrets: RunSecrets | str | Path | None = None) -> Result:
+        secrets: RunSecrets | str | Path | None = None, ledger: str | Path | None = None) -> Result:
     """Run ``scenario``; write ``result.json``, ``transcript.jsonl`` and ``report.md`` into ``out``.
 
     Parameters
@@ -136,7 +151,9 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         A fixed split to use instead of the seed's (the whole-scenario privacy audit).
     fresh : bool
         Discard a ledger with debits that an earlier run left in ``out`` (without it such a folder
-        is refused: a ledger is never reset silently; see :mod:`parley.scenarios.run_folder`).
+        is refused: a ledger is never reset silently; see :mod:`parley.scenarios.run_folder`), or,
+        with ``ledger``, start that named ledger anew. A run whose protocol spends no budget is never
+        refused because of a ledger (an earlier one is left as it is).
     progress : Display, optional
         Where to show the run's status while it goes (``parley run`` passes a
         :class:`parley.scenarios.progress.StatusLine` on a terminal): messages, queries answered to the
@@ -154,27 +171,55 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
         file, or fresh ones written there if it does not exist; the same file replays the same releases.
         Never derived from the scenario's seed, which is public.
 
+    ledger : path-like, optional
+        A ledger file that outlives this run (a compliance party that comes back: ``parley run --ledger``,
+        :func:`parley.scenarios.run_folder.claim_ledger`): opened as it is, never reset unless ``fresh``,
+        shared by every run that names it; the run's own ``ledger.sqlite`` otherwise. Unused by a
+        protocol that spends no budget.
+
+    A run that raises (or is interrupted) leaves ``out`` marked with ``status.json``
+    (:func:`parley.scenarios.run_folder.mark`); a completed run removes that mark.
+
     Raises
     ------
     RunFolderBusyError
-        Another run is writing into ``out``.
+        Another run is writing into ``out`` (or holds ``ledger``).
     LedgerInFolderError
-        ``out`` holds an earlier run's ledger with debits and ``fresh`` is False.
+        ``out`` holds an earlier run's ledger with debits (or ``ledger`` was deleted after runs charged it)
+        and ``fresh`` is False.
     """
     started = time.perf_counter()
     run_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=f"parley-{scenario.name}-"))
     if isinstance(secrets, (str, Path)) and Path(secrets).resolve().is_relative_to(run_dir.resolve()):
         raise SecretsError(SECRETS_IN_RUN_FOLDER.format(path=secrets, run_dir=run_dir))
     run_secrets = RunSecrets.resolve(secrets)
+    spends = has_costs(get_protocol(scenario.protocol.name)(scenario.protocol.params))
+    shared = Path(ledger) if ledger is not None and spends else None
     # The folder is locked for this run; a failed run must not leave an older run's results behind.
-    with claim(run_dir, LEDGER_FILE, _STALE, fresh=fresh, written=("transcript.jsonl", "transcript.jsonl.blobs")):
-        return _run_in(scenario, run_dir, started, address, table, hosts, split, run_secrets, progress, in_process,
-                       reports)
+    with claim(run_dir, LEDGER_FILE, _STALE, fresh=fresh and shared is None,
+               written=("transcript.jsonl", "transcript.jsonl.blobs"), spends=spends and shared is None), \
+            _shared(shared, run_dir, fresh):
+        try:
+            return _run_in(scenario, run_dir, started, address, table, hosts, split, run_secrets, progress,
+                           in_process, reports, shared)
+        except BaseException as exc:
+            mark(run_dir, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed", scenario.name, exc)
+            raise
+
+
+@contextlib.contextmanager
+def _shared(ledger: Path | None, run_dir: Path, fresh: bool) -> Iterator[None]:
+    """Hold the named ledger ``ledger`` for the run (nothing if the run keeps its own)."""
+    if ledger is None:
+        yield
+        return
+    with claim_ledger(ledger, run_dir / "transcript.jsonl", fresh=fresh):
+        yield
 
 
 #: An earlier run's outputs, removed before a run starts (its ledger is handled apart, by ``claim``;
 #: ``transcript.jsonl`` and its blob file are replaced when the parties start).
-_STALE = ("result.json", "report.md", "report.html")
+_STALE = ("result.json", "report.md", "report.html", STATUS_FILE)
 
 
 def _watch(world: World, display: Display) -> None:
@@ -197,10 +242,10 @@ def _querier_spent(by_account: dict[str, float]) -> float | None:
 
 
 def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | None, table: Table | None,
-            hosts: dict | None, split: Any, secrets: RunSecrets, display: Display | None = None,
-            in_process: bool = False, reports: bool = True) -> Result:
+            hosts: dict[str, Any] | None, split: Any, secrets: RunSecrets, display: Display | None = None,
+            in_process: bool = False, reports: bool = True, ledger: Path | None = None) -> Result:
     """The run proper, in a folder :func:`parley.scenarios.run_folder.claim` holds."""
-    world = build_world(scenario, run_dir, address, table, hosts, split, in_process, secrets)
+    world = build_world(scenario, run_dir, address, table, hosts, split, in_process, secrets, ledger)
     if reports and not isinstance(world.deployment, LocalDeployment):
         warm_up()  # the driver waits for its parties' first replies meanwhile
     if display is not None:
@@ -210,7 +255,7 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
     if follower is not None:
         world.network.idle = follower.step
     try:
-        flow_metrics = get_flow(world.protocol.flow)(world)
+        flow_metrics = get_exchange(world.protocol.flow).run(world)
         if world.progress is not None:
             world.progress.flush()  # the final counts, whatever the pace of the line
         world.transcript.close()  # every party signs the final head (a flow may have closed it already)
@@ -257,11 +302,14 @@ def _run_in(scenario: Scenario, run_dir: Path, started: float, address: str | No
         # Where the parties' private randomness came from (never the seed), not what it is.
         "secrets": secrets.describe(),
         "sizes": {"n_train": int(split.X_train.shape[0]), "n_audit": int(split.X_audit.shape[0]),
-                  "n_features": int(split.X_train.shape[1])},
+                  "n_features": int(split.X_train.shape[1]),
+                  # Rows the data set's loader dropped for a missing value (a user CSV's blank cells).
+                  "rows_dropped": int(getattr(split.table, "rows_dropped", 0))},
         "metrics": metrics,
         "learned": [[after, text] for after, text in world.learned],
         "knowledge": [list(step) for step in world.knowledge],
-        "ledger": None if ledger_summary is None else {"file": LEDGER_FILE, **ledger_summary},
+        "ledger": None if ledger_summary is None else {"file": LEDGER_FILE if ledger is None else str(ledger),
+                                                       **ledger_summary},
         # Anchors of the transcript: check a copy with `parley verify RUN --keys ... --head ...`.
         "transcript": {"file": "transcript.jsonl", "messages": world.transcript.messages,
                        "head": world.transcript.final_head, "keys": world.transcript.fingerprints},

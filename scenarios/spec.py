@@ -106,8 +106,6 @@ LEARNER_FLOW = "learner {name!r} runs in {flows} exchanges, but protocol {protoc
 GROUPS_MISMATCH = ("dataset {name!r} with protected={protected!r} has {k} groups, but protocol {protocol!r} "
                    "{takes} (k-ary attributes run under rr-release with protocol.groups = {k})")
 OBSERVER_ACTIVE = "observer attack {name!r} must be passive (one of the attacks for passive-observer)"
-#: The flows that run over a confidential channel (the others read the compliance party's replies from the transcript).
-CONFIDENTIAL_FLOWS = ("metric-query", "rr-release")
 CONFIDENTIAL_FLOW = ("confidential = true is not supported by protocol {protocol!r}: its {flow!r} flow reads the "
                      "compliance party's replies from the transcript, where a confidential channel seals them; "
                      "confidential channels run with the {supported} flows")
@@ -391,9 +389,13 @@ class Scenario(BaseModel):
                 raise ConfigError(WRONG_FLOW.format(what=what, name=component.name,
                                                     flows=" or ".join(get_attack(component.name).flows),
                                                     protocol=self.protocol.name, flow=flow, fitting=fitting))
-        if self.confidential and flow not in CONFIDENTIAL_FLOWS:
-            raise ConfigError(CONFIDENTIAL_FLOW.format(protocol=self.protocol.name, flow=flow,
-                                                       supported=" and ".join(CONFIDENTIAL_FLOWS)))
+        if self.confidential:
+            from parley.scenarios.exchanges import EXCHANGES, get_exchange
+
+            if not get_exchange(flow).confidential:
+                supported = sorted(name for name, cls in EXCHANGES.items() if cls.confidential)
+                raise ConfigError(CONFIDENTIAL_FLOW.format(protocol=self.protocol.name, flow=flow,
+                                                           supported=" and ".join(supported)))
         self._check_groups()
         if self.learner is not None and flow not in get_learner(self.learner.name).flows:
             raise ConfigError(LEARNER_FLOW.format(name=self.learner.name, flows=" or ".join(

@@ -4,7 +4,7 @@
 holds (the data center X and y, the compliance party A and y of the audit set,
 and of the training set where the protocol answers about it), opens the
 transcript and the network, and, for a protocol that spends privacy budget,
-the run's ledger. A flow (:mod:`parley.scenarios.flows`) then drives the exchange.
+the run's ledger. Its exchange (:mod:`parley.scenarios.exchanges`) then drives the run.
 """
 
 from __future__ import annotations
@@ -20,14 +20,13 @@ from parley import protocols
 from parley.parties.codecs import Codec
 from parley.parties.compliance import Compliance, account_of, has_costs
 from parley.parties.data_center import DataCenter
+from parley.parties.encodings import ExtraParty
 from parley.parties.handles import AdversaryHandle, ComplianceHandle, DataCenterHandle
 from parley.parties.network import LocalDeployment, Network
 from parley.parties.run_secrets import RunSecrets
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring
 from parley.protocols.base import AuditSet
-from parley.protocols.mechanisms.homomorphic import HeProtocol
-from parley.protocols.mechanisms.secure import SecureProtocol
 from parley.scenarios.datasets import Table, load_split
 from parley.scenarios.progress import RunProgress
 from parley.scenarios.run_parts import (
@@ -47,8 +46,6 @@ __all__ = ["ADVERSARY", "COMPLIANCE", "DATA_CENTER", "LEDGER_FILE", "OBSERVER", 
 
 #: The privacy ledger of a run whose protocol spends budget (SQLite; -wal and -shm are its side files).
 LEDGER_FILE = "ledger.sqlite"
-#: The slot (and name) of the third computing party of a secure protocol (``mpc``, ``mpc-dp``).
-HELPER = "mpc-helper"
 
 
 @dataclass
@@ -101,7 +98,7 @@ class World:
         self.learned.append((self.network.messages if after is None else int(after), sentence))
 
 
-def _deployment(scenario: Scenario, address: str | None, hosts: dict | None, in_process: bool) -> Any:
+def _deployment(scenario: Scenario, address: str | None, hosts: dict[str, Any] | None, in_process: bool) -> Any:
     if scenario.backend == "local" or in_process:
         return LocalDeployment()
     from parley.parties.ray.cluster import ensure_ray
@@ -111,38 +108,47 @@ def _deployment(scenario: Scenario, address: str | None, hosts: dict | None, in_
     return RayDeployment(hosts)
 
 
-def _querier_codecs(protocol: protocols.Protocol, split: Any, secrets: RunSecrets, deployment: Any,
-                    identities: dict[str, Identity], keyring: Keyring, network: Network
-                    ) -> tuple[protocols.Protocol, Codec | None, Codec | None]:
-    """The protocol the compliance party answers with, and the codecs the data center and the adversary wear.
+def _identities(scenario: Scenario, extra: tuple[ExtraParty, ...]) -> dict[str, Identity]:
+    """Fresh signing keys of the run's parties: the two talking ones, an observer, the encoding's extra parties.
 
-    ``he``: each querier holds its own CKKS key pair (from its own secret) and sends ciphertexts. A secure
-    protocol: the three parties hold pairwise keys, the querier sends shares, and the helper joins the run.
-    Any other protocol: no codec, predictions travel as they are.
+    With a confidential scenario the two talking parties also hold X25519 keys: payloads travel sealed.
     """
-    n_audit = int(split.a_audit.shape[0])
-    if isinstance(protocol, HeProtocol):
-        from parley.parties.homomorphic import HeQuerier
+    kx = scenario.confidential
+    identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance", kx=kx),
+                  DATA_CENTER: Identity.generate(DATA_CENTER, "data-center", kx=kx)}
+    if scenario.threat_model == "passive-observer" or scenario.observer is not None:
+        identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
+    identities.update({party.slot: Identity.generate(party.slot, party.role) for party in extra})
+    return identities
 
-        return (protocol, HeQuerier(protocol, n_audit, record=True, secret=secrets.party(DATA_CENTER)),
-                HeQuerier(protocol, n_audit, secret=secrets.party(ADVERSARY)))
-    if not isinstance(protocol, SecureProtocol):
-        return protocol, None, None
-    from parley.parties.secure import Helper, SecureQuerier, pair_keys
 
-    keys = pair_keys((COMPLIANCE, DATA_CENTER, HELPER))
-    querying = protocol.keyed(keys[DATA_CENTER])
-    deployment.add(HELPER, Helper, identities[HELPER], keyring, protocol.keyed(keys[HELPER]), [DATA_CENTER], n_audit,
-                   secrets.party(HELPER).rng("noise"))
-    network.route(HELPER, HELPER)
-    return (protocol.keyed(keys[COMPLIANCE]), SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER,
-                                                            record=True),
-            SecureQuerier(querying, keys[DATA_CENTER], split.y_audit, HELPER))
+def _accounting(scenario: Scenario, protocol: protocols.Protocol, split: Any, run_dir: Path,
+                ledger: Path | None = None) -> tuple[Path | None, dict[str, Any]]:
+    """The ledger path and the compliance party's accounting arguments.
+
+    A protocol that spends privacy budget is accounted in the run's ledger file, the data center's queries
+    (and the adversary's, sent in its name) against the scenario's budget; ``ledger``, a named ledger
+    that outlives the run (:func:`parley.scenarios.run_folder.claim_ledger`), replaces the run's own.
+    """
+    accounting: dict[str, Any] = {}
+    ledger_path = None
+    if has_costs(protocol):
+        ledger_path = ledger if ledger is not None else run_dir / LEDGER_FILE
+        budgets = None if scenario.budget is None else {
+            DATA_CENTER if purpose is None else account_of(DATA_CENTER, purpose): limit
+            for purpose, limit in scenario.budget.limits().items()}
+        accounting = {"ledger_path": str(ledger_path.resolve()), "budgets": budgets,
+                      "composition": scenario.composition}
+        if scenario.budget is not None and scenario.budget.purposes is not None:
+            accounting["purposes"] = tuple(scenario.budget.purposes)
+    if "train" in protocol.holds:
+        accounting["train"] = AuditSet(a=split.a_train, y=split.y_train)
+    return ledger_path, accounting
 
 
 def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: Table | None,
-                hosts: dict | None, split: Any = None, in_process: bool = False,
-                secrets: RunSecrets | None = None) -> World:
+                hosts: dict[str, Any] | None, split: Any = None, in_process: bool = False,
+                secrets: RunSecrets | None = None, ledger: Path | None = None) -> World:
     """Spawn the run's random streams, load the data and start the compliance party and the data center.
 
     The streams come from the scenario's public seed and drive the simulated world only. Each party's
@@ -155,32 +161,25 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     A build that fails (data that cannot be split, a party that refuses its arguments) shuts the
     deployment down, the hosts it booted with it, before the error goes on.
     """
-    from parley.scenarios.flows import flow_parties
+    from parley.scenarios.exchanges import get_exchange
 
     streams = spawn_streams(scenario.seed)
     # The "compliance" stream is spawned (the seed's streams keep their meaning) and used by nobody.
     data_rng, dc_rng, _, adv_rng, obs_rng, flow_rng = (streams[name] for name in STREAMS)
     secrets = secrets if secrets is not None else RunSecrets.fresh()
     protocol = protocols.get_protocol(scenario.protocol.name)(scenario.protocol.params)
-    secure = isinstance(protocol, SecureProtocol)
+    exchange = get_exchange(protocol.flow)
     deployment = _deployment(scenario, address, hosts, in_process)
     transcript: TranscriptWriter | None = None
     try:
         # Over Ray every party host this run will load boots now, in parallel, while the data loads.
-        deployment.boot([COMPLIANCE, DATA_CENTER, *([HELPER] if secure else []),
-                         *flow_parties(protocol.flow, scenario)])
+        deployment.boot([COMPLIANCE, DATA_CENTER, *exchange.parties(scenario)])
         if split is None:
             split = load_split(scenario.dataset, data_rng, table)
-        # With a confidential scenario the two talking parties also hold X25519 keys: payloads travel sealed.
-        kx = scenario.confidential
-        identities = {COMPLIANCE: Identity.generate(COMPLIANCE, "compliance", kx=kx),
-                      DATA_CENTER: Identity.generate(DATA_CENTER, "data-center", kx=kx)}
-        if scenario.threat_model == "passive-observer" or scenario.observer is not None:
-            identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
-        if secure:
-            from parley.parties.secure import HELPER_ROLE
-
-            identities[HELPER] = Identity.generate(HELPER, HELPER_ROLE)
+        audit = AuditSet(a=split.a_audit, y=split.y_audit)
+        wiring = exchange.wiring(protocol, audit, secrets, {"compliance": COMPLIANCE, "data_center": DATA_CENTER,
+                                                            "adversary": ADVERSARY})
+        identities = _identities(scenario, wiring.parties)
         keyring = Keyring()
         for identity in identities.values():
             keyring.add(identity.key_entry())
@@ -189,34 +188,19 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
         # At the end every party signs the final head: the routed ones in their own process, the others (a passive
         # observer, which sends nothing) through the identity the run holds for them.
         transcript.countersign = functools.partial(network.countersign, identities)
-        # A protocol that spends privacy budget is accounted in the run's ledger file, the data center's
-        # queries (and the adversary's, sent in its name) against the scenario's budget.
-        accounting: dict[str, Any] = {}
-        ledger_path = None
-        if has_costs(protocol):
-            ledger_path = run_dir / LEDGER_FILE
-            budgets = None if scenario.budget is None else {
-                DATA_CENTER if purpose is None else account_of(DATA_CENTER, purpose): limit
-                for purpose, limit in scenario.budget.limits().items()}
-            accounting = {"ledger_path": str(ledger_path.resolve()), "budgets": budgets,
-                          "composition": scenario.composition}
-            if scenario.budget is not None and scenario.budget.purposes is not None:
-                accounting["purposes"] = tuple(scenario.budget.purposes)
-        if "train" in protocol.holds:
-            accounting["train"] = AuditSet(a=split.a_train, y=split.y_train)
+        ledger_path, accounting = _accounting(scenario, protocol, split, run_dir, ledger)
         # Each party gets only what its role holds: A never reaches the data center.
-        rngs = {"adversary": adv_rng, "observer": obs_rng, "flow": flow_rng}
-        answering, dc_codec, world_adversary_codec = _querier_codecs(protocol, split, secrets, deployment, identities,
-                                                                     keyring, network)
-        deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring,
-                       AuditSet(a=split.a_audit, y=split.y_audit), answering, [DATA_CENTER], secrets.party(COMPLIANCE),
-                       **accounting)
+        for extra in wiring.parties:
+            deployment.add(extra.slot, extra.cls, identities[extra.slot], keyring, *extra.args)
+        deployment.add(COMPLIANCE, Compliance, identities[COMPLIANCE], keyring, audit, wiring.answering,
+                       [DATA_CENTER], secrets.party(COMPLIANCE), **accounting)
         deployment.add(DATA_CENTER, DataCenter, identities[DATA_CENTER], keyring, data_center_data(split),
-                       scenario.model, COMPLIANCE, protocol.name, dc_rng, codec=dc_codec)
-        network.route(COMPLIANCE, COMPLIANCE)
-        network.route(DATA_CENTER, DATA_CENTER)
+                       scenario.model, COMPLIANCE, protocol.name, dc_rng, codec=wiring.data_center)
+        for slot in (*(extra.slot for extra in wiring.parties), COMPLIANCE, DATA_CENTER):
+            network.route(slot, slot)
+        rngs = {"adversary": adv_rng, "observer": obs_rng, "flow": flow_rng}
         return World(scenario, split, protocol, identities, keyring, deployment, network, transcript, rngs,
-                     ledger_path, adversary_codec=world_adversary_codec)
+                     ledger_path, adversary_codec=wiring.adversary)
     except BaseException:  # a failed build leaves nothing running: no host, no open transcript
         try:
             if transcript is not None:

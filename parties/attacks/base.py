@@ -15,12 +15,14 @@ from __future__ import annotations
 from abc import ABC
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
 from parley.protocols.errors import AttackError
+from parley.protocols.plugin import Plugin
 from parley.protocols.queries import Edits
 from parley.protocols.registry import Registry
 
@@ -51,6 +53,10 @@ class AttackParams(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+#: An attack's parameter model: ``class LinearReveal(Attack[LinearParams])``; a bare ``Attack`` has ``AttackParams``.
+P = TypeVar("P", bound=AttackParams, default=AttackParams, covariant=True)
+
+
 @dataclass(frozen=True)
 class AttackerView:
     """What the adversary knows before it starts.
@@ -67,7 +73,7 @@ class AttackerView:
 
     def require(self, field: Literal["base_scores", "base_predictions", "y"]) -> np.ndarray:
         """The view's ``field``; AttackError naming it if this attacker does not hold it."""
-        value = getattr(self, field)
+        value: np.ndarray | None = getattr(self, field)
         if value is None:
             raise AttackError(NOT_IN_VIEW.format(field=field))
         return value
@@ -149,7 +155,8 @@ def answer_all(run: Generator[Probe | Probes | None, Answer, Reconstruction],
                 if k < len(probes) and asked is not None:
                     raise AttackError(ASKED_TOO_EARLY.format(left=len(probes) - k))
     except StopIteration as stop:
-        return stop.value
+        result: Reconstruction = stop.value  # the attack generator's return value
+        return result
 
 
 @dataclass(frozen=True)
@@ -229,20 +236,23 @@ def probe_accuracy(H: np.ndarray, view: AttackerView) -> dict[str, float]:
     return {"base_accuracy": base, "probe_accuracy_min": float(acc.min()), "probe_accuracy_max": float(acc.max())}
 
 
-class Attack(ABC):
-    """Base of every attack. Subclasses set ``name``, ``Params``, ``threat_models``."""
+class Attack(Plugin[P], ABC):
+    """Base of every attack.
+
+    Subclasses name their parameter model as the generic argument and as ``Params``
+    (``class LinearReveal(Attack[LinearParams])``, ``Params = LinearParams``) and set
+    ``name`` and ``threat_models``.
+    """
 
     name: ClassVar[str]
     Params: ClassVar[type[AttackParams]] = AttackParams
-    #: An instance of ``Params``; each attack declares ``params: ItsParams`` so that type checkers see its fields.
-    params: AttackParams
     threat_models: ClassVar[tuple[str, ...]] = ACTIVE
     #: The scenario flows (``Protocol.flow``) whose exchanges this attack reads.
     flows: ClassVar[tuple[str, ...]] = ("metric-query",)
     summary: ClassVar[str] = ""
 
-    def __init__(self, params: AttackParams | None, view: AttackerView, rng: np.random.Generator) -> None:
-        self.params = params if params is not None else self.Params()
+    def __init__(self, params: P | None, view: AttackerView, rng: np.random.Generator) -> None:
+        self.params = params if params is not None else cast(P, self.Params())
         self.view = view
         self.rng = rng
 
@@ -284,7 +294,7 @@ class Attack(ABC):
         raise AttackError(NOT_PASSIVE.format(name=self.name, models=", ".join(self.threat_models)))
 
 
-def _check_attack(cls: type[Attack]) -> str | None:
+def _check_attack(cls: type[Attack[Any]]) -> str | None:
     if not (isinstance(cls.Params, type) and issubclass(cls.Params, AttackParams)):
         return "its Params is not a subclass of parley.parties.attacks.AttackParams"
     if not cls.threat_models or not cls.flows:
@@ -293,14 +303,12 @@ def _check_attack(cls: type[Attack]) -> str | None:
 
 
 #: Every attack by name: the built-ins, and the ``parley.attacks`` entry points (loaded on first read).
-ATTACKS: Registry[type[Attack]] = Registry("attack", UNKNOWN_ATTACK, Attack, check=_check_attack)
+ATTACKS: Registry[type[Attack[Any]]] = Registry("attack", UNKNOWN_ATTACK, Attack, check=_check_attack)
+
+#: Class decorator adding an attack to :data:`ATTACKS` under ``cls.name`` (:meth:`Registry.register`).
+register_attack = ATTACKS.register
 
 
-def register_attack(cls: type[Attack]) -> type[Attack]:
-    """Class decorator adding a built-in attack to :data:`ATTACKS` under ``cls.name``."""
-    return ATTACKS.add(cls.name, cls)
-
-
-def get_attack(name: str) -> type[Attack]:
+def get_attack(name: str) -> type[Attack[Any]]:
     """The attack class registered as ``name``; the error lists the known names."""
     return ATTACKS.lookup(name)

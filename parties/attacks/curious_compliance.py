@@ -33,9 +33,10 @@ def read_predictions(kind: str, payload: Any, n: int) -> np.ndarray | None:
     if not isinstance(payload, Mapping) or is_sealed(payload):
         return None
     if kind == "metric-query" and isinstance(payload.get("predictions"), np.ndarray):
-        return (np.atleast_2d(payload["predictions"])[0] >= 0.5).astype(np.int8)
+        guess: np.ndarray = (np.atleast_2d(payload["predictions"])[0] >= 0.5).astype(np.int8)
+        return guess
     if kind == "mpc-query" and isinstance(payload.get("shares"), np.ndarray):
-        from parley.protocols.mechanisms.secure import PRIME, decode_field
+        from parley.protocols.crypto.shamir import PRIME, decode_field
 
         shares = payload["shares"]
         if shares.ndim != 3 or shares.shape[1] != n:

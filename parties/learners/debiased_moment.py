@@ -18,7 +18,7 @@ matrix G of those forms: gamma = G h. The objective err^S is fairlearn's
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -112,7 +112,7 @@ class DebiasedParity(ClassificationMoment):
         """err^S of (14): every row, reporter or not."""
         return ErrorRate()
 
-    def load_data(self, X, y, *, sensitive_features) -> None:
+    def load_data(self, X: Any, y: Any, *, sensitive_features: Any) -> None:
         y = pd.Series(np.asarray(y).astype(np.int64))
         z = np.asarray(sensitive_features).astype(np.int64)
         super().load_data(X, y, sensitive_features=pd.Series(z, index=y.index))
@@ -123,7 +123,7 @@ class DebiasedParity(ClassificationMoment):
     def index(self) -> pd.MultiIndex:
         return self._index
 
-    def gamma(self, predictor: Callable) -> pd.Series:
+    def gamma(self, predictor: Callable[[Any], Any]) -> pd.Series:
         h = np.squeeze(np.asarray(predictor(self.X), dtype=np.float64))
         return pd.Series(self.G @ h, index=self._index)
 

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field
+from typing_extensions import TypeVar
 
 from parley.parties.learners.fair_span import CovThresholdLearner, HypothesisParams
 from parley.parties.learners.registry import LearnerParams, register_learner
@@ -30,7 +31,11 @@ from parley.parties.learners.registry import LearnerParams, register_learner
 __all__ = ["ExponentiatedGradientBaseline", "FRR"]
 
 
-class AttributeLearner(CovThresholdLearner):
+#: The parameters of a baseline fitted with s.
+P = TypeVar("P", bound=HypothesisParams, default=HypothesisParams, covariant=True)
+
+
+class AttributeLearner(CovThresholdLearner[P]):
     """A baseline fitted with s: ``fit(X, y, s)`` (referee only)."""
 
     needs_attribute: ClassVar[bool] = True
@@ -42,15 +47,14 @@ class FRRParams(HypothesisParams):
 
 
 @register_learner
-class FRR(AttributeLearner):
+class FRR(AttributeLearner[FRRParams]):
     """Fair ridge regression with the (squared) mean-difference penalty, closed form."""
 
     name: ClassVar[str] = "frr"
     Params: ClassVar[type[LearnerParams]] = FRRParams
-    params: FRRParams
     summary: ClassVar[str] = "baseline with s: ridge regression + lam * MD(f)^2 (Calders et al.)"
 
-    def __init__(self, params: LearnerParams | None = None) -> None:
+    def __init__(self, params: FRRParams | None = None) -> None:
         super().__init__(params)
         self.coef_: np.ndarray | None = None
 
@@ -68,7 +72,8 @@ class FRR(AttributeLearner):
         return self
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
-        return np.asarray(X, dtype=np.float64) @ self._check_fitted("coef_") + self.intercept_
+        scores: np.ndarray = np.asarray(X, dtype=np.float64) @ self._check_fitted("coef_") + self.intercept_
+        return scores
 
 
 class EGParams(HypothesisParams):
@@ -77,15 +82,14 @@ class EGParams(HypothesisParams):
 
 
 @register_learner
-class ExponentiatedGradientBaseline(AttributeLearner):
+class ExponentiatedGradientBaseline(AttributeLearner[EGParams]):
     """fairlearn ``ExponentiatedGradient(LogisticRegression, DemographicParity)`` with s."""
 
     name: ClassVar[str] = "expgrad-dp"
     Params: ClassVar[type[LearnerParams]] = EGParams
-    params: EGParams
     summary: ClassVar[str] = "baseline with s: fairlearn ExponentiatedGradient, demographic parity"
 
-    def __init__(self, params: LearnerParams | None = None, random_state: int = 0) -> None:
+    def __init__(self, params: EGParams | None = None, random_state: int = 0) -> None:
         super().__init__(params)
         self.random_state = random_state
         self.model_: Any = None
@@ -102,7 +106,8 @@ class ExponentiatedGradientBaseline(AttributeLearner):
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
         """P(y_hat = 1 | x) of the randomized classifier."""
-        return self._check_fitted("model_")._pmf_predict(X)[:, 1]
+        scores: np.ndarray = self._check_fitted("model_")._pmf_predict(X)[:, 1]
+        return scores
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Draws of the randomized classifier (seeded)."""

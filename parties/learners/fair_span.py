@@ -40,6 +40,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
+from typing_extensions import TypeVar
 
 from parley.parties.learners.hypotheses import Family, rbf_kernel
 from parley.parties.learners.registry import Learner, LearnerParams, register_learner
@@ -59,14 +60,17 @@ class HypothesisParams(LearnerParams):
     threshold: float = Field(default=0.5, description="predict 1 where the model's score is at or above this")
 
 
-class CovThresholdLearner(Learner):
+#: The parameters of a cov-threshold learner (:class:`HypothesisParams`, the default, or an extension of it).
+P = TypeVar("P", bound=HypothesisParams, default=HypothesisParams, covariant=True)
+
+
+class CovThresholdLearner(Learner[P]):
     """Base of every learner in the cov-threshold flow: which hypotheses to draw, how to predict."""
 
     flows: ClassVar[tuple[str, ...]] = (FLOW,)
     family: ClassVar[Family] = "linear"
     #: True for the baselines that train with s (the referee fits them; no party may).
     needs_attribute: ClassVar[bool] = False
-    params: HypothesisParams
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -82,10 +86,10 @@ class CovThresholdLearner(Learner):
         return value
 
 
-class SpanLearner(CovThresholdLearner):
+class SpanLearner(CovThresholdLearner[P]):
     """A learner in the span of the accepted hypotheses; ``fit(X, y, basis)``."""
 
-    def _centred(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray):
+    def _centred(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         rows, what = (X.shape[1], "feature") if self.family == "linear" else (X.shape[0], "training row")
@@ -97,14 +101,15 @@ class SpanLearner(CovThresholdLearner):
         return X - self.x_mean_, y - self.y_mean_
 
 
-class _LinearModel(SpanLearner):
+class _LinearModel(SpanLearner[P]):
     """A span learner whose fitted model is linear in x: ``coef_ . x + intercept_``."""
 
     coef_: np.ndarray | None = None
     intercept_: float = 0.0
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
-        return np.asarray(X, dtype=np.float64) @ self._check_fitted("coef_") + self.intercept_
+        scores: np.ndarray = np.asarray(X, dtype=np.float64) @ self._check_fitted("coef_") + self.intercept_
+        return scores
 
 
 class DFRRParams(HypothesisParams):
@@ -113,12 +118,11 @@ class DFRRParams(HypothesisParams):
 
 
 @register_learner
-class DFRR(_LinearModel):
+class DFRR(_LinearModel[DFRRParams]):
     """Distributed fair ridge regression, closed form (4): alpha = (H^T X^T X H + lambda I)^-1 H^T X^T Y."""
 
     name: ClassVar[str] = "dfrr"
     Params: ClassVar[type[LearnerParams]] = DFRRParams
-    params: DFRRParams
     summary: ClassVar[str] = "ridge regression in the span of the accepted hypotheses (Eq. 4)"
 
     def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> DFRR:
@@ -142,12 +146,11 @@ class DFGRParams(HypothesisParams):
 
 
 @register_learner
-class DFGR(_LinearModel):
+class DFGR(_LinearModel[DFGRParams]):
     """Distributed fair logistic regression: Newton's method with gradient (9) and Hessian (10)."""
 
     name: ClassVar[str] = "dfgr"
     Params: ClassVar[type[LearnerParams]] = DFGRParams
-    params: DFGRParams
     summary: ClassVar[str] = "logistic regression in the span of the accepted hypotheses (Newton, Eq. 9-10)"
 
     def fit(self, X: np.ndarray, y: np.ndarray, basis: np.ndarray) -> DFGR:
@@ -186,16 +189,15 @@ class DFKRRParams(HypothesisParams):
 
 
 @register_learner
-class DFKRR(SpanLearner):
+class DFKRR(SpanLearner[DFKRRParams]):
     """Distributed fair kernel ridge regression, closed form (7) with an RBF kernel."""
 
     name: ClassVar[str] = "dfkrr"
     Params: ClassVar[type[LearnerParams]] = DFKRRParams
-    params: DFKRRParams
     summary: ClassVar[str] = "kernel ridge regression in the span of accepted kernel hypotheses (Eq. 7)"
     family: ClassVar[Family] = "kernel"
 
-    def __init__(self, params: LearnerParams | None = None) -> None:
+    def __init__(self, params: DFKRRParams | None = None) -> None:
         super().__init__(params)
         self.weights_: np.ndarray | None = None
 
@@ -213,7 +215,9 @@ class DFKRR(SpanLearner):
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
         weights = self._check_fitted("weights_")
-        return rbf_kernel(np.asarray(X, dtype=np.float64), self.X_fit_, self.gamma_) @ weights + self.y_mean_
+        kernel = rbf_kernel(np.asarray(X, dtype=np.float64), self.X_fit_, self.gamma_)
+        scores: np.ndarray = kernel @ weights + self.y_mean_
+        return scores
 
 
 class _Constant:
@@ -232,15 +236,14 @@ class DFPCAParams(HypothesisParams):
 
 
 @register_learner
-class DFPCA(SpanLearner):
+class DFPCA(SpanLearner[DFPCAParams]):
     """Distributed fair PCA (11)-(13): principal directions within span(H), then logistic regression."""
 
     name: ClassVar[str] = "dfpca"
     Params: ClassVar[type[LearnerParams]] = DFPCAParams
-    params: DFPCAParams
     summary: ClassVar[str] = "PCA restricted to the accepted hypotheses' span (Eq. 13), then a classifier"
 
-    def __init__(self, params: LearnerParams | None = None) -> None:
+    def __init__(self, params: DFPCAParams | None = None) -> None:
         super().__init__(params)
         self.classifier_: Any = None
 
@@ -268,4 +271,5 @@ class DFPCA(SpanLearner):
     def decision_function(self, X: np.ndarray) -> np.ndarray:
         classifier = self._check_fitted("classifier_")
         Z = (np.asarray(X, dtype=np.float64) - self.x_mean_) @ self.components_
-        return classifier.predict_proba(Z)[:, 1]
+        scores: np.ndarray = classifier.predict_proba(Z)[:, 1]
+        return scores

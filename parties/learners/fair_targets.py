@@ -33,7 +33,7 @@ NOT_FITTED = "the {name} target has not been fitted (call fit() first)"
 FLOWS = ("fairness-certificate",)
 
 
-def _constraint(metric: str, bound: float | None):
+def _constraint(metric: str, bound: float | None) -> Any:  # a fairlearn Moment (fairlearn is untyped)
     from fairlearn.reductions import DemographicParity, EqualizedOdds, FalsePositiveRateParity, TruePositiveRateParity
 
     kinds = {"sp": DemographicParity, "pe": FalsePositiveRateParity, "eo": TruePositiveRateParity,
@@ -41,7 +41,7 @@ def _constraint(metric: str, bound: float | None):
     return kinds[metric]() if bound is None else kinds[metric](difference_bound=bound)
 
 
-def _tree(max_depth: int, seed: int):
+def _tree(max_depth: int, seed: int) -> Any:  # a DecisionTreeClassifier (scikit-learn is untyped)
     from sklearn.tree import DecisionTreeClassifier
 
     return DecisionTreeClassifier(max_depth=max_depth, random_state=seed)
@@ -57,12 +57,11 @@ class ExponentiatedGradientParams(LearnerParams):
 
 
 @register_learner
-class ExponentiatedGradientTarget(Learner):
+class ExponentiatedGradientTarget(Learner[ExponentiatedGradientParams]):
     """A decision tree made fair by fairlearn's ExponentiatedGradient."""
 
     name = "exponentiated-gradient"
     Params = ExponentiatedGradientParams
-    params: ExponentiatedGradientParams
     flows = FLOWS
     summary = "fairlearn ExponentiatedGradient, decision tree of depth 8, SP/PE/EO/EOdds within a tolerance"
 
@@ -98,12 +97,11 @@ _THRESHOLD_CONSTRAINTS = {"sp": "demographic_parity", "pe": "false_positive_rate
 
 
 @register_learner
-class ThresholdOptimizerTarget(Learner):
+class ThresholdOptimizerTarget(Learner[ThresholdOptimizerParams]):
     """A decision tree post-processed by fairlearn's ThresholdOptimizer (group thresholds, uses A)."""
 
     name = "threshold-optimizer"
     Params = ThresholdOptimizerParams
-    params: ThresholdOptimizerParams
     flows = FLOWS
     summary = "fairlearn ThresholdOptimizer over a decision tree of depth 8 (uses A at prediction)"
 

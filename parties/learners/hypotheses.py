@@ -31,7 +31,8 @@ Family = Literal["linear", "kernel"]
 def rbf_kernel(A: np.ndarray, B: np.ndarray, gamma: float) -> np.ndarray:
     """exp(-gamma ||a - b||^2) for every row pair; (len(A), len(B)) float64."""
     sq = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
-    return np.exp(-gamma * np.maximum(sq, 0.0))
+    kernel: np.ndarray = np.exp(-gamma * np.maximum(sq, 0.0))
+    return kernel
 
 
 def draw(family: Family, X_train: np.ndarray, m: int, sigma: float, seed: int) -> np.ndarray:

@@ -89,12 +89,11 @@ def _fit(model: Any, X: np.ndarray, y: np.ndarray, z: np.ndarray) -> Any:
 
 
 @register_learner
-class PartialReportingLearner(Learner):
+class PartialReportingLearner(Learner[PartialReportingParams]):
     """Exponentiated gradient on the two-dataset Lagrangian (14): loss on everyone, constraint on reporters."""
 
     name: ClassVar[str] = "partial-reporting"
     Params = PartialReportingParams
-    params: PartialReportingParams
     flows: ClassVar[tuple[str, ...]] = ("rr-release",)
     summary: ClassVar[str] = ("fairlearn exponentiated gradient on Lagrangian (14): err on all of S, debiased "
                               "constraint on the reporters S_l (Sec. 6)")

@@ -9,10 +9,12 @@ attacks. A user's package adds one through a ``parley.learners`` entry point
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
+from parley.protocols.plugin import Plugin
 from parley.protocols.registry import Registry
 
 __all__ = ["LEARNERS", "Learner", "LearnerParams", "get_learner", "register_learner"]
@@ -26,19 +28,27 @@ class LearnerParams(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Learner:
-    """Base of every learner: subclasses set ``name``, ``Params`` and the flows they serve."""
+#: A learner's parameter model: ``class TwoStepLearner(Learner[TwoStepParams])``; a bare ``Learner`` has
+#: ``LearnerParams``.
+P = TypeVar("P", bound=LearnerParams, default=LearnerParams, covariant=True)
+
+
+class Learner(Plugin[P]):
+    """Base of every learner.
+
+    Subclasses name their parameter model as the generic argument and as ``Params``
+    (``class TwoStepLearner(Learner[TwoStepParams])``, ``Params = TwoStepParams``)
+    and set ``name`` and the flows they serve.
+    """
 
     name: ClassVar[str]
     Params: ClassVar[type[LearnerParams]] = LearnerParams
-    #: An instance of ``Params``; each learner declares ``params: ItsParams`` so that type checkers see its fields.
-    params: LearnerParams
     #: The scenario flows (``Protocol.flow``) this learner can run in.
     flows: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
 
-    def __init__(self, params: LearnerParams | None = None) -> None:
-        self.params = params if params is not None else self.Params()
+    def __init__(self, params: P | None = None) -> None:
+        self.params = params if params is not None else cast(P, self.Params())
 
     @classmethod
     def check_scenario(cls, scenario: Any) -> None:
@@ -51,7 +61,7 @@ class Learner:
         return None
 
 
-def _check_learner(cls: type[Learner]) -> str | None:
+def _check_learner(cls: type[Learner[Any]]) -> str | None:
     if not (isinstance(cls.Params, type) and issubclass(cls.Params, LearnerParams)):
         return "its Params is not a subclass of parley.parties.learners.LearnerParams"
     if not cls.flows:
@@ -60,14 +70,12 @@ def _check_learner(cls: type[Learner]) -> str | None:
 
 
 #: Every learner by name: the built-ins, and the ``parley.learners`` entry points (loaded on first read).
-LEARNERS: Registry[type[Learner]] = Registry("learner", UNKNOWN_LEARNER, Learner, check=_check_learner)
+LEARNERS: Registry[type[Learner[Any]]] = Registry("learner", UNKNOWN_LEARNER, Learner, check=_check_learner)
+
+#: Class decorator adding a learner to :data:`LEARNERS` under ``cls.name`` (:meth:`Registry.register`).
+register_learner = LEARNERS.register
 
 
-def register_learner(cls: type[Learner]) -> type[Learner]:
-    """Class decorator adding a built-in learner to :data:`LEARNERS` under ``cls.name``."""
-    return LEARNERS.add(cls.name, cls)
-
-
-def get_learner(name: str) -> type[Learner]:
+def get_learner(name: str) -> type[Learner[Any]]:
     """The learner class registered as ``name``; the error lists the known names."""
     return LEARNERS.lookup(name)

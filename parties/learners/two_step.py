@@ -98,7 +98,8 @@ class DerivedPredictor:
     def predict_proba(self, step1: np.ndarray, z: np.ndarray) -> np.ndarray:
         """P(Y~ = 1 | x, z) = s(x) p[1, z] + (1 - s(x)) p[0, z] for step-1 probabilities s."""
         z = np.asarray(z, dtype=np.int64)
-        return step1 * self.p[1, z] + (1.0 - step1) * self.p[0, z]
+        proba: np.ndarray = step1 * self.p[1, z] + (1.0 - step1) * self.p[0, z]
+        return proba
 
 
 def post_process(step1: np.ndarray, y: np.ndarray, z: np.ndarray, epsilon: float, groups: int,
@@ -150,12 +151,11 @@ def release_of(replies: list[tuple[str, dict[str, Any]]], name: str, allow_withh
 
 
 @register_learner
-class TwoStepLearner(Learner):
+class TwoStepLearner(Learner[TwoStepParams]):
     """Exponentiated gradient w.r.t. Z, then the post-processing LP (13) w.r.t. A (Sec. 5)."""
 
     name: ClassVar[str] = "two-step"
     Params = TwoStepParams
-    params: TwoStepParams
     flows: ClassVar[tuple[str, ...]] = ("rr-release",)
     summary: ClassVar[str] = "fairlearn exponentiated gradient on the released Z, then LP (13) post-processing w.r.t. A"
 

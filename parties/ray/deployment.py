@@ -48,7 +48,7 @@ class _Batch:
     """Calls sent to one host in one Ray task (:meth:`PartyHost.call_batch`); its outcomes once fetched."""
 
     ref: Any
-    outcomes: list | None = None
+    outcomes: list[tuple[Any, list[str], BaseException | None]] | None = None
     _future: Any = None
 
     def watch(self) -> _Batch:
@@ -77,9 +77,10 @@ class _Call:
 
     slot: str
     method: str
-    args: tuple | None
-    kwargs: dict | None
-    journal: tuple | None  # (args, kwargs) as journaled: logged envelopes by their place in the transcript
+    args: tuple[Any, ...] | None
+    kwargs: dict[str, Any] | None
+    # (args, kwargs) as journaled: logged envelopes by their place in the transcript
+    journal: tuple[tuple[Any, ...], dict[str, Any]] | None
     ref: _Batch | None = None  # the batch it travels in (None: not sent yet)
     index: int = 0  # its place in that batch
     nbytes: int = 0  # array bytes of its arguments (what closes a batch)
@@ -166,8 +167,11 @@ class RayDeployment:
         self.recoveries: dict[str, int] = {}
 
     def log_to(self, transcript: Any) -> None:
-        """Journal the envelopes ``transcript`` (a :class:`~parley.parties.transcript.TranscriptWriter`) logged
-        as their place in it rather than a copy (the network calls this)."""
+        """Journal the envelopes ``transcript`` logged as their place in it rather than a copy.
+
+        The network calls this with its :class:`~parley.parties.transcript.TranscriptWriter`, which is
+        flushed before a party is restored so that its host can read those envelopes back.
+        """
         self._transcript = transcript
 
     def _open_journal(self, slot: str) -> None:
@@ -187,7 +191,7 @@ class RayDeployment:
             with contextlib.suppress(OSError):
                 os.remove(old.name)
 
-    def _compact(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    def _compact(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The arguments as journaled: an envelope the transcript just logged becomes its place there.
 
         Taken when the call is submitted, right after the network logged the envelope (the writer
@@ -207,7 +211,7 @@ class RayDeployment:
 
         return tuple(compact(a) for a in args), {k: compact(v) for k, v in kwargs.items()}
 
-    def _write_journal(self, slot: str, entry: tuple) -> None:
+    def _write_journal(self, slot: str, entry: tuple[Any, ...]) -> None:
         """Hand ``entry`` to the writer thread (a failed write is reported by the next :meth:`submit`)."""
         if slot not in self._journal:
             self._open_journal(slot)
@@ -236,7 +240,7 @@ class RayDeployment:
         with self._calls:
             self._add(slot, cls, args, kwargs)
 
-    def _add(self, slot: str, cls: type, args: tuple, kwargs: dict) -> None:
+    def _add(self, slot: str, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self._drain(slot)
         if slot not in self.hosts:
             self.hosts[slot] = _new_host(slot)
@@ -273,7 +277,8 @@ class RayDeployment:
         with self._calls:
             return self._submit(slot, method, args, kwargs)
 
-    def _submit(self, slot: str, method: str, args: tuple, kwargs: dict, watch: bool = True) -> Pending:
+    def _submit(self, slot: str, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                watch: bool = True) -> Pending:
         self._writer.check()
         nbytes = sum(_payload_nbytes(a.payload) for a in (*args, *kwargs.values()) if isinstance(a, Envelope))
         call = _Call(slot, method, args, kwargs, self._compact(args, kwargs), nbytes=nbytes)

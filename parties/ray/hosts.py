@@ -39,13 +39,13 @@ class PartyHost:
     def __init__(self) -> None:
         self.party: Any = None
 
-    def load(self, cls: type, args: tuple, kwargs: dict) -> None:
+    def load(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Replace the hosted party with ``cls(*args, **kwargs)`` (all previous state is dropped)."""
         self.party = None
         self.party = cls(*args, **kwargs)
 
-    def restore(self, cls: type, args: tuple, kwargs: dict, journal: str, end: int, kept: dict[int, Any],
-                restarts: int) -> None:
+    def restore(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any], journal: str, end: int,
+                kept: dict[int, Any], restarts: int) -> None:
         """Load the party again, replay the journal (its completed calls, in order), then ``resume(restarts)``.
 
         ``journal`` is the deployment's journal file of this party (on this node) and ``end`` its length
@@ -65,14 +65,16 @@ class PartyHost:
         if resume is not None:
             resume(restarts)
 
-    def call_recorded(self, method: str, args: tuple, kwargs: dict) -> tuple[Any, list[str]]:
+    def call_recorded(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[str]]:
         """:meth:`call`'s result with the query ids the call drew (for a later replay)."""
         if self.party is None:
             raise HostRestarted(NOT_LOADED)
         with ids.recording() as drawn:
             return getattr(self.party, method)(*args, **kwargs), drawn
 
-    def call_batch(self, calls: list[tuple[str, tuple, dict]]) -> list[tuple[Any, list[str], BaseException | None]]:
+    def call_batch(
+        self, calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
+    ) -> list[tuple[Any, list[str], BaseException | None]]:
         """Several calls, in order, each run as :meth:`call_recorded` runs it: (result, ids drawn, error) each.
 
         A call that raises does not stop the batch (as separate calls would not): its error is returned

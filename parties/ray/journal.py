@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from queue import Queue
 from typing import IO, Any
@@ -70,7 +70,8 @@ def _journal_pieces(entry: Any) -> list[Any]:
     memory, never copied into the pickle.
     """
     buffers: list[pickle.PickleBuffer] = []
-    blob = cloudpickle.dumps(entry, protocol=5, buffer_callback=buffers.append)
+    dumps: Callable[..., bytes] = cloudpickle.dumps  # ray's vendored cloudpickle is unannotated
+    blob = dumps(entry, protocol=5, buffer_callback=buffers.append)
     pieces: list[Any] = [_ENTRY.pack(len(blob), len(buffers)), blob]
     for buffer in buffers:
         raw = buffer.raw()
@@ -85,7 +86,9 @@ def _read_entry(fh: IO[bytes]) -> Any:
     return pickle.loads(blob, buffers=buffers)
 
 
-def _journal_entries(path: str, end: int, kept: dict[int, Any]) -> Iterator[tuple[str, tuple, dict, list[str]]]:
+def _journal_entries(
+    path: str, end: int, kept: dict[int, Any]
+) -> Iterator[tuple[str, tuple[Any, ...], dict[str, Any], list[str]]]:
     """The calls pickled in the journal file ``path`` up to byte ``end``, logged envelopes read back."""
     with open(path, "rb") as fh:
         while fh.tell() < end:

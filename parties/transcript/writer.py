@@ -30,8 +30,11 @@ _PLACEHOLDER = re.compile(r"(@[0-9a-f]{16}:)(\d+)\.")
 
 
 def _placeholders(line: str, token: str, count: int) -> list[tuple[int, int, int]]:
-    """The ``count`` placeholders ``{token}{i}.`` of ``line`` as (start, end, i), in the order they stand (none
-    without arrays: with no token, any number followed by a dot would match)."""
+    """The ``count`` placeholders ``{token}{i}.`` of ``line`` as (start, end, i), in the order they stand.
+
+    None without arrays: with no token, any number followed by a dot would match. Raises
+    :class:`InternalError` unless each of 0 .. ``count`` - 1 stands exactly once.
+    """
     if count == 0:
         return []
     found = [(m.start(), m.end(), int(m.group(2))) for m in _PLACEHOLDER.finditer(line) if m.group(1) == token]

@@ -108,7 +108,7 @@ def audit_epsilon(mechanism: Mechanism, a: np.ndarray, a_prime: np.ndarray, runs
     _, cut, direction, first, second = best
     # Estimation half: fresh runs, the chosen event, exact confidence limits.
     y, y_prime = sample(first, runs), sample(second, runs)
-    hit = (lambda v: v > cut) if direction == "above" else (lambda v: v < cut)
+    hit: Callable[[np.ndarray], np.ndarray] = (lambda v: v > cut) if direction == "above" else (lambda v: v < cut)
     k, k_prime = int(hit(y).sum()), int(hit(y_prime).sum())
     return AuditResult(epsilon_lower=_bound(k, k_prime, runs, alpha, delta), confidence=1 - alpha, runs=runs,
                        threshold=cut, direction=direction, p=k / runs, p_prime=k_prime / runs)

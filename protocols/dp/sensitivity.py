@@ -96,6 +96,7 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import Any
 
 from parley.protocols.errors import QueryError
 
@@ -140,7 +141,7 @@ BAD_BETA = "beta must be a finite number > 0, got {value!r}"
 SLICE_REQUIRED = "metric {metric!r} needs {name} (the number of audit individuals with y={label}), got None"
 SLICE_TOO_LARGE = "{name}={value} exceeds the audit size n={n}"
 
-def _int(name: str, value, low: int) -> int:
+def _int(name: str, value: Any, low: int) -> int:
     try:
         v = operator.index(value)
     except TypeError:
@@ -150,7 +151,7 @@ def _int(name: str, value, low: int) -> int:
     return v
 
 
-def _sizes(m, n0, n1, low: int = 3) -> tuple[int, int, int, int]:
+def _sizes(m: Any, n0: Any, n1: Any, low: int = 3) -> tuple[int, int, int, int]:
     """(m, s, big, n): the smaller and larger group sizes and n = n0 + n1 >= low."""
     m = _int("m", m, 1)
     try:
@@ -162,7 +163,7 @@ def _sizes(m, n0, n1, low: int = 3) -> tuple[int, int, int, int]:
     return m, min(n0, n1), max(n0, n1), n0 + n1
 
 
-def _beta(beta) -> float:
+def _beta(beta: Any) -> float:
     try:
         b = float(beta)
     except (TypeError, ValueError):
@@ -185,7 +186,7 @@ def _abs_factor(n: int) -> float:
 # -- global sensitivity (Laplace mechanism, Thm. 5, 6 and App. C) ----------------------------
 
 
-def _slice(metric: str, name: str, label: int, value, n: int) -> int:
+def _slice(metric: str, name: str, label: int, value: Any, n: int) -> int:
     if value is None:
         raise QueryError(SLICE_REQUIRED.format(metric=metric, name=name, label=label))
     v = _int(name, value, 2)

@@ -306,7 +306,7 @@ def centres(predictions: np.ndarray, masks: list[np.ndarray]) -> tuple[list[list
     return C, S
 
 
-class NoiseScales(dict):
+class NoiseScales(dict[str, Fraction]):
     """The public noise parameters of one release, exact rationals.
 
     Keys: ``sum`` -- tau_s (Laplace) or sigma_s^2 (Gaussian) per unit of sensitivity: model i's centred sum gets
@@ -465,12 +465,11 @@ def metrics_from_statistics(metric: str, K: Sequence[Sequence[float]] | np.ndarr
 
 
 @register_protocol
-class CountProtocol(Protocol):
+class CountProtocol(Protocol[CountParams]):
     """Count-level DP: noisy group sums and sizes (discrete Laplace or Gaussian), metrics by post-processing."""
 
     name = "dp-counts"
     Params = CountParams
-    params: CountParams
     metrics = COUNT_METRICS
 
     def cost(self, query: MetricQuery) -> Budget:

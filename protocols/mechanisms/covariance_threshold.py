@@ -33,7 +33,7 @@ it is not calibrated to any differential-privacy guarantee.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 from pydantic import Field
@@ -74,7 +74,8 @@ def acceptance_probability(cov: np.ndarray, rho: float, policy: str) -> np.ndarr
     """P(accept h_t) given its (possibly noised) covariance: 1{|cov| <= rho}, or exp(-cov^2 / 2 rho^2)."""
     cov = np.asarray(cov, dtype=np.float64)
     if policy == "hard":
-        return (np.abs(cov) <= rho).astype(np.float64)
+        hard: np.ndarray = (np.abs(cov) <= rho).astype(np.float64)
+        return hard
     return np.exp(-0.5 * (cov / rho) ** 2)
 
 
@@ -107,7 +108,7 @@ def _validate(predictions: Any, n: int) -> np.ndarray:
 
 
 @register_protocol
-class CovarianceThreshold(Protocol):
+class CovarianceThreshold(Protocol[CovarianceThresholdParams]):
     """Alg. 1 step 4: return the indices of the rho-fair hypotheses among those sent.
 
     Request ``hypothesis-query`` with ``predictions`` (m, n_train) float; reply
@@ -117,7 +118,6 @@ class CovarianceThreshold(Protocol):
 
     name: ClassVar[str] = "cov-threshold"
     Params: ClassVar[type[ProtocolParams]] = CovarianceThresholdParams
-    params: CovarianceThresholdParams
     metrics: ClassVar[tuple[str, ...]] = ()
     flow: ClassVar[str] = "cov-threshold"
     requests: ClassVar[Mapping[str, str]] = {REQUEST: REPLY}
@@ -134,6 +134,6 @@ class CovarianceThreshold(Protocol):
             raise QueryError(HYPOTHESES_MISSING)
         train = holdings["train"]
         H = _validate(payload["predictions"], train.n)
-        accepted = accept(covariance(H, train.a), self.params, rng)
+        accepted = accept(cast(np.ndarray, covariance(H, train.a)), self.params, rng)  # H is 2-D: one per row
         return {"accepted": accepted, "m": int(H.shape[0]), "rho": float(self.params.rho),
                 "policy": self.params.policy}

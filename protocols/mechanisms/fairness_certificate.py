@@ -106,7 +106,7 @@ class FairnessCertificateParams(ProtocolParams):
         They change nothing there, and specs (and study cell ids) of value certificates stay as they
         were before the decision existed.
         """
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         if data.get("release", "value") == "value":
             for name in TOLERANCE_ONLY:
                 data.pop(name, None)
@@ -141,12 +141,11 @@ def threshold_margin(epsilon: float, min_group: int, false_certificate: float) -
 
 
 @register_protocol
-class FairnessCertificate(Protocol):
+class FairnessCertificate(Protocol[FairnessCertificateParams]):
     """Signs the target model's fairness on the training set: its value, or a priced within-tolerance decision."""
 
     name = "fairness-certificate"
     Params = FairnessCertificateParams
-    params: FairnessCertificateParams
     metrics = ()
     flow = "fairness-certificate"
     requests = {"certificate-request": "fairness-certificate"}

@@ -89,7 +89,7 @@ class SamplerParams(ProtocolParams):
 
     @model_serializer(mode="wrap")
     def _omit_default_sampler(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         if data.get("sampler") == "lattice":
             data.pop("sampler")
         return data
@@ -114,12 +114,11 @@ class LaplaceParams(SamplerParams):
 
 
 @register_protocol
-class LaplaceProtocol(Protocol):
+class LaplaceProtocol(Protocol[LaplaceParams]):
     """Global-sensitivity Laplace mechanism (Thm. 5, 6; EO, PE, EOdds, cov by the same argument)."""
 
     name = "laplace"
     Params = LaplaceParams
-    params: LaplaceParams
     metrics = GLOBAL_METRICS
 
     def sensitivity(self, query: MetricQuery, audit: AuditSet) -> float:

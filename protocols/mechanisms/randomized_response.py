@@ -61,12 +61,11 @@ class RRReleaseParams(ProtocolParams):
 
 
 @register_protocol
-class RRReleaseProtocol(Protocol):
+class RRReleaseProtocol(Protocol[RRReleaseParams]):
     """k-ary randomized response of A, once per set (Sec. 3 of the private-demographics paper)."""
 
     name: ClassVar[str] = "rr-release"
     Params: ClassVar[type[ProtocolParams]] = RRReleaseParams
-    params: RRReleaseParams
     metrics: ClassVar[tuple[str, ...]] = ()
     flow: ClassVar[str] = "rr-release"
     requests: ClassVar[Mapping[str, str]] = {RELEASE_REQUEST: ATTRIBUTE_RELEASE}

@@ -24,12 +24,11 @@ class RawParams(ProtocolParams):
 
 
 @register_protocol
-class RawProtocol(Protocol):
+class RawProtocol(Protocol[RawParams]):
     """Exact answers (float64), or rounded to ``decimals`` places."""
 
     name = "raw"
     Params = RawParams
-    params: RawParams
 
     def release(
         self, exact: np.ndarray, query: MetricQuery, audit: AuditSet, rng: np.random.Generator

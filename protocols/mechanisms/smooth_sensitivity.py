@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 from pydantic import Field
@@ -136,11 +136,14 @@ class SmoothLaplaceParams(_SmoothSamplerParams):
     out_of_range: OutOfRange = Field(default="raw", description="Remark 6: 'raw' noisy values or 'clamp' to the range")
 
 
-class _SmoothProtocol(Protocol):
+#: The parameters of one of the two smooth-sensitivity protocols.
+P = TypeVar("P", SmoothCauchyParams, SmoothLaplaceParams)
+
+
+class _SmoothProtocol(Protocol[P]):
     """Shared release: exact + (factor * S / epsilon) * Z, Z i.i.d. from ``noise``."""
 
     metrics = SMOOTH_METRICS
-    params: SmoothCauchyParams | SmoothLaplaceParams
     #: Noise multiplier of the theorem (6 for Thm. 7, 2 for Thm. 8).
     factor: ClassVar[float]
     #: Name of the standard noise distribution recorded in answers (and the lattice noise family).
@@ -183,12 +186,11 @@ class _SmoothProtocol(Protocol):
 
 
 @register_protocol
-class SmoothCauchyProtocol(_SmoothProtocol):
+class SmoothCauchyProtocol(_SmoothProtocol[SmoothCauchyParams]):
     """Attribute-Conceal (Thm. 7, Algorithm 3): standard Cauchy noise times 6 S/epsilon, beta = epsilon/(6m)."""
 
     name = "smooth-cauchy"
     Params = SmoothCauchyParams
-    params: SmoothCauchyParams
     factor = 6.0
     noise = "cauchy"
 
@@ -203,12 +205,11 @@ class SmoothCauchyProtocol(_SmoothProtocol):
 
 
 @register_protocol
-class SmoothLaplaceProtocol(_SmoothProtocol):
+class SmoothLaplaceProtocol(_SmoothProtocol[SmoothLaplaceParams]):
     """Thm. 8: standard Laplace noise times 2 S/epsilon, beta = epsilon/(4(m + ln(2/delta))); (epsilon, delta)-DP."""
 
     name = "smooth-laplace"
     Params = SmoothLaplaceParams
-    params: SmoothLaplaceParams
     factor = 2.0
     noise = "laplace"
 

@@ -43,22 +43,21 @@ from typing import Any
 
 import numpy as np
 
-from parley.parties.adversary import exchanges_from
 from parley.parties.run_secrets import RunSecrets
-from parley.parties.transcript import iter_transcript, read_transcript
 from parley.protocols import get_protocol
 from parley.protocols.audit.privacy_audit import audit_epsilon
 from parley.protocols.errors import ConfigError, ParleyError
-from parley.protocols.mechanisms.randomized_response import ATTRIBUTE_RELEASE
 from parley.scenarios.datasets import load_split
+from parley.scenarios.exchanges import EXCHANGES, AuditView
+from parley.scenarios.exchanges.cov_threshold import accept_sets
 from parley.scenarios.runner import run
 from parley.scenarios.spec import Scenario
 
-__all__ = ["AUDITABLE_FLOWS", "ScenarioAudit", "audit_scenario", "audit_spec", "cov_threshold_pair",
+__all__ = ["ScenarioAudit", "audit_scenario", "audit_spec", "cov_threshold_pair",
            "worst_case_attributes", "NOT_AUDITABLE", "RANDOMIZED_COV_THRESHOLD", "NO_CROSSING"]
 
 NOT_AUDITABLE = ("protocol {name!r} runs a {flow!r} exchange; the whole-scenario audit reads the answers of "
-                 "metric-query, rr-release and cov-threshold exchanges")
+                 "{auditable} exchanges")
 RANDOMIZED_COV_THRESHOLD = ("the whole-scenario audit of cov-threshold fixes the data center's query by fixing the "
                             "seed, which would also freeze the compliance party's draws; it audits policy 'hard' "
                             "with noise 0 only, got policy {policy!r} and noise {noise}")
@@ -66,10 +65,6 @@ NO_CROSSING = ("no neighbouring pair found: no person's A moves any of the {m} h
                "(all predictions constant?)")
 #: The data center's model in audit runs: the audited view does not depend on it, hundreds of fits do cost.
 AUDIT_MODEL = {"estimator": "sklearn.naive_bayes.GaussianNB", "params": {}}
-#: The flows whose wire carries a per-person output the audit can read.
-AUDITABLE_FLOWS = ("metric-query", "rr-release", "cov-threshold")
-#: The cov-threshold audit's attack: its view is read from the wire, the attack only has to be cheap.
-COV_ATTACK = {"name": "threshold-inversion", "decoder": "lp", "rounds": 0}
 
 
 @dataclass(frozen=True)
@@ -102,41 +97,23 @@ def audit_spec(protocol: dict[str, Any], dataset: dict[str, Any], person: int = 
     Backend local and a Gaussian naive Bayes base model: the audit runs hundreds of short
     scenarios, and the probe's answer does not depend on the base model.
     """
-    flow = get_protocol(protocol["name"]).flow
-    if flow == "metric-query":
-        attack = {"name": "single-query", "targets": [person], "batch": True}
-    elif flow == "rr-release":
-        attack = {"name": "rr-bayes"}
-    elif flow == "cov-threshold":
-        spec = {"name": f"audit-{protocol['name']}", "dataset": dataset, "protocol": protocol, "attack": COV_ATTACK,
-                "threat_model": "passive-observer", "audit_metrics": [], "backend": "local", "model": AUDIT_MODEL}
-        return {**spec, "learner": learner} if learner is not None else spec
-    else:
-        raise ConfigError(NOT_AUDITABLE.format(name=protocol["name"], flow=flow))
-    return {"name": f"audit-{protocol['name']}", "dataset": dataset, "protocol": protocol, "attack": attack,
-            "audit_metrics": [], "backend": "local", "model": AUDIT_MODEL}
+    view = _view(protocol["name"])
+    spec: dict[str, Any] = {"name": f"audit-{protocol['name']}", "dataset": dataset, "protocol": protocol,
+                             "attack": dict(view.probe(person)), "audit_metrics": [], "backend": "local",
+                             "model": AUDIT_MODEL}
+    if view.threat_model is not None:
+        spec["threat_model"] = view.threat_model
+    return {**spec, "learner": learner} if learner is not None else spec
 
 
-def _accept_sets(transcript: Path) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(predictions sent, accepted indices) of each answered hypothesis query, read off the wire."""
-    sent, out = {}, []
-    for env in read_transcript(transcript, verify=False):
-        if env.kind == "hypothesis-query":
-            sent[env.payload["query_id"]] = np.asarray(env.payload["predictions"])
-        elif env.kind == "accept-set" and env.payload["query_id"] in sent:
-            out.append((sent[env.payload["query_id"]], np.asarray(env.payload["accepted"], dtype=np.int64)))
-    return out
-
-
-def _view_statistic(transcript: Path, flow: str, person: int, hypothesis: int = 0) -> float:
-    """The audited person's output as the adversary reads it off the wire (cov-threshold: is ``hypothesis`` in)."""
-    if flow == "cov-threshold":
-        return float(hypothesis in set(_accept_sets(transcript)[0][1].tolist()))
-    if flow == "metric-query":
-        answers = [e.values for e in exchanges_from(iter_transcript(transcript, verify=False))]
-        return float(answers[0][0])
-    releases = [env.payload for env in read_transcript(transcript, verify=False) if env.kind == ATTRIBUTE_RELEASE]
-    return float(np.asarray(releases[0]["z"])[person])
+def _view(name: str) -> AuditView:
+    """The audit view of protocol ``name``'s exchange; ConfigError if the audit does not read that exchange."""
+    flow = get_protocol(name).flow
+    view = EXCHANGES[flow].audit
+    if view is None:
+        auditable = ", ".join(sorted(n for n, cls in EXCHANGES.items() if cls.audit is not None))
+        raise ConfigError(NOT_AUDITABLE.format(name=name, flow=flow, auditable=auditable))
+    return view
 
 
 def _claim(scenario: Scenario, split: Any, person: int) -> tuple[float | None, float | None]:
@@ -216,7 +193,7 @@ def _cov_threshold_setup(scenario: Scenario, split: Any, seed: int,
     fixed = scenario.with_values({"seed": int(np.random.default_rng([seed, 2]).integers(2**31 - 1))})
     with tempfile.TemporaryDirectory(prefix="parley-audit-") as tmp:
         run(fixed, out=tmp, split=split, secrets=secrets.child("setup"))
-        predictions = _accept_sets(Path(tmp) / "transcript.jsonl")[0][0]
+        predictions = accept_sets(Path(tmp) / "transcript.jsonl")[0][0]
     a, person, hypothesis = cov_threshold_pair(predictions, split.a_train, float(params.rho))
     return fixed, dataclasses.replace(split, a_train=a.astype(split.a_train.dtype)), a, person, hypothesis
 
@@ -257,13 +234,14 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
     runs_made = itertools.count()
     spec = audit_spec(protocol, dataset, person, learner)
     scenario = Scenario.from_dict(spec)
-    flow = get_protocol(scenario.protocol.name).flow
-    if flow == "cov-threshold" and (scenario.protocol.params.policy != "hard" or scenario.protocol.params.noise > 0.0):
+    view = _view(scenario.protocol.name)
+    about_train = view.about == "train"  # the answers are about the training set; the query is fixed
+    if about_train and (scenario.protocol.params.policy != "hard" or scenario.protocol.params.noise > 0.0):
         raise ConfigError(RANDOMIZED_COV_THRESHOLD.format(policy=scenario.protocol.params.policy,
                                                           noise=scenario.protocol.params.noise))
     split = load_split(scenario.dataset, np.random.default_rng(seed), None)
     field, hypothesis, fixed_seed = "a_audit", 0, None
-    if flow == "cov-threshold":  # the answers are about the training set; the query is fixed
+    if about_train:
         field = "a_train"
         scenario, split, a, person, hypothesis = _cov_threshold_setup(scenario, split, seed, secrets)
         fixed_seed = scenario.seed
@@ -284,7 +262,7 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
             with contextlib.suppress(ParleyError):
                 run(scenario.with_values({"seed": run_seed}), out=tmp, split=neighbour,
                     secrets=secrets.child(f"audit-{next(runs_made)}"))
-            value = _view_statistic(Path(tmp) / "transcript.jsonl", flow, person, hypothesis)
+            value = view.statistic(Path(tmp) / "transcript.jsonl", person, hypothesis)
         if on_run is not None:
             on_run()
         return np.array([value])
@@ -294,14 +272,12 @@ def audit_scenario(protocol: dict[str, Any], dataset: dict[str, Any], runs: int,
     return ScenarioAudit(protocol=scenario.protocol.name, params=scenario.protocol.to_dict(),
                          claimed_epsilon=claimed_eps, claimed_delta=claimed_delta,
                          epsilon_lower=result.epsilon_lower, confidence=result.confidence, runs=runs, person=person,
-                         p=result.p, p_prime=result.p_prime, event=_event(flow, person, hypothesis, result.threshold,
+                         p=result.p, p_prime=result.p_prime, event=_event(view, person, hypothesis, result.threshold,
                                                                            result.direction))
 
 
-def _event(flow: str, person: int, hypothesis: int, threshold: float, direction: str) -> str:
+def _event(view: AuditView, person: int, hypothesis: int, threshold: float, direction: str) -> str:
     """The audited event in words (the auditor chose it on the selection half)."""
-    if flow == "cov-threshold":
-        return (f"hypothesis {hypothesis} accepted (1) or not (0), {direction} {threshold:.3g}; "
-                f"person {person} of the training set")
-    what = "answer" if flow == "metric-query" else "released attribute"
-    return f"{what} about person {person} {direction} {threshold:.3g}"
+    if view.about == "train":
+        return f"hypothesis {hypothesis} {view.what}, {direction} {threshold:.3g}; person {person} of the training set"
+    return f"{view.what} about person {person} {direction} {threshold:.3g}"

@@ -13,14 +13,16 @@ only tuning of the comparison and are printed in its report.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from parley import protocols
 from parley.parties.attacks import ATTACKS
 from parley.protocols.errors import ConfigError, InternalError
-from parley.scenarios.compare.audit import AUDITABLE_FLOWS
+from parley.scenarios.exchanges import EXCHANGES, Row, Utility, get_exchange
 from parley.scenarios.spec import Scenario, _validate
 
 __all__ = ["Column", "Plan", "Row", "UTILITY", "Utility", "plan", "BAD_DATASET_FOR_COMPARE", "NOISE_LAW_ATTACKS",
@@ -47,49 +49,21 @@ def cell_name(row: str, column: str) -> str:
 COMPARE_DATASETS = ("adult", "german", "compas")
 
 
-@dataclass(frozen=True)
-class Utility:
-    """How a flow's protocols define what the data center gets: one accuracy-like or error-like number, and fairness."""
+class _Utilities(Mapping[str, Utility]):
+    """Exchange name -> how ``parley compare`` measures what the data center gets (each exchange's ``utility``)."""
 
-    key: str  # result.json metric
-    label: str
-    higher_is_better: bool
-    short: str = ""  # the name in sentences
-    fairness_key: str | None = None  # unfairness of the learned model (lower is fairer)
-    fairness_label: str = ""
-    fairness_short: str = "unfairness"
-    transform: str = "identity"  # "one-minus": key holds an error rate, utility is 1 - it
-    #: Measure on the runs of this threat model only (their traffic is the honest use alone), if any ran.
-    honest_threat: str | None = None
+    def __getitem__(self, flow: str) -> Utility:
+        return EXCHANGES[flow].utility
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(EXCHANGES)
+
+    def __len__(self) -> int:
+        return len(EXCHANGES)
 
 
-#: The one place where utility is defined, per flow.
-UTILITY: dict[str, Utility] = {
-    "metric-query": Utility("median_query_error", "median |released - exact| of the honest queries "
-                            "(the passive-observer runs, whose traffic is the honest use alone)",
-                            higher_is_better=False, short="median query error", honest_threat="passive-observer"),
-    "cov-threshold": Utility("error", "test accuracy of the model learned in the accepted span", True,
-                             short="accuracy", fairness_key="statistical_parity",
-                             fairness_label="|SP| of the learned model on the audit set", transform="one-minus"),
-    "fairness-certificate": Utility("target_train_accuracy", "training accuracy of the certified fair model", True,
-                                    short="accuracy", fairness_key="target_train_sp",
-                                    fairness_label="|SP| of the certified model on its training set"),
-    "rr-release": Utility("two_step_accuracy", "test accuracy of the two-step fair model learned on the release",
-                          True, short="accuracy", fairness_key="two_step_disc",
-                          fairness_label="equalized-odds violation of that model (true A)"),
-}
-
-
-@dataclass(frozen=True)
-class Row:
-    """A protocol configuration: the protocol table, its learner, and its data sizes."""
-
-    label: str
-    protocol: dict[str, Any]
-    flow: str
-    learner: dict[str, Any] | None = None
-    dataset: dict[str, Any] = field(default_factory=dict)  # size overrides of the flow
-    composition: str | None = None  # the run ledger's composition, when not sequential
+#: Utility per exchange, as each registered exchange defines it.
+UTILITY: Mapping[str, Utility] = _Utilities()
 
 
 @dataclass(frozen=True)
@@ -144,55 +118,27 @@ ATTACK_SETTINGS: dict[str, dict[str, Any]] = {
 QUICK_ATTACKS = ("double-query", "compressed-sensing", "differencing", "threshold-inversion",
                  "reconstruction-correction", "rr-bayes", "likelihood")
 
-#: Data sizes per flow (full run, quick run): every run trains the base model and the flow's learner.
-SIZES: dict[str, tuple[dict[str, int], dict[str, int]]] = {
-    "metric-query": ({"audit_size": 500, "train_size": 5000}, {"audit_size": 200, "train_size": 3000}),
-    "cov-threshold": ({"audit_size": 1500, "train_size": 4500}, {"audit_size": 300, "train_size": 900}),
-    "fairness-certificate": ({"audit_size": 3000, "train_size": 6000}, {"audit_size": 600, "train_size": 1200}),
-    "rr-release": ({"audit_size": 2000, "train_size": 6000}, {"audit_size": 600, "train_size": 1800}),
-}
-EPSILONS = ((0.5, 1.0, 4.0), (1.0,))
-#: smooth-laplace is (epsilon, delta)-DP for epsilon in (0, 1) only (Thm. 8 of the query-leakage paper).
-SMOOTH_LAPLACE = (((0.25, 0.5, 0.9), (0.5,)), 1e-6)
-#: dp-counts runs at the epsilons of laplace twice: discrete Laplace (pure DP) and discrete Gaussian at this delta.
-COUNT_GAUSSIAN_DELTA = 1e-6
-HYPOTHESES = ((50, 200), (100,))  # m of the cov-threshold exchange
 REPEATS = (3, 1)
 AUDIT_RUNS = (300, 60)
 AUDIT_DATASET = {"audit_size": 50, "train_size": 300}
 
 
 def _rows(quick: bool) -> list[Row]:
+    """Every registered exchange's rows, at its data sizes."""
     pick = 1 if quick else 0
-    rows = [Row("raw", {"name": "raw"}, "metric-query")]
-    for name in ("laplace", "smooth-cauchy"):
-        rows += [Row(f"{name} ε={eps:g}", {"name": name, "epsilon": eps}, "metric-query") for eps in EPSILONS[pick]]
-    rows += [Row(f"dp-counts ε={eps:g}", {"name": "dp-counts", "epsilon": eps}, "metric-query")
-             for eps in EPSILONS[pick]]
-    # the Gaussian answers record their zCDP rho: their runs' ledgers compose them in zCDP (what their epsilon is)
-    rows += [Row(f"dp-counts gaussian ε={eps:g}", {"name": "dp-counts", "epsilon": eps, "noise": "gaussian",
-                                                  "delta": COUNT_GAUSSIAN_DELTA}, "metric-query", composition="zcdp")
-             for eps in EPSILONS[pick]]
-    # Secure computation: mpc opens raw's numbers, mpc-dp the dp-counts release (noise drawn inside the computation)
-    rows.append(Row("mpc", {"name": "mpc"}, "metric-query"))
-    rows += [Row(f"mpc-dp ε={eps:g}", {"name": "mpc-dp", "epsilon": eps}, "metric-query") for eps in EPSILONS[pick]]
-    # Two-party homomorphic encryption: raw's numbers up to the noise flooding (exact decoders give up on them)
-    rows.append(Row("he", {"name": "he"}, "metric-query"))
-    epsilons, delta = SMOOTH_LAPLACE
-    rows += [Row(f"smooth-laplace ε={eps:g}", {"name": "smooth-laplace", "epsilon": eps, "delta": delta},
-                 "metric-query") for eps in epsilons[pick]]
-    rows += [Row(f"cov-threshold m={m}", {"name": "cov-threshold", "rho": 0.1}, "cov-threshold",
-                 {"name": "dfrr", "hypotheses": m}) for m in HYPOTHESES[pick]]
-    rows.append(Row("fairness-certificate", {"name": "fairness-certificate", "metric": "sp", "release": "value"},
-                    "fairness-certificate", {"name": "exponentiated-gradient", "metric": "sp", "tolerance": 0.0}))
-    rows += [Row(f"rr-release ε={eps:g}", {"name": "rr-release", "epsilon": eps}, "rr-release", {"name": "two-step"})
-             for eps in EPSILONS[pick]]
-    return [Row(r.label, r.protocol, r.flow, r.learner, SIZES[r.flow][pick], r.composition) for r in rows]
+    rows = []
+    for name in EXCHANGES:
+        exchange = get_exchange(name)
+        rows += [dataclasses.replace(row, dataset={**exchange.sizes[pick], **row.dataset})
+                 for row in exchange.rows(quick)]
+    return rows
 
 
 def _columns(quick: bool) -> list[Column]:
-    names = QUICK_ATTACKS if quick else tuple(ATTACK_SETTINGS)
-    return [Column(f"{name} [{threat}]", {"name": name, **ATTACK_SETTINGS[name]}, threat)
+    # a plug-in's attacks join at their defaults
+    names = (QUICK_ATTACKS if quick else tuple(ATTACK_SETTINGS)) + tuple(
+        name for name, origin in ATTACKS.origins().items() if not origin.builtin)
+    return [Column(f"{name} [{threat}]", {"name": name, **ATTACK_SETTINGS.get(name, {})}, threat)
             for name in names for threat in ATTACKS[name].threat_models]
 
 
@@ -203,7 +149,7 @@ def _scenario(dataset: str, row: Row, column: Column, backend: str = "ray") -> d
         "dataset": {"name": dataset, **row.dataset},
         "protocol": row.protocol,
         "attack": column.attack,
-        "audit_metrics": ["sp"] if row.flow == "metric-query" else [],
+        "audit_metrics": list(get_exchange(row.flow).honest_metrics),
         "backend": backend,
     }
     if row.learner is not None:
@@ -253,14 +199,15 @@ def plan(dataset: str = "adult", quick: bool = False, rows: tuple[str, ...] | No
     return Plan(dataset=dataset, quick=quick, rows=tuple(chosen), columns=tuple(columns), cells=cells, reasons=reasons,
                 repeats=REPEATS[pick], audit_runs=AUDIT_RUNS[pick],
                 audit_dataset={"name": dataset, **AUDIT_DATASET},
-                audit_rows=tuple(r.label for r in chosen if r.flow in AUDITABLE_FLOWS and not _secure(r)),
+                audit_rows=tuple(r.label for r in chosen if _auditable(r)),
                 backend=backend)
 
 
-def _secure(row: Row) -> bool:
-    """Is the row's protocol secure, its answers opened by the querier and never on the wire?
+def _auditable(row: Row) -> bool:
+    """Does the whole-scenario audit read the row's exchange, and are its answers on the wire?
 
-    The wire audit cannot read them (``mpc-dp``'s computation, the uncentred ``dp-counts`` noise drawn
-    by two parties, is audited through its ``simulate`` in tests/statistical/test_protocol_audit.py).
+    A row with an encoding (``he``, ``mpc``) has its answers opened by the querier, never on the wire: the
+    wire audit cannot read them (``mpc-dp``'s computation, the uncentred ``dp-counts`` noise drawn by two
+    parties, is audited through its ``simulate`` in tests/statistical/test_protocol_audit.py).
     """
-    return bool(getattr(protocols.get_protocol(row.protocol["name"]), "secure", False))
+    return EXCHANGES[row.flow].audit is not None and protocols.get_protocol(row.protocol["name"]).encoding is None

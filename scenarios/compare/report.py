@@ -33,8 +33,6 @@ __all__ = ["write_report", "recommendations", "equal_epsilon", "bound_gaps", "re
 #: chance (50 %) ranks as chance: the adversary's guess carries no information it could know to use.
 TIE_PP = 1.0
 CHANCE = 50.0
-USES = {"metric-query": "answering fairness-metric queries", "cov-threshold": "learning a fair model (accept sets)",
-        "fairness-certificate": "certifying a fair model", "rr-release": "learning and auditing on released A"}
 
 Block = tuple[str, Any]
 #: The attack that decodes under the mechanism's own noise law: its column heads the bound table.
@@ -122,11 +120,11 @@ def recommendations(front: pd.DataFrame, conf: pd.DataFrame | None = None) -> li
                         f"{most_useful['protocol']}")
             worst_row = measured.loc[measured[key].idxmax()]
             if len(group) == 1:
-                sentence = (f"**{threat}, {USES.get(flow, flow)}**: one configuration, **{best['protocol']}**: worst "
+                sentence = (f"**{threat}, {UTILITY[flow].use}**: one configuration, **{best['protocol']}**: worst "
                             f"measured leakage {_fmt(best[key], 3)} % balanced accuracy (50 % is a coin flip), "
                             f"{_utility_text(best)}.")
             else:
-                sentence = (f"**{threat}, {USES.get(flow, flow)}**: prefer **{best['protocol']}** (worst measured "
+                sentence = (f"**{threat}, {UTILITY[flow].use}**: prefer **{best['protocol']}** (worst measured "
                             f"leakage {_fmt(best[key], 3)} % balanced accuracy, 50 % is a coin flip), {cost}.")
             if worst_row["protocol"] != best["protocol"]:
                 sentence += f" Most exposed: {worst_row['protocol']} ({_fmt(worst_row[key], 3)} %)."
@@ -165,11 +163,41 @@ def equal_epsilon(front: pd.DataFrame) -> list[str]:
                    else "exact in most answers (median 0), against")  # no ratio over an error of 0
         frontier_note = "" if "on_frontier" not in group else (
             ", on the frontier" if bool(best["on_frontier"]) else ", not on the frontier")
-        lines.append(f"ε = {_fmt(eps)} ({USES.get(flow, flow)}): **{best['protocol']}** has {spec.short} "
+        lines.append(f"ε = {_fmt(eps)} ({UTILITY[flow].use}): **{best['protocol']}** has {spec.short} "
                      f"{_fmt(best['utility'])}{frontier_note}, {smaller} the next "
                      f"protocol's best, {runner['protocol']} ({_fmt(runner['utility'])}); worst measured leakage "
                      f"{_fmt(best['worst_leakage'], 3)} % against {_fmt(runner['worst_leakage'], 3)} %.")
     return lines
+
+
+def _label_points(ax: Any, points: list[tuple[float, float, str]], fontsize: float = 7) -> list[Any]:
+    """Annotate each point with its text, moving a label up or down (greedily) off the labels placed before it.
+
+    Positions are worked out in display pixels from the axes' final limits (call after the layout);
+    a label moved off its point is tied to it by a thin line. Returns the annotations.
+    """
+    ax.autoscale_view()
+    scale = ax.figure.dpi / 72.0  # pixels per point
+    height = fontsize * 1.4 * scale
+    placed: list[tuple[float, float, float, float]] = []
+    annotations = []
+    shown = [(ax.transData.transform((x, y)), x, y, text) for x, y, text in points]
+    right = ax.get_window_extent().x1
+    renderer = ax.figure.canvas.get_renderer()
+    font = matplotlib.font_manager.FontProperties(size=fontsize)
+    for (px, py), x, y, text in sorted(shown, key=lambda item: (item[0][1], item[0][0])):
+        width = renderer.get_text_width_height_descent(text, font, ismath=False)[0] + 2 * scale
+        dx = 4.0 if px + 4 * scale + width <= right else -4.0 - width / scale  # at the right edge: to the left
+        for step in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6, 7, -7, 8, -8):
+            x0, y0 = px + dx * scale, py + 3 * scale + step * height
+            box = (x0, y0, x0 + width, y0 + height)
+            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+                break
+        placed.append(box)
+        arrow = {"arrowstyle": "-", "lw": 0.5, "color": "grey"} if step else None
+        annotations.append(ax.annotate(text, (x, y), fontsize=fontsize, xytext=(dx, 3 + step * height / scale),
+                                       textcoords="offset points", va="bottom", arrowprops=arrow))
+    return annotations
 
 
 def _frontier_png(front: pd.DataFrame, path: Path) -> Path:
@@ -181,13 +209,14 @@ def _frontier_png(front: pd.DataFrame, path: Path) -> Path:
     panels = [(axes[0], metric, "utility", "median error of the honest audit answer (lower is better; symlog)"),
               (axes[1], learning, "utility", "model accuracy (higher is better)"),
               (axes[2], learning, "unfairness", "model unfairness (lower is fairer)")]
+    labels: dict[Any, list[tuple[float, float, str]]] = {}
     for ax, part, column, label in panels:
         part = part[pd.to_numeric(part[column], errors="coerce").notna()]
         for name, group in part.groupby("name", sort=False):
             x = pd.to_numeric(group[column])
             ax.scatter(x, group["worst_leakage"], s=50, label=name)
-            for xi, yi, text in zip(x, group["worst_leakage"], group["protocol"], strict=True):
-                ax.annotate(text, (xi, yi), fontsize=7, xytext=(4, 3), textcoords="offset points")
+            labels.setdefault(ax, []).extend(zip(x.astype(float), group["worst_leakage"].astype(float),
+                                                 group["protocol"].astype(str), strict=True))
         if ax is axes[0]:
             ax.set_xscale("symlog", linthresh=1e-3)
         ax.axhline(50.0, color="grey", lw=0.8, ls="--")
@@ -200,6 +229,8 @@ def _frontier_png(front: pd.DataFrame, path: Path) -> Path:
     axes[1].set_title("learning protocols: accuracy")
     axes[2].set_title("learning protocols: fairness")
     fig.tight_layout()
+    for ax, points in labels.items():  # placed once the layout is final: the overlaps are worked out in pixels
+        _label_points(ax, points)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

@@ -32,6 +32,7 @@ from parley.scenarios.catalog import resolve_scenario
 from parley.scenarios.compare.audit import audit_scenario
 from parley.scenarios.compare.plan import UTILITY, Plan, plan
 from parley.scenarios.compare.utility import RELEASES, UTILITY_FILE, UTILITY_LABEL, utilities
+from parley.scenarios.exchanges import EXCHANGES
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study import Study
 
@@ -70,6 +71,18 @@ class Comparison:
     skipped: int = 0  # study rows found done in OUT/study
     audit_reused: bool = False
 
+    def __repr__(self) -> str:
+        """One line: the data set, runs, audits, the leakage's range, the folder."""
+        from parley.scenarios.notebook import comparison_repr
+
+        return comparison_repr(self)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the counts, mean leakage by row and column, the report's figures inline."""
+        from parley.scenarios.notebook import comparison_html
+
+        return comparison_html(self)
+
 
 def _cell_values(data: dict[str, Any]) -> list[Any]:
     """The cell's value of every field of the linked axis (absent optional tables as None, clear payloads)."""
@@ -78,9 +91,7 @@ def _cell_values(data: dict[str, Any]) -> list[Any]:
 
 
 def _confidentiality_cells(p: Plan) -> dict[tuple[str, bool], dict[str, Any]]:
-    from parley.scenarios.compare.plan import SIZES
-
-    sizes = SIZES["metric-query"][1 if p.quick else 0]
+    sizes = EXCHANGES["metric-query"].sizes[1 if p.quick else 0]
     cells = {}
     for name in CONFIDENTIALITY_SCENARIOS:
         data = Scenario.from_toml(resolve_scenario(name)).to_dict()
@@ -174,7 +185,8 @@ def matrix_wide(p: Plan, long: pd.DataFrame) -> pd.DataFrame:
         if r["n"]:
             note = f"; {r['reason']}" if r["reason"] else ""
             return f"{r['leakage_mean']:.1f} ± {r['leakage_std']:.1f} (n={r['n']}{note})"
-        return r["reason"]
+        reason: str = r["reason"]
+        return reason
 
     wide = long.assign(cell=long.apply(text, axis=1)).pivot(index="protocol", columns="attack", values="cell")
     return wide.loc[[r.label for r in p.rows], [c.label for c in p.columns]]
@@ -297,11 +309,6 @@ def confidentiality(results: pd.DataFrame, cells_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: Why a row is not audited, per exchange.
-NOT_AUDITED = {"fairness-certificate": "not audited (no DP claim): every audit run retrains the certified fair model "
-                                       "(exponentiated gradient), too costly for the runs an audit needs"}
-
-
 def _audit_task(protocol: dict[str, Any], dataset: dict[str, Any], runs: int, seed: int,
                 learner: dict[str, Any] | None = None, secrets: RunSecrets | None = None) -> dict[str, Any]:
     started = time.perf_counter()
@@ -340,7 +347,7 @@ def run_audits(p: Plan, address: str | None = None, progress: bool = True,
     for row in p.rows:
         if row.label in done:
             continue
-        note = NOT_AUDITED.get(row.flow, f"not audited: the audit does not read the {row.flow} exchange")
+        note = EXCHANGES[row.flow].not_audited.format(name=row.flow)
         out.append({"protocol": row.label, "epsilon_lower": None, "note": note})
     return pd.DataFrame(out)
 

@@ -17,17 +17,14 @@ import dataclasses
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from parley.protocols.errors import ConfigError, DatasetError, InternalError
-from parley.scenarios.datasets._csv import read_csv
 from parley.scenarios.datasets._integrity import verify
 from parley.scenarios.datasets._params import AdultParams, CompasParams, CsvParams, GermanParams, SyntheticParams
-from parley.scenarios.datasets._real import FILES, read_adult, read_compas, read_german
 from parley.scenarios.datasets._registry import MSG_NOT_PARAMS, Dataset, dataset_of, register_dataset
-from parley.scenarios.datasets._synthetic import generate
 from parley.scenarios.datasets._table import Table
 
 __all__ = ["load_table", "clear_cache", "MSG_NOT_PARAMS", "MSG_SYNTHETIC_RNG", "MSG_SEEDED_RNG", "MSG_BAD_TABLE"]
@@ -36,18 +33,28 @@ MSG_SYNTHETIC_RNG = "the synthetic data set needs rng (a numpy.random.Generator)
 MSG_SEEDED_RNG = "data set {name!r} draws its rows from rng (a numpy.random.Generator); received {rng!r}"
 MSG_BAD_TABLE = "data set {name!r} loaded a bad table: {problem}"
 
-_READERS: dict[str, Callable[[Any], Table]] = {"adult": read_adult, "german": read_german, "compas": read_compas}
+
+
+def _reader(name: str) -> Callable[[Any], Table]:
+    # The readers (and pandas) are imported on first load, not with the registry: reading and validating a
+    # scenario, which needs only the parameter models, stays free of pandas' import time.
+    from parley.scenarios.datasets._real import read_adult, read_compas, read_german
+
+    readers: dict[str, Callable[[Any], Table]] = {"adult": read_adult, "german": read_german, "compas": read_compas}
+    return readers[name]
 
 
 @functools.lru_cache(maxsize=32)
 def _real_table(params: AdultParams | GermanParams | CompasParams) -> Table:
-    return _READERS[params.name](params)
+    return _reader(params.name)(params)
 
 
 @functools.lru_cache(maxsize=8)
 def _csv_table(params: CsvParams, stamp: tuple[str, int, int]) -> Table:
     # ``stamp`` (resolved path, mtime, size) is only part of the key: an edited file or a
     # different working directory is a cache miss.
+    from parley.scenarios.datasets._csv import read_csv
+
     return read_csv(params)
 
 
@@ -63,17 +70,23 @@ def _fresh(table: Table) -> Table:
     return dataclasses.replace(table, features=table.features.copy(deep=True))
 
 
-class _RealDataset(Dataset):
+#: The parameters of a vendored data set.
+R = TypeVar("R", AdultParams, GermanParams, CompasParams)
+
+
+class _RealDataset(Dataset[R]):
     """A vendored public data set: files verified on every load, parsed tables cached."""
 
     def load(self, rng: np.random.Generator | None) -> Table:
+        from parley.scenarios.datasets._real import FILES
+
         for name in FILES[self.name]:
             verify(name)
         return _fresh(_real_table(self.params))
 
 
 @register_dataset
-class Adult(_RealDataset):
+class Adult(_RealDataset[AdultParams]):
     """UCI Adult (1994 census income): :func:`~parley.scenarios.datasets._real.read_adult`."""
 
     name = "adult"
@@ -82,7 +95,7 @@ class Adult(_RealDataset):
 
 
 @register_dataset
-class German(_RealDataset):
+class German(_RealDataset[GermanParams]):
     """UCI Statlog German Credit: :func:`~parley.scenarios.datasets._real.read_german`."""
 
     name = "german"
@@ -91,7 +104,7 @@ class German(_RealDataset):
 
 
 @register_dataset
-class Compas(_RealDataset):
+class Compas(_RealDataset[CompasParams]):
     """ProPublica COMPAS two-year recidivism: :func:`~parley.scenarios.datasets._real.read_compas`."""
 
     name = "compas"
@@ -100,28 +113,28 @@ class Compas(_RealDataset):
 
 
 @register_dataset
-class Synthetic(Dataset):
+class Synthetic(Dataset[SyntheticParams]):
     """Generated from the run's generator: :func:`~parley.scenarios.datasets._synthetic.generate`."""
 
     name = "synthetic"
     Params = SyntheticParams
-    params: SyntheticParams
     summary = "generated from the seed: exact minority count, tunable feature-A link"
     seeded = True
 
     def load(self, rng: np.random.Generator | None) -> Table:
         if rng is None:
             raise InternalError("the synthetic data set was loaded without a generator")
+        from parley.scenarios.datasets._synthetic import generate
+
         return generate(self.params, rng)
 
 
 @register_dataset
-class Csv(Dataset):
+class Csv(Dataset[CsvParams]):
     """A user's CSV file: :func:`~parley.scenarios.datasets._csv.read_csv`."""
 
     name = "csv"
     Params = CsvParams
-    params: CsvParams
     summary = "a user CSV file: label, protected column, favourable and privileged values"
 
     def load(self, rng: np.random.Generator | None) -> Table:

@@ -23,6 +23,7 @@ __all__ = [
     "DATASET_NAMES",
     "MSG_MINORITY_RANGE",
     "MSG_CSV_COLUMN_CLASH",
+    "MSG_CSV_BOTH_CLASSES",
 ]
 
 #: The built-in data sets (``DATASETS`` in :mod:`parley.scenarios.datasets` also holds the plug-ins).
@@ -30,6 +31,7 @@ DATASET_NAMES: tuple[str, ...] = ("adult", "german", "compas", "synthetic", "csv
 
 MSG_MINORITY_RANGE = "minority must satisfy 1 <= minority < audit_size={audit_size}; received minority={minority}"
 MSG_CSV_COLUMN_CLASH = "{what} column {column!r} cannot also be listed in features"
+MSG_CSV_BOTH_CLASSES = "the label value {value!r} cannot be both favourable and unfavourable"
 
 # Sizes: an audit set needs at least one row of each group, hence >= 2.
 AuditSize = Annotated[int, Field(ge=2, description="rows in the audit set (held by the compliance party)")]
@@ -148,12 +150,17 @@ class CsvParams(_Params):
     path: str = Field(min_length=1, description="the CSV file (in a scenario file, relative to that file's folder)")
     label: str = Field(min_length=1, description="the label column")
     favourable: Scalar = Field(1, description="the label value meaning y = 1 (compared as text)")
+    unfavourable: Scalar | tuple[Scalar, ...] | None = Field(
+        None, description="the label value(s) meaning y = 0 (compared as text); none = the one other value in the "
+        "column: a label cell that is neither is refused, naming its line")
     protected: str = Field(min_length=1, description="the protected attribute's column (never a feature)")
     privileged: Scalar = Field(description="the protected value meaning a = 1 (compared as text)")
     features: tuple[str, ...] | None = Field(
         None, min_length=1, description="the feature columns; none = every column but label and protected")
     audit_size: AuditSize = 1000
     train_size: TrainSize = None
+    delimiter: str = Field(",", min_length=1, max_length=1,
+                           description="the character between cells: ',' (default), ';', '\\t' (tab) or '|'")
 
     @model_validator(mode="after")
     def _columns_distinct(self) -> CsvParams:
@@ -165,6 +172,9 @@ class CsvParams(_Params):
                     raise ValueError(MSG_CSV_COLUMN_CLASH.format(what=what, column=column))
             if len(set(self.features)) != len(self.features):
                 raise ValueError(f"features lists a column twice: {list(self.features)}")
+        unfavourable = self.unfavourable if isinstance(self.unfavourable, tuple) else (self.unfavourable,)
+        if self.unfavourable is not None and str(self.favourable) in map(str, unfavourable):
+            raise ValueError(MSG_CSV_BOTH_CLASSES.format(value=self.favourable))
         return self
 
 

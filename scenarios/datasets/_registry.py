@@ -15,10 +15,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
 from parley.protocols.errors import ConfigError
+from parley.protocols.plugin import Plugin
 from parley.protocols.registry import Registry
-from parley.scenarios.datasets._params import DatasetParamsBase
+from parley.scenarios.datasets._params import (
+    AdultParams,
+    CompasParams,
+    CsvParams,
+    DatasetParamsBase,
+    GermanParams,
+    SyntheticParams,
+)
 from parley.scenarios.datasets._table import Table
 
 __all__ = ["DATASETS", "Dataset", "dataset_of", "get_dataset", "register_dataset",
@@ -27,13 +36,20 @@ __all__ = ["DATASETS", "Dataset", "dataset_of", "get_dataset", "register_dataset
 UNKNOWN_DATASET = "unknown data set {name!r}; known data sets: {known}"
 MSG_NOT_PARAMS = "params must be the parameters of a registered data set ({known}); received {kind}"
 
+#: The models of parley's own data sets: the fields of :class:`DatasetParamsBase`, in another order.
+_BUILTIN_PARAMS: tuple[type[BaseModel], ...] = (AdultParams, GermanParams, CompasParams, SyntheticParams, CsvParams)
 
-class Dataset:
+#: A data set's parameter model: ``class Csv(Dataset[CsvParams])``; a bare ``Dataset`` has ``BaseModel``.
+P = TypeVar("P", bound=BaseModel, default=BaseModel, covariant=True)
+
+
+class Dataset(Plugin[P]):
     """Base of every data set: subclasses set ``name``, ``Params``, ``summary`` and implement :meth:`load`.
 
     A plug-in's ``Params`` subclasses :class:`DatasetParamsBase` (``name``,
     ``audit_size``, ``train_size``); its rows are split by parley, uniformly without
-    replacement, from the table :meth:`load` returns.
+    replacement, from the table :meth:`load` returns. The class names the model as its generic
+    argument too (``class Toy(Dataset[ToyParams])``), so type checkers see its fields.
     """
 
     name: ClassVar[str]
@@ -43,7 +59,7 @@ class Dataset:
     #: needs ``rng``, and no table is shared between runs with different seeds.
     seeded: ClassVar[bool] = False
 
-    def __init__(self, params: BaseModel) -> None:
+    def __init__(self, params: P) -> None:
         self.params = params
 
     @classmethod
@@ -61,9 +77,9 @@ class Dataset:
         raise NotImplementedError(f"data set {self.name!r} implements no load()")
 
 
-def _check_dataset(cls: type[Dataset]) -> str | None:
+def _check_dataset(cls: type[Dataset[Any]]) -> str | None:
     params = cls.Params
-    if not (isinstance(params, type) and issubclass(params, DatasetParamsBase)):
+    if not (isinstance(params, type) and (issubclass(params, DatasetParamsBase) or params in _BUILTIN_PARAMS)):
         return "its Params is not a subclass of parley.scenarios.datasets.DatasetParamsBase"
     default = params.model_fields["name"].default
     if default != cls.name:
@@ -74,20 +90,18 @@ def _check_dataset(cls: type[Dataset]) -> str | None:
 
 
 #: Every data set by name: the built-ins, and the ``parley.datasets`` entry points (loaded on first read).
-DATASETS: Registry[type[Dataset]] = Registry("dataset", UNKNOWN_DATASET, Dataset, check=_check_dataset)
+DATASETS: Registry[type[Dataset[Any]]] = Registry("dataset", UNKNOWN_DATASET, Dataset, check=_check_dataset)
+
+#: Class decorator adding a data set to :data:`DATASETS` under ``cls.name`` (:meth:`Registry.register`).
+register_dataset = DATASETS.register
 
 
-def register_dataset(cls: type[Dataset]) -> type[Dataset]:
-    """Class decorator adding a built-in data set to :data:`DATASETS` under ``cls.name``."""
-    return DATASETS.add(cls.name, cls)
-
-
-def get_dataset(name: str) -> type[Dataset]:
+def get_dataset(name: str) -> type[Dataset[Any]]:
     """The data set class registered as ``name``; the error lists the known names."""
     return DATASETS.lookup(name)
 
 
-def dataset_of(params: Any) -> type[Dataset]:
+def dataset_of(params: Any) -> type[Dataset[Any]]:
     """The registered data set whose ``Params`` model ``params`` is an instance of.
 
     Raises

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import numpy.typing as npt
 
 from parley.protocols.errors import ConfigError, DatasetError
 from parley.scenarios.datasets._load import load_table
@@ -44,7 +44,9 @@ MSG_ONE_GROUP = (
 MSG_COLUMN_TYPE = "feature column {column!r} of {name} has dtype {dtype}, neither numeric nor categorical"
 
 
-def draw_indices(table: Table, audit_size: int, train_size: int | None, rng: np.random.Generator):
+def draw_indices(
+    table: Table, audit_size: int, train_size: int | None, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw disjoint audit and training row indices uniformly without replacement.
 
     Raises
@@ -67,7 +69,9 @@ def draw_indices(table: Table, audit_size: int, train_size: int | None, rng: np.
     return order[:audit_size], order[audit_size : audit_size + train_size]
 
 
-def _is_categorical(dtype) -> bool:
+def _is_categorical(dtype: Any) -> bool:
+    import pandas as pd  # here, not at the top: importing the data set registry does not pay for pandas
+
     kinds = pd.api.types
     return (
         kinds.is_bool_dtype(dtype)
@@ -77,9 +81,12 @@ def _is_categorical(dtype) -> bool:
     )
 
 
-def _preprocess(table: Table, train_idx: np.ndarray, audit_idx: np.ndarray):
+def _preprocess(
+    table: Table, train_idx: np.ndarray, audit_idx: np.ndarray
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], tuple[str, ...]]:
     # Imported here so that `import parley.scenarios.datasets` (done by spec parsing and the
     # CLI) does not pay for scikit-learn.
+    import pandas as pd
     from sklearn.compose import ColumnTransformer
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 

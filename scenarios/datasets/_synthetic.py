@@ -31,7 +31,9 @@ def train_minority(params: SyntheticParams) -> int:
     return round(params.train_size * params.minority / params.audit_size)
 
 
-def _part(n: int, n0: int, w: np.ndarray, strength: float, rng: np.random.Generator):
+def _part(
+    n: int, n0: int, w: np.ndarray, strength: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     a = np.ones(n, dtype=np.int8)
     a[:n0] = 0
     a = rng.permutation(a)

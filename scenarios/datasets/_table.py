@@ -7,9 +7,11 @@ code can import them without importing each other.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a table is loaded, not with the data set registry
+    import numpy as np
+    import pandas as pd
 
 __all__ = ["Table", "Split"]
 
@@ -35,6 +37,9 @@ class Table:
         for a k-ary attribute (Adult ``race3``).
     label : str
         What ``y = 1`` means, e.g. ``"income >50K"``.
+    rows_dropped : int
+        Rows of the source the loader dropped for a missing value (a user CSV's blank cells); 0 if none
+        or not counted.
     """
 
     name: str
@@ -44,6 +49,7 @@ class Table:
     protected: str
     groups: tuple[str, ...]
     label: str
+    rows_dropped: int = 0
 
     def __len__(self) -> int:
         return len(self.y)

@@ -151,12 +151,25 @@ class StudyRun:
     #: process spent on the row (party host processes not counted). Benchmarks read it; not written to disk.
     timeline: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """One line: the study, rows run, done and failed, the leakage's range, the folder."""
+        from parley.scenarios.notebook import study_repr
+
+        return study_repr(self)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the counts, the first rows of the results, the study's figures inline."""
+        from parley.scenarios.notebook import study_html
+
+        return study_html(self)
+
 
 def _table_key(params: Any) -> str | None:
     """Cells whose data sets parse to the same table share one object-store copy."""
     if dataset_of(params).seeded:
         return None  # generated from each cell's own seed (synthetic data)
-    return params.model_dump_json(exclude={"audit_size", "train_size"})
+    key: str = params.model_dump_json(exclude={"audit_size", "train_size"})  # a pydantic model's JSON
+    return key
 
 
 def _put_tables(cells: list[Cell]) -> dict[str | None, Any]:
@@ -263,7 +276,8 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         ensure_ray(address)
         mark("ray_up")
         if workers is None:
-            workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            cluster_resources: Callable[[], dict[str, float]] = ray.cluster_resources  # unannotated in ray
+            workers = max(1, int(cluster_resources().get("CPU", 1)))
         # The workers boot while the tables load.
         pool: list[Any] = [_RemoteWorker.remote(party_hosts, reuse_hosts) for _ in range(min(workers, len(cells)))]
         refs = _put_tables(cells)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -40,7 +42,8 @@ def summarise(study: Study, frame: pd.DataFrame) -> pd.DataFrame:
     ok = frame[frame["status"] == "ok"]
     metrics = _summary_metrics(study, ok)
     rows = []
-    first: dict[str, dict] = {}  # grid points that give the same scenario (e.g. a grid over seed) share one cell
+    # grid points that give the same scenario (e.g. a grid over seed) share one cell
+    first: dict[str, dict[str, Any]] = {}
     for cell in study.cells():
         first.setdefault(cell.cell, cell.assignment)
     for cid, assignment in first.items():
@@ -49,7 +52,7 @@ def summarise(study: Study, frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _natural(values: pd.Series) -> list:
+def _natural(values: pd.Series) -> list[Any]:
     """Distinct values sorted as numbers when they all are, else as text."""
     distinct = list(values.dropna().unique())
     try:
@@ -58,7 +61,7 @@ def _natural(values: pd.Series) -> list:
         return sorted(distinct, key=str)
 
 
-def _selected(frame: pd.DataFrame, where: dict) -> pd.DataFrame:
+def _selected(frame: pd.DataFrame, where: Mapping[str, str | int | float | bool]) -> pd.DataFrame:
     """The ok rows whose fields equal ``where``'s values (numbers compared as numbers, the rest as text)."""
     ok = frame[frame["status"] == "ok"]
     for key, value in where.items():

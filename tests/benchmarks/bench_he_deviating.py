@@ -34,13 +34,11 @@ from typing import Any
 import numpy as np
 
 from parley.protocols.base import AuditSet
-from parley.protocols.mechanisms.homomorphic import (
+from parley.protocols.crypto.ckks import (
     INPUT_SCALE_BITS,
     MASK_SCALE_BITS,
     POLY_MODULUS_DEGREE,
     SLOTS,
-    HeParams,
-    HeProtocol,
     QuerierKeys,
     flood_sigma,
     from_bytes,
@@ -49,6 +47,7 @@ from parley.protocols.mechanisms.homomorphic import (
     seal_context,
     to_bytes,
 )
+from parley.protocols.mechanisms.homomorphic import HeParams, HeProtocol
 
 N_PEOPLE = 1_000
 #: Bits per real or imaginary part of an answer in the digits encoding.

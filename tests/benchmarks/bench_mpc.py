@@ -38,8 +38,8 @@ from parley.parties.secure import HELPER_ROLE, Helper, SecureQuerier, pair_keys
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring, encode_payload
 from parley.protocols import get_protocol
+from parley.protocols.crypto.ckks import layout
 from parley.protocols.errors import AttackError
-from parley.protocols.mechanisms.homomorphic import layout
 from parley.scenarios.catalog import scenario_path
 from parley.scenarios.compare.utility import honest_audit
 from parley.scenarios.runner import run
@@ -71,7 +71,7 @@ def one_query(name: str, scores: np.ndarray, a: np.ndarray, y: np.ndarray, m: in
         deployment = LocalDeployment()
         transcript = TranscriptWriter(Path(tmp) / "transcript.jsonl", keyring)
         network = Network(deployment, transcript)
-        secure = bool(getattr(protocol, "secure", False)) and not getattr(protocol, "homomorphic", False)
+        secure = protocol.encoding == "mpc"
         answering = protocol
         keygen = None
         if getattr(protocol, "homomorphic", False):
@@ -127,7 +127,7 @@ def one_query(name: str, scores: np.ndarray, a: np.ndarray, y: np.ndarray, m: in
 
 
 def cost() -> list[dict[str, Any]]:
-    from parley.protocols.mechanisms.secure import _field
+    from parley.protocols.crypto.shamir import _field
 
     _field()  # MPyC's import and the field's set-up are paid once per process, not per query
     rows = []

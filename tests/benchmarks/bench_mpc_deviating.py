@@ -38,9 +38,7 @@ from parley.parties.payload_limits import MAX_PAYLOAD_BYTES
 from parley.parties.secure import HELPER_ROLE, Helper, SecureQuerier
 from parley.parties.wire import Identity, Keyring
 from parley.protocols import AuditSet, get_protocol
-from parley.protocols.mechanisms.count_dp import noise_scales
-from parley.protocols.mechanisms.secure import (
-    SUM_SENSITIVITY,
+from parley.protocols.crypto.shamir import (
     PairKeys,
     decode_field,
     encode_field,
@@ -50,6 +48,8 @@ from parley.protocols.mechanisms.secure import (
     querier_a_share,
     share_rows,
 )
+from parley.protocols.mechanisms.count_dp import noise_scales
+from parley.protocols.mechanisms.secure import SUM_SENSITIVITY
 from tests.fixed_secrets import party_secret
 
 N_PEOPLE = 1_000

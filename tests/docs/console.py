@@ -344,7 +344,7 @@ def _tampered(session: Session) -> None:
 
     from tests.reliability import tamper
 
-    lines = tamper.load(folder / "runs/adult-raw-double-query/transcript.jsonl")
+    lines = tamper.load(folder / "runs/adult-raw-double-query/latest/transcript.jsonl")
     env = tamper.envelopes(lines)
     second_query = [i for i in env if lines[i]["record"]["kind"] == "metric-query"][1]
     i = env[1]  # the second line

@@ -6,10 +6,13 @@ import re
 import typing
 
 from parley.parties.attacks import ATTACKS
-from parley.parties.party import ROLE_SENDS
+from parley.parties.encodings import role_sends
 from parley.protocols import PROTOCOLS
 from parley.scenarios.catalog import scenario_names, study_names
 from tests.docs.console import REPO
+
+#: What each role may send, as the registered protocols and encodings declare it.
+ROLES = role_sends()
 
 SCENARIOS_MD = (REPO / "docs" / "scenarios.md").read_text(encoding="utf-8")
 CONCEPTS_MD = (REPO / "docs" / "concepts.md").read_text(encoding="utf-8")
@@ -66,7 +69,7 @@ def test_concepts_page_says_which_attacks_are_not_curious_data_center_attacks() 
 
 def test_concepts_page_gives_each_role_the_kinds_it_may_send() -> None:
     rows = dict(re.findall(r"^\| [^|]+ \| `([\w-]+)` \| [^|]+ \| ([^|]+) \|$", _section(CONCEPTS_MD, "Parties"), re.M))
-    for role, kinds in ROLE_SENDS.items():
+    for role, kinds in ROLES.items():
         assert set(re.findall(r"`([\w-]+)`", rows[role])) == set(kinds) or (not kinds and rows[role] == "nothing")
     kind_row = re.search(r"^\| `kind` \| (.*) \|$", CONCEPTS_MD, re.M)
-    assert kind_row and set(re.findall(r"`([\w-]+)`", kind_row.group(1))) == set().union(*ROLE_SENDS.values())
+    assert kind_row and set(re.findall(r"`([\w-]+)`", kind_row.group(1))) == set().union(*ROLES.values())

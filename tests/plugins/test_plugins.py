@@ -1,16 +1,23 @@
-"""Plug-ins from outside parley: a package installed with pip adds a protocol, an attack, a learner and a data set.
+"""Plug-ins from outside parley: a package installed with pip adds protocols, attacks, a learner, a data set and an
+exchange (a kind of protocol conversation of its own).
 
 The package under ``fixture_pkg/`` (parley-toy-plugins, its own pyproject.toml declaring the
 entry points) is built and installed with pip into a folder outside the parley tree; every check
 runs in a subprocess with that folder on PYTHONPATH, as a user's environment would have it, so
-the registries of this test process never see it. A second distribution written here as pip
-lays one out (module and .dist-info; no build, to keep the test short), parley-bad-plugins,
-carries a broken entry point and name clashes: each must give a PluginError naming its
-distribution and entry point, on the command line one line and no traceback.
+the registries of this test process never see it. The subprocesses import the parley this process
+imports (its folder follows the plug-ins' on PYTHONPATH), not another one the environment may hold.
+A second distribution written here as pip lays one out (module and .dist-info; no build, to keep
+the test short), parley-bad-plugins, carries a broken entry point and name clashes: each must give
+a PluginError naming its distribution and entry point, on the command line one line and no traceback.
+
+The exchange, ``toy-commit`` (a two-round commit-then-reveal check with a codec on the data center
+and a passive attack, ``toy-peek``), is listed, narrated by ``--explain``, run in process and over
+Ray, and placed by ``parley compare`` on its frontier, with no edit to parley.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -19,9 +26,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 import setuptools
 
+import parley
 from parley.parties.transcript import read_transcript
 from parley.protocols.registry import (
     PLUGIN_LOAD_FAILED,
@@ -35,6 +45,11 @@ FIXTURE = HERE / "fixture_pkg"
 SCENARIOS = HERE / "scenarios"
 DOCS = HERE.parents[1] / "docs" / "plugins.md"
 TOY = "parley-toy-plugins 0.1.0"
+#: The folder holding the parley package this process imports: the subprocesses import the same one.
+PARLEY_ROOT = Path(parley.__file__).resolve().parents[1]
+#: The plug-ins of parley-toy-plugins, by the section of ``parley list`` that shows them.
+TOY_PLUGINS = {"exchanges:": ("toy-commit",), "protocols:": ("toy-commit", "toy-round"),
+               "attacks:": ("toy-flip", "toy-peek"), "learners:": ("toy-logit",), "datasets:": ("toy-blobs",)}
 BAD = "parley-bad-plugins 0.1.0"
 
 # parley-bad-plugins as pip would install it: its module and its .dist-info (METADATA, entry_points.txt).
@@ -133,7 +148,7 @@ def sites(tmp_path_factory) -> dict[str, Path]:
 
 def _env(*sites: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([*map(str, sites), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, sites), str(PARLEY_ROOT), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
@@ -153,14 +168,18 @@ def test_parley_list_shows_each_plugin_with_its_origin(sites, tmp_path):
     done = _parley(["list"], sites["toy"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    for section, name in (("protocols:", "toy-round"), ("attacks:", "toy-flip"), ("learners:", "toy-logit"),
-                          ("datasets:", "toy-blobs")):
+    for section, names in TOY_PLUGINS.items():
         start = lines.index(section)
         end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
         rows = {line.split()[0]: line for line in lines[start + 1:end]}
-        assert f"({TOY})" in rows[name], rows[name]
-        builtins = [row for key, row in rows.items() if key != name]
+        for name in names:
+            assert f"({TOY})" in rows[name], rows[name]
+        builtins = [row for key, row in rows.items() if key not in names]
         assert builtins and all("(parley)" in row for row in builtins), section
+    # The exchange's protocol names it as its flow; its attack reads it, as a passive observer.
+    listed = {line.split()[0]: line for line in lines if line.startswith("  toy-")}
+    assert "[toy-commit] Commit, challenge, reveal, result" in done.stdout
+    assert "[passive-observer] reads the revealed predictions" in listed["toy-peek"]
 
 
 def test_without_the_package_no_plugin_is_registered():
@@ -169,10 +188,12 @@ def test_without_the_package_no_plugin_is_registered():
     from parley.parties.learners import LEARNERS
     from parley.protocols import PROTOCOLS
     from parley.scenarios.datasets import DATASETS
+    from parley.scenarios.exchanges import EXCHANGES
 
-    for registry, name in ((PROTOCOLS, "toy-round"), (ATTACKS, "toy-flip"), (LEARNERS, "toy-logit"),
-                           (DATASETS, "toy-blobs")):
-        assert name not in registry and {str(o) for o in registry.origins().values()} == {"parley"}
+    for registry, names in ((EXCHANGES, ("toy-commit",)), (PROTOCOLS, ("toy-round", "toy-commit")),
+                            (ATTACKS, ("toy-flip", "toy-peek")), (LEARNERS, ("toy-logit",)),
+                            (DATASETS, ("toy-blobs",))):
+        assert not set(names) & set(registry) and {str(o) for o in registry.origins().values()} == {"parley"}
 
 
 @pytest.mark.system
@@ -283,9 +304,121 @@ def test_the_command_line_reports_a_broken_plugin_in_one_line(sites, tmp_path):
     assert done.stderr.strip().splitlines() == [f"parley: error: {message}"]
 
 
+# -- an exchange from outside parley: toy-commit, commit then reveal --------------------------------------------
+
+COMMIT_SCENARIO = SCENARIOS / "toy-commit-peek.toml"
+#: What ``--explain`` prints of the exchange's four messages (the plug-in's own sentences), in wire order.
+COMMIT_NARRATION = (
+    "#1 data-center -> compliance: toy-commit [toy-commit]",
+    "a commitment to the base model's predictions on 300 people: SHA-256 ",
+    "#2 compliance -> data-center: toy-challenge [toy-commit]",
+    "a challenge: SP will be measured on 150 people, drawn by the compliance party after the commitment",
+    "learned: the data center is bound to its predictions; only now does it learn which 150 people will be checked",
+    "#3 data-center -> compliance: toy-reveal [toy-commit]",
+    "the reveal: 300 predictions bit-packed into 38 bytes, with the salt that opens the commitment",
+    "#4 compliance -> data-center: toy-result [toy-commit]",
+    "the result: SP = ",
+    "learned: the passive observer reads the 300 revealed predictions and SP = ",
+)
+#: The exchange's compare rows.
+COMMIT_ROWS = ("toy-commit", "toy-commit share=0.9")
+
+
+def _run_commit(sites: dict[str, Path], folder: Path, *extra: str) -> tuple[str, dict]:
+    """``parley run toy-commit-peek.toml --out FOLDER EXTRA...``: what it printed and its result.json."""
+    done = _parley(["run", str(COMMIT_SCENARIO), "--out", str(folder), *extra], sites["toy"], cwd=folder.parent)
+    assert done.returncode == 0, done.stderr
+    return done.stdout, json.loads((folder / "result.json").read_text())
+
+
+@pytest.mark.system
+def test_plugin_exchange_runs_in_process_and_is_narrated_by_explain(sites, tmp_path):
+    printed, record = _run_commit(sites, tmp_path / "run", "--explain")
+    at = 0
+    for line in COMMIT_NARRATION:
+        found = printed.find(line, at)
+        assert found >= 0, f"--explain does not say {line!r} after position {at}:\n{printed}"
+        at = found + len(line)
+    m = record["metrics"]
+    assert (record["protocol"], record["attack"], record["dataset"]) == ("toy-commit", "toy-peek", "toy-blobs")
+    assert m["messages"] == 4 and m["refusals"] == 0 and m["checked"] == 150 and m["attacked"] == 300
+    # The released SP: the exact SP of the committed predictions on 150 of the 300 people, rounded to 2 decimals.
+    assert m["sp_released"] == round(m["sp_released"], 2)
+    assert m["sp_error"] == pytest.approx(abs(m["sp_released"] - m["sp_exact"]), abs=1e-12)
+    # toy-blobs' labels follow x1, whose mean is set by A: the predictions alone tell A far better than a coin.
+    assert 55.0 < m["leakage"] < 100.0
+
+
+@pytest.mark.system
+def test_the_data_centers_codec_packs_the_revealed_predictions(sites, tmp_path):
+    _, record = _run_commit(sites, tmp_path / "run")
+    envelopes = read_transcript(tmp_path / "run" / "transcript.jsonl", verify=True)
+    assert [(e.sender, e.kind) for e in envelopes] == [("data-center", "toy-commit"), ("compliance", "toy-challenge"),
+                                                       ("data-center", "toy-reveal"), ("compliance", "toy-result")]
+    commit, challenge, reveal, result = (e.payload for e in envelopes)
+    # On the wire the reveal holds the packed bytes (300 people in 38 bytes), never the predictions the flow gave.
+    assert "predictions" not in reveal and reveal["n"] == 300
+    packed = reveal["packed"]
+    assert isinstance(packed, np.ndarray) and packed.dtype == np.uint8 and packed.shape == (38,)
+    assert not any(isinstance(v, np.ndarray) and v.dtype.kind == "f" for v in reveal.values())
+    assert set(np.unpackbits(packed, count=300).tolist()) == {0, 1}
+    # The round-1 commitment opens on exactly these bytes with the revealed salt; round 2 names round 1.
+    opened = hashlib.sha256(f"{reveal['salt']}|300|".encode() + packed.tobytes()).hexdigest()
+    assert opened == commit["commitment"]
+    assert (reveal["commit_id"], reveal["nonce"]) == (challenge["query_id"], challenge["nonce"])
+    assert challenge["people"].shape == (150,) and len(set(challenge["people"].tolist())) == 150
+    assert result["opened"] is True and result["value"] == record["metrics"]["sp_released"]
+
+
+@pytest.mark.system
+@pytest.mark.ray
+def test_plugin_exchange_runs_alike_over_ray_and_in_process(sites, tmp_path):
+    """Same seed, same party secrets (one secrets file): the run over Ray actors is the run in process."""
+    secrets = tmp_path / "secrets.key"
+    records = {}
+    for backend in ("local", "ray"):
+        folder = tmp_path / backend
+        _, records[backend] = _run_commit(sites, folder, "--seed", "5", "--secrets", str(secrets),
+                                          "--set", f"backend={backend}")
+        verified = _parley(["verify", str(folder)], sites["toy"], cwd=tmp_path)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert f"verified 4 messages in {folder / 'transcript.jsonl'}" in verified.stdout
+    assert [records[b]["spec"]["backend"] for b in ("local", "ray")] == ["local", "ray"]
+    local, ray = (dict(records[b]["metrics"]) for b in ("local", "ray"))
+    del local["wall_s"], ray["wall_s"]
+    assert ray == local
+
+
+@pytest.mark.system
+@pytest.mark.ray
+def test_compare_places_the_plugin_exchange_on_its_frontier(sites, tmp_path):
+    """parley compare's grid narrowed to the exchange's rows and its attack (the command line cannot narrow it)."""
+    out = tmp_path / "compare"
+    code = textwrap.dedent(f"""\
+        from parley.scenarios.compare import compare
+        compare("adult", {str(out)!r}, quick=True, rows={COMMIT_ROWS!r}, attacks=("toy-peek",), backend="local",
+                audit=False, progress=False, workers=2)
+        """)
+    done = _python(code, sites["toy"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    matrix = pd.read_csv(out / "matrix.csv", index_col=0)
+    assert list(matrix.index) == list(COMMIT_ROWS) and list(matrix.columns) == ["toy-peek [passive-observer]"]
+    front = pd.read_csv(out / "frontier.csv").set_index("protocol")
+    assert list(front.index) == list(COMMIT_ROWS)
+    toy = front.loc["toy-commit"]
+    assert (toy["flow"], toy["family"]) == ("toy-commit", "toy-commit")
+    assert toy["worst_attack"] == "toy-peek [passive-observer]"
+    # The exchange's utility (lower is better) and the attack's leakage, both measured.
+    assert toy["utility_label"] == "|released SP - exact SP of the committed predictions on the audit set|"
+    assert not toy["higher_is_better"] and 0.0 <= toy["utility"] < 1.0 and 0.0 <= toy["unfairness"] <= 1.0
+    assert 0.0 <= toy["worst_leakage"] <= 100.0 and toy["worst_passive-observer"] == toy["worst_leakage"]
+    assert front["on_frontier"].any()  # of the exchange's two rows, at least one is undominated
+    assert "toy-commit" in (out / "report.md").read_text(encoding="utf-8")
+
+
 def test_docs_show_the_fixture_package_verbatim():
     """docs/plugins.md's complete example is the package this test installs, file for file."""
     text = DOCS.read_text(encoding="utf-8")
     for path in [FIXTURE / "pyproject.toml", *sorted((FIXTURE / "parley_toy_plugins").glob("*.py")),
-                 SCENARIOS / "toy-round-flip.toml"]:
+                 SCENARIOS / "toy-round-flip.toml", SCENARIOS / "toy-commit-peek.toml"]:
         assert path.read_text(encoding="utf-8").strip() in text, f"docs/plugins.md does not show {path.name} as is"

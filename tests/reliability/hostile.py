@@ -36,12 +36,16 @@ from parley.parties.adversary import Adversary
 from parley.parties.attacks import AttackerView, get_attack
 from parley.parties.compliance import Compliance
 from parley.parties.data_center import DataCenter, DataCenterData
+from parley.parties.encodings import role_sends
 from parley.parties.learners.base_model import ModelSpec
-from parley.parties.party import REFUSAL, ROLE_SENDS
+from parley.parties.party import REFUSAL
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet
 from parley.protocols.metrics import METRICS, evaluate
 from tests.fixed_secrets import party_secret
+
+#: What each role may send, as the registered protocols and encodings declare it.
+ROLES = role_sends()
 
 N = 40
 COMPLIANCE, DATA_CENTER, OBSERVER = "compliance", "data-center", "observer"
@@ -257,20 +261,20 @@ class Target:
     def attack_unregistered_key(self, data, attack) -> None:
         kind, payload = self.good_message()
         name = data.draw(st.text(max_size=24).filter(lambda n: n not in self.keyring), label="name")
-        role = data.draw(st.sampled_from(sorted(ROLE_SENDS)), label="role")
+        role = data.draw(st.sampled_from(sorted(ROLES)), label="role")
         outsider = wire.Identity(name, role, self.outsider.private_key, next_seq=data.draw(st.integers(0, 2**62)))
         self.send(attack, outsider.seal(self.me, kind, "raw", payload), {wire.UNKNOWN_SENDER})
 
     def attack_observer_sends(self, data, attack) -> None:
-        kind = data.draw(st.sampled_from(sorted(set().union(*ROLE_SENDS.values()) - {REFUSAL})) | st.text(max_size=16)
+        kind = data.draw(st.sampled_from(sorted(set().union(*ROLES.values()) - {REFUSAL})) | st.text(max_size=16)
                          .filter(lambda k: k != REFUSAL), label="kind")
         self.send(attack, self.ids[OBSERVER].seal(self.me, kind, "raw", self.good_message()[1]),
                   {wire.KIND_NOT_ALLOWED})
 
     def attack_disallowed_kind(self, data, attack) -> None:
-        allowed = ROLE_SENDS[self.ids[self.peer].role]
+        allowed = ROLES[self.ids[self.peer].role]
         kind = data.draw(st.text(max_size=20).filter(lambda k: k not in allowed)
-                         | st.sampled_from(sorted(set().union(*ROLE_SENDS.values()) - allowed)), label="kind")
+                         | st.sampled_from(sorted(set().union(*ROLES.values()) - allowed)), label="kind")
         self.send(attack, self.honest(kind, self.good_message()[1]), {wire.KIND_NOT_ALLOWED})
 
     def attack_unhashable_payload(self, data, attack) -> None:

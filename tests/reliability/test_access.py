@@ -1,6 +1,6 @@
 """Access control: who may send what to whom, and whose budget a query spends.
 
-The policy is :data:`parley.parties.party.ROLE_SENDS` (what each role may send) plus
+The policy is :func:`parley.parties.encodings.role_sends` (what each role may send) plus
 each party's handlers (what it accepts) plus the compliance party's list of
 registered queriers (whom it serves), with budgets kept per querier in one
 ledger. These tests exercise every role against every kind on real parties.
@@ -16,8 +16,9 @@ import pytest
 from parley.parties import confidential, wire
 from parley.parties.compliance import Compliance
 from parley.parties.data_center import DataCenter, DataCenterData
+from parley.parties.encodings import role_sends
 from parley.parties.learners.base_model import ModelSpec
-from parley.parties.party import REFUSAL, ROLE_SENDS, Party
+from parley.parties.party import REFUSAL, Party
 from parley.protocols import get_protocol
 from parley.protocols.budget import PureDP
 from parley.protocols.errors import ParleyError
@@ -25,7 +26,10 @@ from tests.fixed_secrets import party_secret
 
 from .hostile import N, audit_set
 
-KINDS = sorted(set().union(*ROLE_SENDS.values()) | {"metric-query", "bogus"})
+#: What each role may send, as the registered protocols and encodings declare it.
+ROLES = role_sends()
+
+KINDS = sorted(set().union(*ROLES.values()) | {"metric-query", "bogus"})
 
 
 def _world(kx: bool = False, queriers=("dc-a",)):
@@ -65,7 +69,7 @@ def test_role_matrix_on_the_compliance_party():
         role = ids[sender].role
         for kind in KINDS:
             got = _reason(party.receive(_query(ids[sender], kind=kind)))
-            allowed = kind in ROLE_SENDS.get(role, ()) and kind in party.handlers
+            allowed = kind in ROLES.get(role, ()) and kind in party.handlers
             if kind == REFUSAL and not allowed:
                 assert got is None  # a refusal is never refused (no ping-pong), just dropped
             elif allowed:
@@ -86,7 +90,7 @@ def test_role_matrix_on_the_data_center():
             asked = dc.request("release-request", {}).payload["query_id"]  # a query id it asked
             payload = {"metric": "sp", "query_id": asked, "values": np.zeros(1)}
             got = _reason(dc.receive(ids[sender].seal("dc-a", kind, "raw", payload)))
-            if kind in ROLE_SENDS[ids[sender].role] and kind in dc.handlers:
+            if kind in ROLES[ids[sender].role] and kind in dc.handlers:
                 assert got is None, (sender, kind, got)  # taken in
             elif kind == REFUSAL:
                 assert got is None

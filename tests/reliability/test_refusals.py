@@ -142,10 +142,10 @@ def _battery(protocol: Protocol) -> Iterator[tuple[str, str, dict[str, Any]]]:
     for label, payload in invalid.items():
         yield f"invalid metric query: {label}", "metric-query", {**payload, "query_id": qid()}
     yield "invalid metric query: empty query id", "metric-query", {"metric": "sp", "predictions": bad, "query_id": ""}
-    if getattr(protocol, "homomorphic", False):  # he's own request: the same models, encrypted
+    if protocol.encoding == "he":  # he's own request: the same models, encrypted
         yield from _he_battery(protocol, qid)
         return
-    if getattr(protocol, "secure", False):  # the secure protocols' own request: shares of the same models
+    if protocol.encoding is not None:  # the secure protocols' own request: shares of the same models
         yield from _secure_battery(protocol, qid)
         return
     for kind in protocol.requests:
@@ -162,7 +162,7 @@ def _battery(protocol: Protocol) -> Iterator[tuple[str, str, dict[str, Any]]]:
 def _he_battery(protocol: Any, qid: Any) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """``he-query`` payloads: every model of the battery encrypted under one querier key, for every metric, and
     malformed ones (each neighbour's party gets the same bytes)."""
-    from parley.protocols.mechanisms.homomorphic import context_id
+    from parley.protocols.crypto.ckks import context_id
 
     context = _he_keys().public_context()
     named = {"context_id": context_id(context["public_key"], context["galois_keys"])}
@@ -195,7 +195,7 @@ _HE_CACHE: dict[str, Any] = {}
 def _he_keys() -> Any:
     """One querier key pair for the whole battery (the neighbours' parties must see the same bytes)."""
     if "keys" not in _HE_CACHE:
-        from parley.protocols.mechanisms.homomorphic import QuerierKeys
+        from parley.protocols.crypto.ckks import QuerierKeys
 
         _HE_CACHE["keys"] = QuerierKeys()
     return _HE_CACHE["keys"]
@@ -203,7 +203,7 @@ def _he_keys() -> Any:
 
 def _he_cts(H: np.ndarray) -> list[np.ndarray]:
     """H's ciphertexts, made once per matrix (the same bytes for every neighbour)."""
-    from parley.protocols.mechanisms.homomorphic import to_bytes
+    from parley.protocols.crypto.ckks import to_bytes
 
     key = H.tobytes() + str(H.shape).encode()
     if key not in _HE_CACHE:
@@ -213,7 +213,7 @@ def _he_cts(H: np.ndarray) -> list[np.ndarray]:
 
 def _secure_battery(protocol: Any, qid: Any) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """``mpc-query`` payloads: the compliance party's shares of every model of the battery, for every metric."""
-    from parley.protocols.mechanisms.secure import PairKeys, encode_field, querier_rows, share_rows
+    from parley.protocols.crypto.shamir import PairKeys, encode_field, querier_rows, share_rows
 
     querier = PairKeys(me=1, keys=_SHARED_KEYS)
     for metric in [*METRICS, "bogus"]:
@@ -243,8 +243,8 @@ def _outcomes(protocol: Protocol, a_audit: np.ndarray, a_train: np.ndarray, budg
     keyring.add(dc.key_entry())
     keyring.add(me.key_entry())
     budgets = None if budget is None else {DC: ApproxDP(epsilon=budget, delta=1e-3)}  # pays pure and approx costs
-    if getattr(protocol, "secure", False) and not getattr(protocol, "homomorphic", False):
-        from parley.protocols.mechanisms.secure import PairKeys
+    if protocol.encoding == "mpc":
+        from parley.protocols.crypto.shamir import PairKeys
 
         protocol = protocol.keyed(PairKeys(me=0, keys=_SHARED_KEYS))
     party = Compliance(me, keyring, AuditSet(a=a_audit, y=Y_AUDIT), protocol, [DC], party_secret(0),

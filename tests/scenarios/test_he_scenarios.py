@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from parley.protocols.mechanisms.homomorphic import POLY_MODULUS_DEGREE, HeParams, flood_sigma
+from parley.protocols.crypto.ckks import POLY_MODULUS_DEGREE, flood_sigma
+from parley.protocols.mechanisms.homomorphic import HeParams
 from parley.scenarios.catalog import scenario_path
 from parley.scenarios.runner import run
 from parley.scenarios.spec import Scenario

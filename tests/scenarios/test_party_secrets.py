@@ -20,7 +20,7 @@ from parley.parties.run_secrets import BAD_SECRETS_FILE, FRESH, RunSecrets, Secr
 from parley.parties.transcript import read_transcript
 from parley.protocols import get_protocol
 from parley.protocols.base import AuditSet, MetricQuery
-from parley.protocols.mechanisms.homomorphic import QuerierKeys, layout
+from parley.protocols.crypto.ckks import QuerierKeys, layout
 from parley.scenarios.datasets import load_split
 from parley.scenarios.run_parts import spawn_streams
 from parley.scenarios.runner import SECRETS_IN_RUN_FOLDER, run

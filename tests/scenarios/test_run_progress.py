@@ -19,7 +19,9 @@ from parley.scenarios.progress import ERASE, RunProgress, Status, StatusLine, de
 ROOT = Path(__file__).resolve().parents[2]
 #: From the worktree: the `parley` console script may import another installed copy of parley.
 PARLEY = [sys.executable, "-m", "parley.scenarios.cli"]
-RUNNING = "parley: running {name} ({protocol} protocol, {attack} attack) ...\n"
+#: The start line; {variant} names the --set overrides (" with backend=local, attack.targets=6").
+RUNNING = "parley: running {name}{variant} ({protocol} protocol, {attack} attack) ...\n"
+VARIANT = " with backend=local, attack.targets=6"
 
 
 class Clock:
@@ -118,7 +120,8 @@ def test_on_a_terminal_the_line_counts_queries_and_people_pinned_down(tmp_path):
                                            pinned=record["knowledge"][-1][1]))
     assert metrics["queries"] == 6 and record["knowledge"][-1][1] == metrics["correct"] == 6
     text = terminal.decode()
-    assert text.startswith(RUNNING.format(name="adult-raw-single-query", protocol="raw", attack="single-query")
+    assert text.startswith(RUNNING.format(name="adult-raw-single-query", variant=VARIANT, protocol="raw",
+                                         attack="single-query")
                            .replace("\n", "\r\n"))  # the terminal turns \n into \r\n
     assert text.endswith("\r" + ERASE)  # erased at the end: the terminal is left as it was
     assert "\n" not in text.split("\r\n", 1)[1]  # one line rewritten in place, no scrolling
@@ -143,4 +146,5 @@ def test_with_stderr_piped_nothing_is_added(tmp_path):
                            "--set", "attack.targets=6", "--out", str(tmp_path / "run")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert done.stderr == RUNNING.format(name="adult-raw-single-query", protocol="raw", attack="single-query")
+    assert done.stderr == RUNNING.format(name="adult-raw-single-query", variant=VARIANT, protocol="raw",
+                                         attack="single-query")

@@ -9,18 +9,21 @@ from pathlib import Path
 import pytest
 
 from parley.parties.attacks import ATTACKS
-from parley.parties.party import ROLE_SENDS
+from parley.parties.encodings import role_sends
 from parley.protocols.mechanisms.secure import MpcProtocol
 from parley.scenarios.cli import main
 from tests.docs.console import matches
 from tests.scenarios.test_workshop import MEASURED, NUMBER, VARIANT, WORKSHOP, _explain, _names_every_message
+
+#: What each role may send, as the registered protocols and encodings declare it.
+ROLES = role_sends()
 
 CARD = (WORKSHOP / "secure-computation.md").read_text(encoding="utf-8")
 
 
 def test_the_card_names_every_kind_and_every_curious_data_center_attack():
     assert "**Catalog scenario:** `parley run adult-mpc-reveal --explain`" in CARD
-    assert all(f"`{kind}`" in CARD for kind in set().union(*ROLE_SENDS.values()))
+    assert all(f"`{kind}`" in CARD for kind in set().union(*ROLES.values()))
     missing = [name for name, cls in ATTACKS.items() if "curious-data-center" in cls.threat_models
                and f"`{name}`" not in CARD]
     assert not missing, missing

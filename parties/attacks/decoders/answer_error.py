@@ -92,7 +92,8 @@ def answer_error(released: np.ndarray | float, decimals: int | None, safety_ulps
     exact = np.full(out.shape, 0.5 * safety_ulps * float(np.finfo(np.float64).eps))
     if decimals is None:
         return exact
-    return exact + rounding_error(out, decimals)
+    bound: np.ndarray = exact + rounding_error(out, decimals)
+    return bound
 
 
 def difference_error(first: float, second: float, decimals: int | None, safety_ulps: float = SAFETY_ULPS) -> float:

@@ -75,12 +75,16 @@ def log_density(family: Family, r: np.ndarray, scale: float | np.ndarray) -> np.
     """
     r = np.asarray(r, dtype=np.float64)
     scale = np.asarray(scale, dtype=np.float64)
+    logpdf: np.ndarray
     if family == "laplace":
-        return -np.abs(r) / scale - np.log(2.0 * scale)
+        logpdf = -np.abs(r) / scale - np.log(2.0 * scale)
+        return logpdf
     if family == "gaussian":
-        return -0.5 * (r / scale) ** 2 - np.log(scale * math.sqrt(2.0 * math.pi))
+        logpdf = -0.5 * (r / scale) ** 2 - np.log(scale * math.sqrt(2.0 * math.pi))
+        return logpdf
     if family == "cauchy":
-        return -np.log1p((r / scale) ** 2) - np.log(math.pi * scale)
+        logpdf = -np.log1p((r / scale) ** 2) - np.log(math.pi * scale)
+        return logpdf
     raise AttackError(f"unknown noise family {family!r}")
 
 
@@ -92,7 +96,8 @@ def log_tail(family: Family, t: np.ndarray, scale: float | np.ndarray) -> np.nda
     if family == "gaussian":
         from scipy import special  # scipy is imported where it is used: design.md, "Start-up"
 
-        return special.log_ndtr(-t)
+        log_tail: np.ndarray = special.log_ndtr(-t)
+        return log_tail
     return np.log(0.5 - np.arctan(t) / math.pi)
 
 
@@ -144,7 +149,8 @@ class SpModel:
 
     def mean(self, s: np.ndarray, n1: int) -> np.ndarray:
         n0 = self.H.shape[1] - n1
-        return (1.0 / n1 + 1.0 / n0) * s - self.rowsum / n0
+        expected: np.ndarray = (1.0 / n1 + 1.0 / n0) * s - self.rowsum / n0
+        return expected
 
     def loglik(self, s: np.ndarray, n1: int) -> float:
         n = self.H.shape[1]

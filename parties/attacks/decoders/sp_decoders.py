@@ -222,7 +222,8 @@ def _eta(H: np.ndarray, sp: np.ndarray, n0: int, n1: int) -> tuple[np.ndarray, f
 
 def _evidence(H: np.ndarray) -> np.ndarray:
     """Columns with any non-zero entry: a_j enters the answers at all."""
-    return np.any(H != 0.0, axis=0)
+    seen: np.ndarray = np.any(H != 0.0, axis=0)
+    return seen
 
 
 def _finish(name: str, H: np.ndarray, sp: np.ndarray, z: np.ndarray | None, decided: np.ndarray, n0: int,
@@ -286,7 +287,8 @@ def linear_radius(H: np.ndarray, err: np.ndarray | float, X: np.ndarray | None =
     if residual is not None:
         rho += np.abs(residual)
     r = absX @ rho + theta / (1.0 - theta) * float(absX.sum(axis=1).max()) * float(rho.max())
-    return r * (1.0 + 4.0 * n * u)
+    bound: np.ndarray = r * (1.0 + 4.0 * n * u)
+    return bound
 
 
 def decode_linear(H: Any, sp: Any, n0: int | None = None, n1: int | None = None, tol: float | None = None, *,
@@ -404,7 +406,8 @@ def decode_linear(H: Any, sp: Any, n0: int | None = None, n1: int | None = None,
 # --------------------------------------------------------------------------- Theorem 2 / Alg. 2
 
 
-def _lp_setup(H: Any, sp: Any, n0: int, n1: int, tol: float | None, time_limit: float | None):
+def _lp_setup(H: Any, sp: Any, n0: int, n1: int, tol: float | None, time_limit: float | None
+              ) -> tuple[np.ndarray, np.ndarray, int, int, float, dict[str, Any], np.ndarray, float]:
     """What every LP decoder starts from: checked inputs, tolerance, HiGHS options, y = eta / c and c."""
     H, sp, n0, n1 = _validate(H, sp, n0, n1)
     y, c = _eta(H, sp, n0, n1)
@@ -648,10 +651,12 @@ def decode_amp(H: Any, sp: Any, n0: int, n1: int, iterations: int = 300, tol: fl
     # A x = H (scale x) - (mu . scale x) 1  and  A^T r = scale (H^T r - mu sum(r)).
     def A_dot(x: np.ndarray) -> np.ndarray:
         w = scale * x
-        return H @ w - float(mu @ w)
+        A_x: np.ndarray = H @ w - float(mu @ w)
+        return A_x
 
     def At_dot(r: np.ndarray) -> np.ndarray:
-        return scale * (H.T @ r - mu * float(r.sum()))
+        At_r: np.ndarray = scale * (H.T @ r - mu * float(r.sum()))
+        return At_r
 
     rho = n0 / n
     prior_logit = float(logit(rho))

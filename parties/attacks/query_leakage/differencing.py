@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from parley.parties.attacks.base import PASSIVE, Attack, Exchange, Reconstruction, register_attack
+from parley.parties.attacks.base import PASSIVE, Attack, AttackParams, Exchange, Reconstruction, register_attack
 from parley.parties.attacks.query_leakage.targeted import decide_from_steps
 
 __all__ = ["Differencing", "single_difference_pairs"]
@@ -39,7 +39,7 @@ def single_difference_pairs(H: np.ndarray) -> list[tuple[int, int, int]]:
 
 
 @register_attack
-class Differencing(Attack):
+class Differencing(Attack[AttackParams]):
     """Reveal every individual at which two observed SP-queried models differ alone."""
 
     name = "differencing"

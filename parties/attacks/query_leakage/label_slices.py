@@ -43,7 +43,7 @@ n^(s) = N_0^(s) + N_1^(s) from y.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -111,7 +111,7 @@ def _signed_slice_flip(attack: EOFlip | PEFlip, metric: str, label: int) -> Gene
     a_hat = np.ones(idx.size, dtype=np.int8)
     decided = np.zeros(idx.size, dtype=bool)
     inside = y[idx] == label
-    info: dict = {"slice": f"y={label}"}
+    info: dict[str, Any] = {"slice": f"y={label}"}
     if (~inside).any():
         info["outside_slice"] = OUTSIDE_SLICE.format(count=int((~inside).sum()), total=idx.size, label=1 - label,
                                                      metric=metric)
@@ -136,7 +136,7 @@ def _slice_partition(attack: EOFlip | EOddsFlip, metric: str, base: np.ndarray, 
     """Thm. 4 partition of each slice y in ``labels``, from probes flipping ``base`` (gap 0 on the slice)."""
     a_hat = np.ones(idx.size, dtype=np.int8)
     decided = np.zeros(idx.size, dtype=bool)
-    info: dict = {}
+    info: dict[str, Any] = {}
     models = 0
     for label in labels:
         inside = y[idx] == label
@@ -153,7 +153,7 @@ def _slice_partition(attack: EOFlip | EOddsFlip, metric: str, base: np.ndarray, 
 
 
 @register_attack
-class EOFlip(TargetsInAudit, Attack):
+class EOFlip(TargetsInAudit, Attack[EOFlipParams]):
     """Equal-opportunity reveal of the y=1 targets (Remark 5): double queries, or Thm. 4 for |EO|.
 
     With ``metric="eo"`` each target j with y_j = 1 costs one model: the base
@@ -170,7 +170,6 @@ class EOFlip(TargetsInAudit, Attack):
 
     name = "eo-flip"
     Params = EOFlipParams
-    params: EOFlipParams
     summary = "flip one y=1 target of the base model; the EO (or |EO|, up to a swap) difference reveals a_j (Remark 5)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
@@ -190,7 +189,7 @@ class EOFlip(TargetsInAudit, Attack):
 
 
 @register_attack
-class PEFlip(TargetsInAudit, Attack):
+class PEFlip(TargetsInAudit, Attack[SliceParams]):
     """Predictive-equality reveal of the y=0 targets: the mirror image of ``eo-flip``.
 
     PE is SP over the y=0 slice, so the base model flipped at a target j with
@@ -204,7 +203,6 @@ class PEFlip(TargetsInAudit, Attack):
 
     name = "pe-flip"
     Params = SliceParams
-    params: SliceParams
     summary = "flip one y=0 target of the base model; the PE (FPR gap) difference reveals a_j (Remark 5, mirrored)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
@@ -212,7 +210,7 @@ class PEFlip(TargetsInAudit, Attack):
 
 
 @register_attack
-class EOddsFlip(TargetsInAudit, Attack):
+class EOddsFlip(TargetsInAudit, Attack[TargetedParams]):
     """Equalized-odds reveal: each y-slice partitioned through the binding term (Remark 5, Thm. 4).
 
     Probes are the perfect classifier h = y flipped at the target (and at the
@@ -231,7 +229,6 @@ class EOddsFlip(TargetsInAudit, Attack):
 
     name = "eodds-flip"
     Params = TargetedParams
-    params: TargetedParams
     summary = "flip targets of the perfect classifier h = y; max(|EO|, |PE|) partitions each y-slice (Thm. 4, Remark 5)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
@@ -244,7 +241,7 @@ class EOddsFlip(TargetsInAudit, Attack):
 
 
 @register_attack
-class PRPFlip(TargetsInAudit, Attack):
+class PRPFlip(TargetsInAudit, Attack[TargetedParams]):
     """Predictive-rate-parity reveal by double queries (Remark 5).
 
     Derivation from :func:`parley.protocols.metrics.predictive_rate_parity_difference`:
@@ -282,7 +279,6 @@ class PRPFlip(TargetsInAudit, Attack):
 
     name = "prp-flip"
     Params = TargetedParams
-    params: TargetedParams
     summary = "flip one target of the base model; sign(PRP difference * delta * (2y-1)) is the sign of a_j (Remark 5)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
@@ -299,14 +295,15 @@ class PRPFlip(TargetsInAudit, Attack):
         a_hat = np.where(evidence > 0, 1, 0).astype(np.int8)
         a_hat[~decided] = 1
         self._check_classes(answers[1:] - answers[0], delta, y[idx], a_hat, decided, decimals)
-        info: dict = {}
+        info: dict[str, Any] = {}
         if not decided.all():
             info["warning"] = PRP_ZERO.format(count=int((~decided).sum()), total=idx.size)
         info.update(probe_accuracy(H, self.view))
         return Reconstruction(indices=idx, a_hat=a_hat, decided=decided, queries=H.shape[0], info=info)
 
     @staticmethod
-    def _check_classes(diffs, delta, y, a_hat, decided, decimals) -> None:
+    def _check_classes(diffs: np.ndarray, delta: np.ndarray, y: np.ndarray, a_hat: np.ndarray, decided: np.ndarray,
+                       decimals: int | None) -> None:
         """Equal exact answers within a class (y_j, delta_j, a_j) must be released equal."""
         tol = 1e-9 if decimals is None else 0.5 * 10.0 ** (-decimals)
         for key in set(zip(y[decided].tolist(), delta[decided].tolist(), a_hat[decided].tolist(), strict=True)):

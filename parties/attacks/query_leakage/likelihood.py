@@ -81,7 +81,8 @@ def warm_start(model: lik.LikelihoodModel, prior: float) -> np.ndarray:
         c = 1.0 / n1 + 1.0 / (n - n1)
         A, y = c * model.H, model.y + model.rowsum / (n - n1)
     z = optimize.lsq_linear(A, y, bounds=(0.0, 1.0)).x
-    return (z >= 0.5).astype(np.int8)
+    guess: np.ndarray = (z >= 0.5).astype(np.int8)
+    return guess
 
 
 def n1_window(n: int, prior: float, tail: float = 1e-3) -> np.ndarray:
@@ -93,12 +94,11 @@ def n1_window(n: int, prior: float, tail: float = 1e-3) -> np.ndarray:
 
 
 @register_attack
-class LikelihoodReveal(Attack):
+class LikelihoodReveal(Attack[LikelihoodParams]):
     """One query of m models, decoded by the posterior under the mechanism's published noise law."""
 
     name = "likelihood"
     Params = LikelihoodParams
-    params: LikelihoodParams
     summary = "one query of m models; A by maximum likelihood / MAP under the DP mechanism's own noise law"
 
     def planned_queries(self) -> int:

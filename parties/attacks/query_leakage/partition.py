@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -100,7 +101,8 @@ def _tolerance(expected: np.ndarray, decimals: int | None) -> np.ndarray:
     slack for the binary representation of the rounded value.
     """
     if decimals is None:
-        return 1e-9 * np.abs(expected) + 1e-12
+        tolerance: np.ndarray = 1e-9 * np.abs(expected) + 1e-12
+        return tolerance
     return np.full(np.shape(expected), 0.5 * 10.0 ** (-decimals) * (1 + 1e-6) + 1e-15)
 
 
@@ -112,7 +114,8 @@ def _consistent(value: float | None, expected: np.ndarray, decimals: int | None)
 
 def _separable(e1: np.ndarray, e2: np.ndarray, decimals: int | None) -> np.ndarray:
     """True where no released value can fit both e1 and e2 (their tolerance intervals are disjoint)."""
-    return np.abs(e1 - e2) > _tolerance(e1, decimals) + _tolerance(e2, decimals)
+    separable: np.ndarray = np.abs(e1 - e2) > _tolerance(e1, decimals) + _tolerance(e2, decimals)
+    return separable
 
 
 @dataclass
@@ -182,7 +185,7 @@ def reveal_partition(metric: str, base: np.ndarray, targets: np.ndarray, slice_s
             H[:, ref] = 1.0 - base[ref]
         return H
 
-    def query(kind: str, js: list[int], one_query: bool):
+    def query(kind: str, js: list[int], one_query: bool) -> Generator[Probe, Answer, None]:
         purpose = ("flip only the target (Thm. 4 case 1)" if kind == SINGLE
                    else "flip the reference and the target (Thm. 4 case 2)")
         values, decimals = yield from ask(metric, probe_rows(kind, js), one_query, purpose)
@@ -195,7 +198,7 @@ def reveal_partition(metric: str, base: np.ndarray, targets: np.ndarray, slice_s
         decimals = state["decimals"]
         feasible = _consistent(seen[SINGLE][ref], expected[(SINGLE, True)], decimals)
         # individuals with the same answers share the same evidence: assess each signature once
-        signatures: dict[tuple, list[int]] = {}
+        signatures: dict[tuple[Any, ...], list[int]] = {}
         for k, j in enumerate(rest):
             signatures.setdefault((seen[SINGLE].get(j), seen[PAIR].get(j)), []).append(k)
         fits = {}
@@ -258,7 +261,7 @@ def _span(sizes: np.ndarray) -> str:
     return f"{int(sizes.min())}..{int(sizes.max())} ({sizes.size} values)"
 
 
-def label_partition(outcome: PartitionOutcome, prefix: str = "") -> tuple[np.ndarray, dict]:
+def label_partition(outcome: PartitionOutcome, prefix: str = "") -> tuple[np.ndarray, dict[str, Any]]:
     """Labels under the guess "smaller partition = a=0" and the info a report needs.
 
     alpha gets a=0 when every size still possible makes alpha the smaller
@@ -280,7 +283,7 @@ def label_partition(outcome: PartitionOutcome, prefix: str = "") -> tuple[np.nda
         case = "1 (unequal sizes)"
     else:
         case = "undetermined"
-    info: dict = {
+    info: dict[str, Any] = {
         f"{prefix}reference": int(outcome.targets[0]),
         f"{prefix}case": case,
         f"{prefix}single_probes": outcome.probes.get(SINGLE, 0),
@@ -318,7 +321,7 @@ def first_targets(targets: int | list[int] | None, n: int, rng: np.random.Genera
 
 
 @register_attack
-class AbsSPPartition(TargetsInAudit, Attack):
+class AbsSPPartition(TargetsInAudit, Attack[PartitionParams]):
     """Theorem 4: partition the audit set from |SP| answers, case found from the answers.
 
     Probes accept only the target (case 1, N_alpha != N_beta) or the reference
@@ -335,7 +338,6 @@ class AbsSPPartition(TargetsInAudit, Attack):
 
     name = "abs-sp-partition"
     Params = PartitionParams
-    params: PartitionParams
     summary = "|SP| of one-individual (or reference+individual) models partitions the audit set (Thm. 4)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:

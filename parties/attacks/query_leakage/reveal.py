@@ -41,10 +41,12 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
+from typing_extensions import TypeVar
 
 from parley.parties.attacks.base import (
     Answer,
     Attack,
+    AttackerView,
     AttackParams,
     Probe,
     Probes,
@@ -70,7 +72,7 @@ from parley.parties.attacks.query_leakage.targeted import decide_from_steps
 from parley.protocols.errors import AttackError, ConfigError
 from parley.protocols.queries import Edits
 
-__all__ = ["CompressedSensingReveal", "LinearReveal", "PrecisionReveal"]
+__all__ = ["CompressedSensing", "CompressedSensingReveal", "LinearReveal", "PrecisionReveal"]
 
 NO_SIZES = ("group sizes are not identified at {decimals} decimals; the {name} attack needs N0 and N1 (answers to "
             "{need} tell every size of n={n} apart)")
@@ -113,7 +115,7 @@ def _rows(H: np.ndarray, batch: int, purpose: str) -> Generator[Probe, Answer, t
     return np.concatenate(out), decimals
 
 
-def _sizes(view, rng) -> Generator[Probe, Answer, tuple[int, int, int | None]]:
+def _sizes(view: AttackerView, rng: np.random.Generator) -> Generator[Probe, Answer, tuple[int, int, int | None]]:
     """Remark 4 with realistic models: base predictions and the same flipped at one individual."""
     base = view.require("base_predictions").astype(np.float64)
     j = int(rng.integers(view.n))
@@ -136,12 +138,11 @@ class LinearParams(AttackParams):
 
 
 @register_attack
-class LinearReveal(Attack):
+class LinearReveal(Attack[LinearParams]):
     """Thm. 1 / Alg. 1: n models of rank n; A from the linear system SP = H v."""
 
     name = "linear"
     Params = LinearParams
-    params: LinearParams
     summary = "n probe models of full rank; solve SP = H v (Thm. 1, Alg. 1)"
 
     def planned_queries(self) -> int:
@@ -256,14 +257,15 @@ class CompressedSensingParams(AttackParams):
         return self
 
 
-@register_attack
-class CompressedSensingReveal(Attack):
-    """Thm. 2 / Alg. 2: bounded random perturbations, decoded round by round."""
+#: The parameters of a compressed-sensing attack (:class:`CompressedSensingParams`, the default, or an extension).
+C = TypeVar("C", bound=CompressedSensingParams, default=CompressedSensingParams, covariant=True)
 
-    name = "compressed-sensing"
-    Params = CompressedSensingParams
-    params: CompressedSensingParams
-    summary = "rounds of perturbations within b of the base model, sparse decoding (Thm. 2, Alg. 2)"
+
+class CompressedSensing(Attack[C]):
+    """Thm. 2 / Alg. 2, generic in its parameters: the attack :class:`CompressedSensingReveal` registers.
+
+    An attack that post-processes its decode (reconstruction correction) subclasses it with its own model.
+    """
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
         if self.params.design == "paired":
@@ -413,10 +415,19 @@ class CompressedSensingReveal(Attack):
         return Reconstruction(np.arange(n), a_hat, decided, queries=queries, info=info)
 
 
+@register_attack
+class CompressedSensingReveal(CompressedSensing[CompressedSensingParams]):
+    """Thm. 2 / Alg. 2: bounded random perturbations, decoded round by round."""
+
+    name = "compressed-sensing"
+    Params = CompressedSensingParams
+    summary = "rounds of perturbations within b of the base model, sparse decoding (Thm. 2, Alg. 2)"
+
+
 class _ProbeTrack:
     """Realism of a probe sequence without keeping it: max |h - h0| and accuracies against the labels."""
 
-    def __init__(self, view, h0: np.ndarray, first: np.ndarray) -> None:
+    def __init__(self, view: AttackerView, h0: np.ndarray, first: np.ndarray) -> None:
         self.view, self.h0 = view, h0
         self.max_deviation = 0.0
         self.accuracies: list[float] = []
@@ -544,12 +555,11 @@ class _Read:
 
 
 @register_attack
-class PrecisionReveal(Attack):
+class PrecisionReveal(Attack[PrecisionParams]):
     """Precision probes: each float64 answer reads about 37 individuals' attribute at once."""
 
     name = "precision"
     Params = PrecisionParams
-    params: PrecisionParams
     summary = "blocks of scores moved by ±b·2^-k; one answer reads a whole block (parley's design)"
 
     def run(self) -> Generator[Probe | Probes | None, Answer, Reconstruction]:
@@ -666,7 +676,8 @@ class PrecisionReveal(Attack):
             x, fine = read.decode(blocks, candidates)
             zeros += x.sum(axis=1)
             ok &= fine
-        return candidates[ok & (zeros == n - candidates)]
+        sizes: np.ndarray = candidates[ok & (zeros == n - candidates)]
+        return sizes
 
     @staticmethod
     def _decide(reads: list[_Read], blocks: _Blocks, candidates: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

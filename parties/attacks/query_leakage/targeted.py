@@ -109,7 +109,7 @@ def _target_count(targets: int | list[int]) -> int:
     return targets if isinstance(targets, int) else len(targets)
 
 
-def decide_from_steps(steps: np.ndarray, n: int, decimals: int | None) -> tuple[np.ndarray, np.ndarray, dict]:
+def decide_from_steps(steps: np.ndarray, n: int, decimals: int | None) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Decide a_j from unit steps (+1/N1 -> 1, -1/N0 -> 0) and recover N0, N1.
 
     Returns ``(a_hat, decided, info)``. A step that rounds to zero carries no
@@ -119,7 +119,7 @@ def decide_from_steps(steps: np.ndarray, n: int, decimals: int | None) -> tuple[
     a_hat = np.where(steps > 0, 1, 0).astype(np.int8)
     a_hat[~decided] = 1
     sizes = sizes_from_unit_steps(steps[decided], n, decimals)
-    info: dict = {"N1_candidates": len(sizes.candidates_n1)}
+    info: dict[str, Any] = {"N1_candidates": len(sizes.candidates_n1)}
     if not sizes.candidates_n1:
         raise AttackError("the answer differences fit no pair of group sizes: answers are not exact unit steps "
                           "(noisy or inconsistent); use a noise-robust attack")
@@ -151,12 +151,11 @@ class _Stepwise:
 
 
 @register_attack
-class SingleQuery(TargetsInAudit, _Stepwise, Attack):
+class SingleQuery(TargetsInAudit, _Stepwise, Attack[TargetedParams]):
     """Example 1: one contrived model per target that accepts only that individual."""
 
     name = "single-query"
     Params = TargetedParams
-    params: TargetedParams
     summary = "one model accepting only the target; the sign of SP reveals a_j (Example 1)"
 
     def planned_queries(self) -> int:
@@ -176,12 +175,11 @@ class SingleQuery(TargetsInAudit, _Stepwise, Attack):
 
 
 @register_attack
-class DoubleQuery(TargetsInAudit, _Stepwise, Attack):
+class DoubleQuery(TargetsInAudit, _Stepwise, Attack[TargetedParams]):
     """Example 2: the base model and, per target, the base model with that prediction flipped."""
 
     name = "double-query"
     Params = TargetedParams
-    params: TargetedParams
     summary = "base model vs the base model flipped at the target; the SP difference reveals a_j (Example 2)"
 
     def planned_queries(self) -> int:

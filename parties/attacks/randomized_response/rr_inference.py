@@ -54,7 +54,8 @@ def prior_from_release(z: np.ndarray, epsilon: float, groups: int) -> np.ndarray
     reported = z[z != WITHHELD]
     freq = np.bincount(reported, minlength=groups) / max(reported.size, 1)
     share = np.clip(debias_joint(freq, epsilon, groups), 1e-6, None)
-    return share / share.sum()
+    prior: np.ndarray = share / share.sum()
+    return prior
 
 
 def posterior(z: np.ndarray, epsilon: float, groups: int, prior: np.ndarray) -> np.ndarray:
@@ -65,22 +66,23 @@ def posterior(z: np.ndarray, epsilon: float, groups: int, prior: np.ndarray) -> 
     likelihood = rr_matrix(epsilon, groups)[np.where(z == WITHHELD, 0, z)]   # row z of Pi: Q(z | a) over a
     likelihood[z == WITHHELD] = 1.0
     joint = likelihood * np.broadcast_to(prior, likelihood.shape)
-    return joint / joint.sum(axis=1, keepdims=True)
+    posterior: np.ndarray = joint / joint.sum(axis=1, keepdims=True)
+    return posterior
 
 
 def bayes_guess(post: np.ndarray, shares: np.ndarray | None = None) -> np.ndarray:
     """MAP guess, or with ``shares`` the balanced-accuracy rule argmax_a post[:, a] / shares[a]."""
     score = post if shares is None else post / shares[None, :]
-    return np.argmax(score, axis=1).astype(np.int8)
+    guess: np.ndarray = np.argmax(score, axis=1).astype(np.int8)
+    return guess
 
 
 @register_attack
-class RRBayesAttack(Attack):
+class RRBayesAttack(Attack[RRBayesParams]):
     """Bayes-optimal reading of A from a randomized-response release (and a model of A from X)."""
 
     name: ClassVar[str] = "rr-bayes"
     Params = RRBayesParams
-    params: RRBayesParams
     threat_models: ClassVar[tuple[str, ...]] = (CURIOUS, OBSERVER, AUXILIARY)
     flows: ClassVar[tuple[str, ...]] = ("rr-release",)
     summary: ClassVar[str] = "Bayes rule on a randomized-response release of A, optionally with a model of A from X"

@@ -104,12 +104,11 @@ class ReconstructionCorrectionParams(AttackParams):
 
 
 @register_attack
-class ReconstructionCorrection(Attack):
+class ReconstructionCorrection(Attack[ReconstructionCorrectionParams]):
     """Baseline random-forest guess of A on the training set, corrected to the certified fairness."""
 
     name = "reconstruction-correction"
     Params = ReconstructionCorrectionParams
-    params: ReconstructionCorrectionParams
     threat_models = (BLACK_BOX,)
     flows = ("fairness-certificate",)
     summary = "baseline guess of the training set's A corrected to the published fairness (Ferry et al.)"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ def baseline_features(X: np.ndarray, y: np.ndarray, yhat: np.ndarray | None) -> 
 
 
 def fit_forest(features: np.ndarray, a: np.ndarray, rng: np.random.Generator, n_estimators: int = 100, *,
-               max_depth: int | None = None, min_samples_split: int = 2, min_samples_leaf: int = 2):
+               max_depth: int | None = None, min_samples_split: int = 2, min_samples_leaf: int = 2) -> Any:
     """A class-balanced random forest predicting A (the paper's attack model, Sec. IV-B4).
 
     The defaults are parley's fixed settings; the authors' public code uses ``max_depth=6``,
@@ -69,7 +70,7 @@ def fit_forest(features: np.ndarray, a: np.ndarray, rng: np.random.Generator, n_
     return forest.fit(features, np.asarray(a))
 
 
-def guess(forest, features: np.ndarray) -> BaselineGuess:
+def guess(forest: Any, features: np.ndarray) -> BaselineGuess:
     """Most probable group per row, and its probability as the confidence."""
     proba = forest.predict_proba(features)
     column = np.argmax(proba, axis=1)

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import Field
 
 from parley.parties.attacks.base import Answer, Probe, Reconstruction, register_attack
-from parley.parties.attacks.query_leakage.reveal import CompressedSensingParams, CompressedSensingReveal
+from parley.parties.attacks.query_leakage.reveal import CompressedSensing, CompressedSensingParams
 from parley.parties.attacks.reconstruction_correction.baseline_adversary import weights
 from parley.parties.attacks.solvers.correction import solve_released_sp
 
@@ -39,12 +39,11 @@ class CorrectedCompressedSensingParams(CompressedSensingParams):
 
 
 @register_attack
-class CorrectedCompressedSensing(CompressedSensingReveal):
+class CorrectedCompressedSensing(CompressedSensing[CorrectedCompressedSensingParams]):
     """Compressed-sensing reveal, then reconstruction correction to the base model's released SP."""
 
     name = "corrected-compressed-sensing"
     Params = CorrectedCompressedSensingParams
-    params: CorrectedCompressedSensingParams
     summary = "compressed-sensing decode corrected to the base model's released SP (Ferry et al. on Hamman et al.)"
 
     def run(self) -> Generator[Probe, Answer, Reconstruction]:

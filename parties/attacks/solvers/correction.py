@@ -77,6 +77,13 @@ from parley.protocols.group_gaps import GAP_METRICS, metric_slices, slice_gap, u
 if TYPE_CHECKING:
     from scipy.optimize import LinearConstraint
 
+#: One affine count over the variables: (columns, coefficients, constant).
+_Affine = tuple[np.ndarray, np.ndarray, float]
+#: ``count_of(g)``: the affine counts (N_g, P_g) of group g within one slice.
+_CountOf = Callable[[int], tuple[_Affine, _Affine]]
+#: Every slice's (count_of, slice size, positives among the model's decisions).
+_SliceRows = list[tuple[_CountOf, int, int]]
+
 __all__ = [
     "BACKENDS", "CORRECTION_METRICS", "CP_SAT_PARAMETERS", "FEASIBLE", "SOLVERS", "TIME_LIMIT", "Correction",
     "FairnessConstraint",
@@ -157,7 +164,8 @@ def _slices(constraint: FairnessConstraint, y: np.ndarray | None, n: int) -> lis
     return metric_slices(constraint.metric, y, n)
 
 
-def _check(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, y: np.ndarray | None, groups: int):
+def _check(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, y: np.ndarray | None,
+           groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     arrays = [np.asarray(a0), np.asarray(confidence, dtype=np.float64), np.asarray(yhat)]
     if y is not None:
         arrays.append(np.asarray(y))
@@ -171,7 +179,7 @@ def _check(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, y: np.ndarr
     return a0, arrays[1], (arrays[2] >= 0.5).astype(np.int64)
 
 
-def _fairness_constraint(slice_rows: list[tuple], size: int, groups: int, eps: float) -> LinearConstraint | None:
+def _fairness_constraint(slice_rows: _SliceRows, size: int, groups: int, eps: float) -> LinearConstraint | None:
     """Every slice's :func:`_fairness_rows` as one HiGHS constraint (None when there are no rows)."""
     from scipy.optimize import LinearConstraint  # scipy is imported where it is used: design.md, "Start-up"
 
@@ -184,7 +192,8 @@ def _fairness_constraint(slice_rows: list[tuple], size: int, groups: int, eps: f
     return LinearConstraint(np.vstack(rows), lower, upper) if rows else None
 
 
-def _fairness_rows(count_of: Callable[[int], tuple], size: int, n_slice: int, positives: int, groups: int, eps: float):
+def _fairness_rows(count_of: _CountOf, size: int, n_slice: int, positives: int, groups: int,
+                   eps: float) -> tuple[list[np.ndarray], list[float], list[float]]:
     """Constraint rows ``(r - eps) N_g <= P_g <= (r + eps) N_g`` and ``N_g >= 1`` for one slice.
 
     ``count_of(g)`` returns sparse (columns, coefficients) of ``N_g`` and of
@@ -328,7 +337,7 @@ def _check_bits(bits: int) -> None:
         raise AttackError(BAD_BITS.format(top=_OBJECTIVE_BITS - 2, bits=bits))
 
 
-def _cp_fairness(model: Any, count_of: Callable[[int], tuple], variable: Sequence[Any], n_slice: int,
+def _cp_fairness(model: Any, count_of: _CountOf, variable: Sequence[Any], n_slice: int,
                  positives: int, groups: int, tolerance: float) -> None:
     """The integer rows of one slice in a CP-SAT model, counts given per example column (:func:`_cp_group_rows`)."""
     from ortools.sat.python import cp_model
@@ -415,7 +424,7 @@ def _milp_status(result: Any) -> str:
     return FEASIBLE if result.x is not None else TIME_LIMIT
 
 
-def _options(time_limit: float | None) -> dict:
+def _options(time_limit: float | None) -> dict[str, Any]:
     # The paper sets optimality tolerances to 0: exponentiated confidences can be tiny.
     # HiGHS's presolve slows these small-row models down by orders of magnitude (measured), so it is off.
     options = {"mip_rel_gap": 0.0, "presolve": False}
@@ -509,13 +518,13 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
         link_v.extend([-1.0] * span.size)
     link = coo_matrix((link_v, (link_r, link_c)), shape=(len(cells), size)).tocsr()
     constraints = [LinearConstraint(link, 0.0, 0.0)]
-    slice_rows: list[tuple[Callable[[int], tuple], int, int]] = []
+    slice_rows: _SliceRows = []
     for s, mask in enumerate(slices):
         n_slice, positives = int(mask.sum()), int(yhat[mask].sum())
         if n_slice == 0:
             continue
 
-        def count_of(h: int, s: int = s):
+        def count_of(h: int, s: int = s) -> tuple[_Affine, _Affine]:
             # N_h = sum_{p} |cell(s,p,h)| + moves into h - moves out of h; P_h the same over p = 1.
             n_cols, n_coef, p_cols, p_coef, n_const, p_const = [], [], [], [], 0.0, 0.0
             for p in (0, 1):
@@ -579,7 +588,7 @@ def solve_efficient(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, co
 
 
 def _efficient_cp_sat(w: np.ndarray, cells: list[np.ndarray], move_index: dict[tuple[int, int], int],
-                      slice_rows: list, groups: int, tolerance: float, time_limit: float | None, weight_bits: int,
+                      slice_rows: _SliceRows, groups: int, tolerance: float, time_limit: float | None, weight_bits: int,
                       workers: int) -> tuple[str, np.ndarray | None, float]:
     """The efficient model for CP-SAT: move counts, convex cell costs over cumulative integer weights."""
     from ortools.sat.python import cp_model
@@ -668,13 +677,13 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
     # At most one move per example.
     one_move = coo_matrix((np.ones(size), (np.repeat(np.arange(n), groups), column.ravel())), shape=(n, size))
     constraints = [LinearConstraint(one_move.tocsr(), 0.0, 1.0)]
-    slice_rows: list[tuple[Callable[[int], tuple], int, int]] = []
+    slice_rows: _SliceRows = []
     for mask in _slices(constraint, y, n):
         members = np.flatnonzero(mask)
         if members.size == 0:
             continue
 
-        def count_of(g: int, members: np.ndarray = members):
+        def count_of(g: int, members: np.ndarray = members) -> tuple[_Affine, _Affine]:
             # [in g] = [a0_i = g] (1 - sum_h move[i, h]) + move[i, g]: constant plus +-1 coefficients.
             cols, coef, const = [], [], 0.0
             pcols, pcoef, pconst = [], [], 0.0
@@ -714,7 +723,7 @@ def solve_general(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, cons
     return Correction(a, float(w[changed].sum()), status, int(changed.sum()), time.perf_counter() - start)
 
 
-def _general_cp_sat(a0: np.ndarray, w: np.ndarray, yhat: np.ndarray, slice_rows: list, column: np.ndarray,
+def _general_cp_sat(a0: np.ndarray, w: np.ndarray, yhat: np.ndarray, slice_rows: _SliceRows, column: np.ndarray,
                     groups: int, constraint: FairnessConstraint, time_limit: float | None, weight_bits: int,
                     workers: int, dominance: bool, y: np.ndarray | None, start: float, cell_counts: bool = True,
                     parameters: dict[str, Any] | None = None, hint: np.ndarray | None = None) -> Correction:
@@ -790,7 +799,8 @@ def _net_cost(sorted_up: np.ndarray, sorted_down: np.ndarray, net: np.ndarray) -
     """``C_up[net]`` for net >= 0, ``C_down[-net]`` below: the cheapest way to realise a net move count."""
     up = np.concatenate([[0.0], np.cumsum(sorted_up)])
     down = np.concatenate([[0.0], np.cumsum(sorted_down)])
-    return np.where(net >= 0, up[np.clip(net, 0, up.size - 1)], down[np.clip(-net, 0, down.size - 1)])
+    gains: np.ndarray = np.where(net >= 0, up[np.clip(net, 0, up.size - 1)], down[np.clip(-net, 0, down.size - 1)])
+    return gains
 
 
 def solve_enumeration(a0: np.ndarray, confidence: np.ndarray, yhat: np.ndarray, constraint: FairnessConstraint,

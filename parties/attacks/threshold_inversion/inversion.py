@@ -114,7 +114,8 @@ def spectral_start(Q: np.ndarray, accepted: np.ndarray) -> np.ndarray:
     wr = 1.0 / max(len(Qr), 1)
 
     def apply(v: np.ndarray) -> np.ndarray:
-        return wr * (Qr.T @ (Qr @ v)) - wa * (Qa.T @ (Qa @ v))
+        applied: np.ndarray = wr * (Qr.T @ (Qr @ v)) - wa * (Qa.T @ (Qa @ v))
+        return applied
 
     if n <= 400:
         M = apply(np.eye(n))
@@ -122,7 +123,8 @@ def spectral_start(Q: np.ndarray, accepted: np.ndarray) -> np.ndarray:
         return vectors[:, -1]
     _, vectors = eigsh(LinearOperator((n, n), matvec=lambda v: apply(np.ravel(v)), dtype=np.float64), k=1, which="LA",
                        v0=np.ones(n) / np.sqrt(n) + 1e-3 * np.arange(n) / n)
-    return vectors[:, 0]
+    leading: np.ndarray = vectors[:, 0]
+    return leading
 
 
 def violations(Q: np.ndarray, accepted: np.ndarray, rho: np.ndarray, s: np.ndarray) -> int:
@@ -151,7 +153,8 @@ def _in_row_space(x: np.ndarray, basis: np.ndarray | None) -> np.ndarray:
     if basis is None:
         return x
     u = basis @ (basis.T @ (x - x.mean()))
-    return (u - u.min()) / (np.ptp(u) or 1.0)
+    scaled: np.ndarray = (u - u.min()) / (np.ptp(u) or 1.0)
+    return scaled
 
 
 def _round(x: np.ndarray, n1: int | None, tie: np.ndarray) -> np.ndarray:
@@ -313,12 +316,11 @@ class ThresholdInversionParams(AttackParams):
 
 
 @register_attack
-class ThresholdInversion(Attack):
+class ThresholdInversion(Attack[ThresholdInversionParams]):
     """Reconstruct s of the training set from which hypotheses the third party accepted."""
 
     name: ClassVar[str] = "threshold-inversion"
     Params: ClassVar[type[AttackParams]] = ThresholdInversionParams
-    params: ThresholdInversionParams
     threat_models: ClassVar[tuple[str, ...]] = ACTIVE + PASSIVE
     flows: ClassVar[tuple[str, ...]] = ("cov-threshold",)
     summary: ClassVar[str] = "accept/reject answers as linear constraints on s, solved by MILP or LP + rounding"

@@ -20,8 +20,9 @@ from parley.parties.party import REFUSAL
 from parley.parties.wire import INVALID_QUERY, Identity, Keyring
 from parley.protocols import AuditSet, get_protocol
 from parley.protocols.base import METRIC_NOT_ANSWERED
-from parley.protocols.mechanisms import homomorphic as he
-from parley.protocols.mechanisms.homomorphic import BAD_BLOB, CLEAR_QUERY, TOO_MANY_QUERIES, UNKNOWN_CONTEXT
+from parley.protocols.crypto import ckks
+from parley.protocols.crypto.ckks import BAD_BLOB
+from parley.protocols.mechanisms.homomorphic import CLEAR_QUERY, TOO_MANY_QUERIES, UNKNOWN_CONTEXT
 from parley.protocols.metrics import evaluate
 from tests.fixed_secrets import party_secret
 
@@ -139,22 +140,22 @@ def test_crafted_context_and_ciphertexts_get_typed_refusals(data):
     invalid-query refusal naming what was wrong (not an internal error), and the party answers the next query."""
     a, y, H = data
     pair = Pair(a, y)
-    small = he.QuerierKeys(block=4)  # rotations 1 and 2 only; n = 300 needs 1, 2, ..., 256
+    small = ckks.QuerierKeys(block=4)  # rotations 1 and 2 only; n = 300 needs 1, 2, ..., 256
     crafted = {"metric": "sp", "m": 1, "query_id": "small-block", **small.public_context(),
-               "ciphertexts": [he.to_bytes(ct) for ct in small.encrypt(H[:1])]}
+               "ciphertexts": [ckks.to_bytes(ct) for ct in small.encrypt(H[:1])]}
     _, reply = pair.send(crafted)
     assert reply.kind == REFUSAL and reply.payload["reason"] == INVALID_QUERY
-    assert reply.payload["detail"] == he.MISSING_ROTATIONS.format(name="he", missing="4, 8, 16, 32, 64, 128, 256",
+    assert reply.payload["detail"] == ckks.MISSING_ROTATIONS.format(name="he", missing="4, 8, 16, 32, 64, 128, 256",
                                                                   block=512, needed="1, 2, 4, 8, 16, 32, 64, 128, 256")
-    s, context = he._seal(), he.seal_context()
+    s, context = ckks._seal(), ckks.seal_context()
     zero = s.Ciphertext(context, context.first_parms_id(), 2)
     zero.resize(context, 2)
-    zero.scale = 2.0 ** he.INPUT_SCALE_BITS
+    zero.scale = 2.0 ** ckks.INPUT_SCALE_BITS
     out_of_ntt = s.Ciphertext()
     s.Evaluator(context).transform_from_ntt(pair.querier.keys.encrypt(H[:1])[0], out_of_ntt)
     good = pair.payload(H[:1])
     for label, ct in (("transparent", zero), ("not-ntt", out_of_ntt)):
-        _, reply = pair.send({**good, "query_id": label, "ciphertexts": [he.to_bytes(ct)]})
+        _, reply = pair.send({**good, "query_id": label, "ciphertexts": [ckks.to_bytes(ct)]})
         assert reply.kind == REFUSAL and reply.payload["reason"] == INVALID_QUERY, (label, reply.payload)
         assert "ciphertexts[0] is not a valid Ciphertext" in reply.payload["detail"], label
     _, reply = pair.send(good)

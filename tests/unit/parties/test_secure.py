@@ -32,10 +32,8 @@ from parley.parties.secure import (
 )
 from parley.parties.wire import Identity, Keyring
 from parley.protocols import AuditSet, get_protocol
-from parley.protocols.mechanisms.count_dp import COUNT_METRICS, SLICES, noise_scales
-from parley.protocols.mechanisms.secure import (
+from parley.protocols.crypto.shamir import (
     BAD_SHARES,
-    CLEAR_QUERY,
     HELPER_ID,
     PRIME,
     PairKeys,
@@ -45,6 +43,8 @@ from parley.protocols.mechanisms.secure import (
     output_share,
     querier_a_share,
 )
+from parley.protocols.mechanisms.count_dp import COUNT_METRICS, SLICES, noise_scales
+from parley.protocols.mechanisms.secure import CLEAR_QUERY
 from parley.protocols.metrics import evaluate
 from tests.fixed_secrets import party_secret
 
@@ -344,7 +344,7 @@ def test_a_querier_that_deviates_from_the_encoding_reads_all_of_A_from_one_mpc_d
     """
     from pathlib import Path
 
-    from parley.protocols.mechanisms.secure import open_output, share_rows
+    from parley.protocols.crypto.shamir import open_output, share_rows
 
     rng = np.random.default_rng(4)
     n = 80

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from parley.parties.attacks.curious_compliance import view_accuracy
+from parley.protocols.crypto import ckks
 from parley.protocols.errors import QueryError
 from parley.protocols.mechanisms import homomorphic as he
 from parley.protocols.metrics import evaluate
@@ -26,25 +27,25 @@ BOUND_SDS = 6.0
 
 
 @pytest.fixture(scope="module")
-def keys() -> he.QuerierKeys:
-    return he.QuerierKeys()
+def keys() -> ckks.QuerierKeys:
+    return ckks.QuerierKeys()
 
 
-def _public(keys: he.QuerierKeys):
+def _public(keys: ckks.QuerierKeys):
     """C's view of the context: loaded from the bytes that travel (public key and Galois keys only)."""
     ctx = keys.public_context()
-    return he._Keys(he.from_bytes("PublicKey", ctx["public_key"], "he", "public_key"),
-                    he.from_bytes("GaloisKeys", ctx["galois_keys"], "he", "galois_keys"))
+    return ckks._Keys(ckks.from_bytes("PublicKey", ctx["public_key"], "he", "public_key"),
+                    ckks.from_bytes("GaloisKeys", ctx["galois_keys"], "he", "galois_keys"))
 
 
-def _sent(keys: he.QuerierKeys, H: np.ndarray) -> list:
+def _sent(keys: ckks.QuerierKeys, H: np.ndarray) -> list:
     """The query's ciphertexts as C loads them from the wire."""
-    return [he.from_bytes("Ciphertext", he.to_bytes(ct), "he", "ct") for ct in keys.encrypt(H)]
+    return [ckks.from_bytes("Ciphertext", ckks.to_bytes(ct), "he", "ct") for ct in keys.encrypt(H)]
 
 
 def _slot_sd(params: he.HeParams) -> float:
     """Standard deviation of the flood in one slot's real part: sigma sqrt(N / 2)."""
-    return he.flood_sigma(params) * math.sqrt(he.POLY_MODULUS_DEGREE / 2)
+    return ckks.flood_sigma(params) * math.sqrt(ckks.POLY_MODULUS_DEGREE / 2)
 
 
 @pytest.mark.parametrize("n,m", [(4, 2), (1000, 5), (5000, 2)])
@@ -56,11 +57,11 @@ def test_answers_are_the_exact_metric_within_the_documented_bound(keys, n, m):
     H = rng.random((m, n))
     H[0] = np.round(H[0])  # a binary model too
     params = he.HeParams()
-    lay = he.layout(n, m)
+    lay = ckks.layout(n, m)
     cts, public = _sent(keys, H), _public(keys)
     for metric in he.HE_METRICS:
         exact = evaluate(metric, H, a, y)
-        got = keys.answers(he.compute_answers(cts, he.weights(metric, a, y), lay, public, params, rng), n, m)
+        got = keys.answers(ckks.compute_answers(cts, ckks.weights(metric, a, y), lay, public, params, rng), n, m)
         assert np.all(np.abs(got - exact) <= BOUND_SDS * _slot_sd(params)), (metric, got - exact)
 
 
@@ -72,17 +73,17 @@ def test_the_flood_covers_the_computation_error_it_is_sized_for(keys):
     for n, m in ((1000, 4), (10_000, 1)):
         a, y = rng.integers(0, 2, n), rng.integers(0, 2, n)
         H = rng.random((m, n))
-        lay = he.layout(n, m)
-        w = he.weights("sp", a, y)
+        lay = ckks.layout(n, m)
+        w = ckks.weights("sp", a, y)
         exact = H @ w
-        for g, ct in enumerate(he.masked_answers(_sent(keys, H), w, lay, _public(keys))):
-            ideal = np.zeros(he.SLOTS, dtype=complex)
+        for g, ct in enumerate(ckks.masked_answers(_sent(keys, H), w, lay, _public(keys))):
+            ideal = np.zeros(ckks.SLOTS, dtype=complex)
             for i in range(m):
                 if lay.answer_slot(i)[0] == g:
                     ideal[lay.answer_slot(i)[1]] = exact[i]
-            t2 = math.sqrt(2 / he.POLY_MODULUS_DEGREE) * np.linalg.norm(keys.decrypt_slots(ct) - ideal)
+            t2 = math.sqrt(2 / ckks.POLY_MODULUS_DEGREE) * np.linalg.norm(keys.decrypt_slots(ct) - ideal)
             worst = max(worst, t2)
-    assert worst <= 2.0 ** (he.NOISE_BOUND_BITS - 3), math.log2(worst)
+    assert worst <= 2.0 ** (ckks.NOISE_BOUND_BITS - 3), math.log2(worst)
 
 
 def _read_a(slots: np.ndarray, h: np.ndarray) -> np.ndarray:
@@ -99,8 +100,8 @@ def test_naive_variant_hands_the_key_holder_a(keys):
     n = 1000
     a, y = rng.integers(0, 2, n), rng.integers(0, 2, n)
     h = rng.uniform(0.2, 1.0, n)
-    lay = he.layout(n, 1)
-    naive = he.naive_answers(_sent(keys, h[None, :]), he.weights("sp", a, y), lay, _public(keys))
+    lay = ckks.layout(n, 1)
+    naive = ckks.naive_answers(_sent(keys, h[None, :]), ckks.weights("sp", a, y), lay, _public(keys))
     assert np.array_equal(_read_a(keys.decrypt_slots(naive[0]), h), a)
 
 
@@ -113,13 +114,13 @@ def test_masked_flooded_answer_decrypts_to_noise_outside_the_answer_slots(keys):
     a, y = rng.integers(0, 2, n), rng.integers(0, 2, n)
     h = rng.uniform(0.2, 1.0, n)
     params = he.HeParams()
-    lay = he.layout(n, 1)
-    out = he.compute_answers(_sent(keys, h[None, :]), he.weights("sp", a, y), lay, _public(keys), params, rng)
+    lay = ckks.layout(n, 1)
+    out = ckks.compute_answers(_sent(keys, h[None, :]), ckks.weights("sp", a, y), lay, _public(keys), params, rng)
     slots = keys.decrypt_slots(out[0])
     others = np.delete(slots, 0)
     sd = _slot_sd(params)
     assert stats.kstest(np.concatenate([others.real, others.imag]) / sd, "norm").pvalue > ALPHA
-    assert abs(slots[0].real - float(h @ he.weights("sp", a, y))) <= BOUND_SDS * sd
+    assert abs(slots[0].real - float(h @ ckks.weights("sp", a, y))) <= BOUND_SDS * sd
     accuracy = view_accuracy(_read_a(slots, h), a)
     half_width = stats.norm.ppf(1 - 1e-4 / 2) * 0.5 / math.sqrt(min((a == 0).sum(), (a == 1).sum()))
     assert abs(accuracy - 0.5) <= half_width, accuracy
@@ -130,7 +131,7 @@ def test_secret_key_never_travels(keys):
     piece of it), and C's context has no decryptor to build: it loads a public key and Galois keys only."""
     secret = keys.secret_key_bytes()
     pieces = [secret[i: i + 64] for i in range(len(secret) // 2, len(secret) - 64, len(secret) // 16)]
-    travelling = [*keys.public_context().values(), *(he.to_bytes(ct) for ct in keys.encrypt(np.ones((1, 10))))]
+    travelling = [*keys.public_context().values(), *(ckks.to_bytes(ct) for ct in keys.encrypt(np.ones((1, 10))))]
     assert set(keys.public_context()) == {"public_key", "galois_keys"}
     for blob in travelling:
         data = blob.tobytes()
@@ -140,17 +141,17 @@ def test_secret_key_never_travels(keys):
 
 def test_garbled_and_tampered_blobs_are_refused_by_name(keys):
     ctx = keys.public_context()
-    ct = he.to_bytes(keys.encrypt(np.ones((1, 10)))[0])
+    ct = ckks.to_bytes(keys.encrypt(np.ones((1, 10)))[0])
     flipped = ct.copy()
     flipped[len(flipped) // 2] ^= 0xFF
     with pytest.raises(QueryError, match="ciphertexts\\[0\\] is not a valid Ciphertext"):
-        he.from_bytes("Ciphertext", ct[: len(ct) // 2].copy(), "he", "ciphertexts[0]")
+        ckks.from_bytes("Ciphertext", ct[: len(ct) // 2].copy(), "he", "ciphertexts[0]")
     with pytest.raises(QueryError, match="galois_keys is not a valid GaloisKeys"):
-        he.from_bytes("GaloisKeys", ctx["public_key"], "he", "galois_keys")
+        ckks.from_bytes("GaloisKeys", ctx["public_key"], "he", "galois_keys")
     with pytest.raises(QueryError, match="expected a uint8 vector"):
-        he.from_bytes("PublicKey", ctx["public_key"].astype(np.int64), "he", "public_key")
+        ckks.from_bytes("PublicKey", ctx["public_key"].astype(np.int64), "he", "public_key")
     try:  # a flipped byte inside the data: SEAL's range checks refuse it, or it decrypts to garbage (never a crash)
-        he.from_bytes("Ciphertext", flipped, "he", "ciphertexts[0]")
+        ckks.from_bytes("Ciphertext", flipped, "he", "ciphertexts[0]")
     except QueryError as exc:
         assert "ciphertexts[0] is not a valid Ciphertext" in str(exc)
 
@@ -158,13 +159,13 @@ def test_garbled_and_tampered_blobs_are_refused_by_name(keys):
 def test_seeded_keys_and_flood_follow_the_seed():
     """Same seed, same bytes: the querier's keys and ciphertexts, and C's flooded reply (a run follows its seed)."""
     def one(seed: int) -> list[bytes]:
-        keys = he.QuerierKeys(1024, np.random.default_rng(seed))
+        keys = ckks.QuerierKeys(1024, np.random.default_rng(seed))
         H = np.linspace(0, 1, 50)[None, :]
         a, y = np.resize([0, 1], 50), np.resize([1, 0, 0], 50)
-        out = he.compute_answers(_sent(keys, H), he.weights("sp", a, y), he.layout(50, 1), _public(keys),
+        out = ckks.compute_answers(_sent(keys, H), ckks.weights("sp", a, y), ckks.layout(50, 1), _public(keys),
                                  he.HeParams(), np.random.default_rng(seed))
-        return [keys.public_context()["public_key"].tobytes(), he.to_bytes(keys.encrypt(H)[0]).tobytes(),
-                he.to_bytes(out[0]).tobytes()]
+        return [keys.public_context()["public_key"].tobytes(), ckks.to_bytes(keys.encrypt(H)[0]).tobytes(),
+                ckks.to_bytes(out[0]).tobytes()]
 
     first, again, other = one(5), one(5), one(6)
     assert first == again
@@ -185,11 +186,11 @@ def test_the_decrypted_flood_holds_no_output_of_the_compliance_party_generator(k
     copy = np.random.default_rng(11)
     copy.integers(0, 2**63, size=8, dtype=np.int64)  # the flood encryption's SEAL seed is drawn first
     params = he.HeParams()
-    out = he.compute_answers(_sent(keys, h), he.weights("sp", a, y), he.layout(n, 1), _public(keys), params, rng)
-    slots = keys.decrypt_slots(out[0]) / (he.flood_sigma(params) * math.sqrt(he.POLY_MODULUS_DEGREE / 2))
-    drawn = copy.normal(size=2 * he.SLOTS + 64)
-    matches = [int(np.isclose(slots.real[1:], drawn[1 + d: he.SLOTS + d], rtol=0, atol=1e-6).sum()
-                   + np.isclose(slots.imag[1:], drawn[he.SLOTS + 1 + d: 2 * he.SLOTS + d], rtol=0, atol=1e-6).sum())
+    out = ckks.compute_answers(_sent(keys, h), ckks.weights("sp", a, y), ckks.layout(n, 1), _public(keys), params, rng)
+    slots = keys.decrypt_slots(out[0]) / (ckks.flood_sigma(params) * math.sqrt(ckks.POLY_MODULUS_DEGREE / 2))
+    drawn = copy.normal(size=2 * ckks.SLOTS + 64)
+    matches = [int(np.isclose(slots.real[1:], drawn[1 + d: ckks.SLOTS + d], rtol=0, atol=1e-6).sum()
+                   + np.isclose(slots.imag[1:], drawn[ckks.SLOTS + 1 + d: 2 * ckks.SLOTS + d], rtol=0, atol=1e-6).sum())
                for d in range(64)]
     assert sum(matches) <= 3, matches
 
@@ -203,11 +204,11 @@ def test_the_compliance_party_keeps_a_bounded_number_of_contexts_and_none_from_a
     holdings = {"audit": AuditSet(a=np.array([0, 1, 0, 1]), y=np.array([0, 1, 1, 0]))}
     protocol = he.HeProtocol(he.HeParams())
     rng = np.random.default_rng(0)
-    owners = [he.QuerierKeys(block=n, rng=np.random.default_rng(k)) for k in range(he.MAX_CONTEXTS + 2)]
+    owners = [ckks.QuerierKeys(block=n, rng=np.random.default_rng(k)) for k in range(he.MAX_CONTEXTS + 2)]
 
-    def ask(keys: he.QuerierKeys, query_id: str, first: bool = True, garbled: bool = False) -> dict:
-        blobs = [he.to_bytes(ct) for ct in keys.encrypt(H)]
-        context = keys.public_context() if first else {"context_id": he.context_id(**keys.public_context())}
+    def ask(keys: ckks.QuerierKeys, query_id: str, first: bool = True, garbled: bool = False) -> dict:
+        blobs = [ckks.to_bytes(ct) for ct in keys.encrypt(H)]
+        context = keys.public_context() if first else {"context_id": ckks.context_id(**keys.public_context())}
         payload = {"metric": "sp", "m": 1, "query_id": query_id, **context,
                    "ciphertexts": [blob[:10].copy() for blob in blobs] if garbled else blobs}
         return protocol.respond("he-query", payload, holdings, rng)

@@ -9,7 +9,8 @@ import pytest
 
 from parley.parties.confidential import SEALED
 from parley.parties.transcript import TranscriptWriter
-from parley.scenarios.explain import SEALED_NOTE, describe, narrate, reconstruction_note
+from parley.scenarios.explain import MIN_FOLD, SEALED_NOTE, describe, narrate, reconstruction_note
+from parley.scenarios.words import exact_digits
 
 
 def test_metric_queries_and_answers_are_summarized():
@@ -18,8 +19,14 @@ def test_metric_queries_and_answers_are_summarized():
     edit = describe("metric-query", {"metric": "sp", "edit_of": "q1", "indices": np.zeros((1, 37), np.int64),
                                      "values": np.zeros((1, 37))})
     assert edit == "a metric query: SP of the kept model with 37 predictions changed (sent as edits)"
-    assert describe("metric-answer", {"metric": "sp", "values": np.array([0.1234567890123])}) == \
-        "an SP answer 0.1234567890123 (exact)"
+    # An exact answer is worded to 4 significant digits (a projector), every digit on request.
+    assert describe("metric-answer", {"metric": "sp", "values": np.array([0.13866721466817367])}) == \
+        "an SP answer 0.1387 (exact)"
+    with exact_digits():
+        assert describe("metric-answer", {"metric": "sp", "values": np.array([0.13866721466817367])}) == \
+            "an SP answer 0.13866721466817367 (exact)"
+    assert describe("metric-answer", {"metric": "sp", "values": np.array([0.13866721466817367])}) == \
+        "an SP answer 0.1387 (exact)"  # the context ended
     assert describe("metric-answer", {"metric": "abs_sp", "values": np.array([0.0213]), "decimals": 4}) == \
         "a |SP| answer 0.0213 (rounded to 4 decimals)"
     noisy = describe("metric-answer", {"metric": "eo", "values": np.linspace(-0.5, 0.5, 40), "epsilon": 1.0,
@@ -58,10 +65,12 @@ def test_reconstruction_note_running_and_concluded():
     # Two people pinned down, one rightly: running leakage over all 8 (the rest as coin flips).
     running = reconstruction_note("the adversary", np.array([0, 2]), np.array([1, 1]), None, a)
     # credit: group 1 -> [1, .5, .5, .5, .5] = 3/5; group 0 -> [0, .5, .5] = 1/3; mean = 46.7 %
-    assert "pinned down A of 2 of 8 people (1 of them rightly)" in running
+    # One of the two is wrong: the attack guessed; it did not pin anything down.
+    assert "guessed A of 2 of 8 people (1 of them rightly)" in running
     assert "running leakage 46.7 %" in running
     done = reconstruction_note("the adversary", np.array([0, 2]), np.array([1, 0]), None, a, concluded=True)
     assert done.endswith("leakage 100.0 % over the 2 people it attacked")
+    assert "has pinned down A of 2 of 8 people (2 of them rightly)" in done  # every decision right: pinned down
     nobody = reconstruction_note("the observer", np.empty(0, np.int64), np.empty(0, np.int8), None, a, concluded=True)
     assert nobody.endswith("it attacked no one")
 
@@ -82,6 +91,85 @@ def test_narrate_names_every_message_and_places_what_was_learned(identities, key
     # A note after message 2, and one numbered past the end, both follow message 2.
     assert text.index("learned: the data center knows its SP") > text.index("#2 ")
     assert lines[-1].endswith("learned: at the end")
+
+
+def _attack_transcript(path, keyring, identities, burst: int = 30):
+    """A precision-like run: a base query and answer, then ``burst`` edit queries, then their answers."""
+    dc, comp = identities["data-center"], identities["compliance"]
+    rng = np.random.default_rng(0)
+    with TranscriptWriter(path, keyring, identities) as transcript:
+        transcript.append(dc.seal("compliance", "metric-query", "raw",
+                                  {"metric": "sp", "query_id": "q0", "predictions": np.zeros((1, 1000))}))
+        transcript.append(comp.seal("data-center", "metric-answer", "raw",
+                                    {"metric": "sp", "query_id": "q0", "values": np.array([0.13866721466817367])}))
+        for k in range(burst):
+            size = 37 if k < burst - 1 else 19
+            transcript.append(dc.seal("compliance", "metric-query", "raw",
+                                      {"metric": "sp", "query_id": f"q{k + 1}", "edit_of": "q0",
+                                       "indices": np.arange(size).reshape(1, -1), "values": np.ones((1, size))}))
+        for k in range(burst):
+            transcript.append(comp.seal("data-center", "metric-answer", "raw",
+                                        {"metric": "sp", "query_id": f"q{k + 1}",
+                                         "values": np.array([0.138 + 0.0013 * rng.random()])}))
+    return 2 + 2 * burst
+
+
+def test_runs_of_like_messages_fold_into_one_entry_and_keep_every_learned_sentence(identities, keyring, tmp_path):
+    """Read aloud, 27 identical query lines are one line with a count; every learned sentence stays, at its place."""
+    path = tmp_path / "transcript.jsonl"
+    total = _attack_transcript(path, keyring, identities)
+    learned = [(2, "the data center turns adversary")] + [(k, f"pinned down {k - 32} people") for k in range(33, 63)]
+    lines = narrate(path, learned)
+    text = "\n".join(lines)
+    # No run of identical lines: each summary line differs from the one before it.
+    assert all(a != b for a, b in zip(lines, lines[1:], strict=False)), text
+    # The burst of queries: the first in full, the other 29 folded into one entry with their count.
+    assert "  #3  data-center -> compliance: metric-query [raw]" in lines
+    assert "  #4-#32 29 more like #3 (metric-query [raw])" in lines
+    assert "      a metric query: SP of the kept model with 19 to 37 predictions changed (sent as edits)" in lines
+    # The answers: the first in full with its sentence, the folded ones list theirs in order, the last is in full.
+    assert lines[lines.index("  #33 compliance -> data-center: metric-answer [raw]") + 2] == \
+        "      learned: pinned down 1 people"
+    assert "  #34-#61 28 more like #33 (metric-answer [raw])" in lines
+    folded = [line for line in lines if "after #" in line]
+    assert folded == [f"      after #{k}, learned: pinned down {k - 32} people" for k in range(34, 62)]
+    assert lines[-3] == f"  #{total} compliance -> data-center: metric-answer [raw]"  # the last one: in full
+    assert lines[-1] == "      learned: pinned down 30 people"
+    assert text.count("learned: ") == len(learned)
+    # Answers to 4 significant digits; every digit with exact=True; the whole narration without folding.
+    assert "an SP answer 0.1387 (exact)" in text and "0.13866721466817367" not in text
+    assert "an SP answer 0.13866721466817367 (exact)" in "\n".join(narrate(path, learned, exact=True))
+    unfolded = narrate(path, learned, fold=False)
+    assert len(unfolded) == 2 * total + len(learned) and len(lines) < len(unfolded) // 2
+
+
+def test_query_answer_pairs_fold_as_pairs(identities, keyring, tmp_path):
+    """A targeted attack's query, answer, query, answer, ... folds into pairs that start with the query."""
+    path = tmp_path / "transcript.jsonl"
+    dc, comp = identities["data-center"], identities["compliance"]
+    with TranscriptWriter(path, keyring, identities) as transcript:
+        for k in range(12):
+            transcript.append(dc.seal("compliance", "metric-query", "raw",
+                                      {"metric": "sp", "query_id": f"q{k}", "edit_of": "q",
+                                       "indices": np.array([[k]]), "values": np.ones((1, 1))}))
+            transcript.append(comp.seal("data-center", "metric-answer", "raw",
+                                        {"metric": "sp", "query_id": f"q{k}", "values": np.array([0.1 + k / 1000])}))
+    lines = narrate(path, [(2 * k, f"target {k}") for k in range(1, 13)])
+    assert "  #3-#22 10 more pairs like #1-#2 (metric-query and metric-answer [raw])" in lines
+    assert "      an SP answer 0.101 to 0.11 (exact)" in lines
+    assert [line for line in lines if "learned: " in line][1:11] == \
+        [f"      after #{2 * k}, learned: target {k}" for k in range(2, 12)]
+    assert "  #24 compliance -> data-center: metric-answer [raw]" in lines  # the last message is never folded
+
+
+def test_too_few_like_messages_are_not_folded(identities, keyring, tmp_path):
+    short = tmp_path / "short.jsonl"
+    dc = identities["data-center"]
+    with TranscriptWriter(short, keyring, identities) as transcript:
+        for k in range(MIN_FOLD):  # too few to fold: as many messages as a fold must take in, the last one included
+            transcript.append(dc.seal("compliance", "metric-query", "raw",
+                                      {"metric": "sp", "query_id": f"q{k}", "predictions": np.zeros((1, 5))}))
+    assert sum(line.startswith("  #") for line in narrate(short)) == MIN_FOLD
 
 
 def test_narrate_refuses_a_tampered_transcript(identities, keyring, tmp_path):

@@ -1,1 +1,1 @@
-"""parley-toy-plugins: a protocol, an attack, a learner and a data set that parley finds by entry point."""
+"""parley-toy-plugins: protocols, attacks, a learner, a data set and an exchange that parley finds by entry point."""

@@ -14,7 +14,7 @@ class ToyFlipParams(AttackParams):
     targets: int = Field(default=10, ge=1, description="the first `targets` individuals of the audit set")
 
 
-class ToyFlip(Attack):
+class ToyFlip(Attack[ToyFlipParams]):
     """Flipping individual j's prediction moves SP by +1/N1 if a_j = 1, by -1/N0 if a_j = 0."""
 
     name = "toy-flip"
@@ -24,7 +24,7 @@ class ToyFlip(Attack):
     def run(self) -> Generator[Probe, Answer, Reconstruction]:
         n = self.view.n
         targets = np.arange(min(self.params.targets, n))
-        base = self.view.base_predictions.astype(np.float64)
+        base = self.view.require("base_predictions").astype(np.float64)
         H = np.repeat(base[None, :], targets.size + 1, axis=0)
         H[1 + np.arange(targets.size), targets] = 1.0 - base[targets]
         answer = yield Probe("sp", H, "base model, then one flipped copy per target")

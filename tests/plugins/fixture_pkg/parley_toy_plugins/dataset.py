@@ -12,13 +12,13 @@ from parley.scenarios.datasets import Dataset, DatasetParamsBase, Table
 
 
 class ToyBlobsParams(DatasetParamsBase):
-    name: Literal["toy-blobs"] = "toy-blobs"
+    name: Literal["toy-blobs"] = Field(default="toy-blobs", description="the data set (picks this parameter model)")
     rows: int = Field(default=2000, ge=10, description="rows in the table")
     minority: float = Field(default=0.3, gt=0.0, lt=1.0, description="share of a = 0")
-    audit_size: int = Field(default=200, ge=2)
+    audit_size: int = Field(default=200, ge=2, description="rows in the audit set (held by the compliance party)")
 
 
-class ToyBlobs(Dataset):
+class ToyBlobs(Dataset[ToyBlobsParams]):
     """The same table for every run (seed 7); parley draws the audit and training rows from it."""
 
     name = "toy-blobs"

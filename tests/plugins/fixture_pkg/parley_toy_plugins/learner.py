@@ -15,7 +15,7 @@ class ToyLogitParams(LearnerParams):
     C: float = Field(default=1.0, gt=0.0, description="inverse regularisation strength")
 
 
-class ToyLogit(Learner):
+class ToyLogit(Learner[ToyLogitParams]):
     """Logistic regression on X (A is not used): fit(X, y, a, seed), predict(X, a, seed)."""
 
     name = "toy-logit"

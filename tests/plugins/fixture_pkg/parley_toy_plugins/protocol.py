@@ -14,7 +14,7 @@ class ToyRoundParams(ProtocolParams):
     step: float = Field(default=1e-4, gt=0.0, le=1.0, description="answers are multiples of this")
 
 
-class ToyRound(Protocol):
+class ToyRound(Protocol[ToyRoundParams]):
     """Answers rounded to a multiple of ``step`` (a report printed on a coarse grid)."""
 
     name = "toy-round"

@@ -1,5 +1,5 @@
-"""Each flow names the party slots it adds, so that a run over Ray boots their hosts with the world's; and which
-flows run over a confidential channel."""
+"""Each exchange names the party slots it adds, so that a run over Ray boots their hosts with the world's; and
+which exchanges run over a confidential channel."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import pytest
 from parley.protocols import get_protocol
 from parley.protocols.errors import ConfigError
 from parley.scenarios.catalog import scenario_path
-from parley.scenarios.flows import flow_parties
-from parley.scenarios.spec import CONFIDENTIAL_FLOW, CONFIDENTIAL_FLOWS, Scenario
+from parley.scenarios.exchanges import get_exchange
+from parley.scenarios.spec import CONFIDENTIAL_FLOW, Scenario
 
 
 def _parties(name: str, **values) -> tuple[str, ...]:
     scenario = Scenario.from_toml(scenario_path(name))
     if values:
         scenario = scenario.with_values(values)
-    return flow_parties(get_protocol(scenario.protocol.name).flow, scenario)
+    return get_exchange(get_protocol(scenario.protocol.name).flow).parties(scenario)
 
 
 @pytest.mark.parametrize(("name", "values", "expected"), [
@@ -29,7 +29,7 @@ def _parties(name: str, **values) -> tuple[str, ...]:
     ("adult-rr-observer", {"confidential": True}, ()),  # a passive observer reads nothing then: no adversary
     ("compas-cov-threshold", {}, ()),  # its attack reads the accept set in the referee, no party is added
 ])
-def test_each_flow_names_the_parties_it_adds(name, values, expected):
+def test_each_exchange_names_the_parties_it_adds(name, values, expected):
     assert _parties(name, **values) == expected
 
 
@@ -43,4 +43,4 @@ def test_a_confidential_channel_is_refused_where_the_flow_reads_replies_from_the
         scenario.with_values({"confidential": True})
     assert str(refused.value) == CONFIDENTIAL_FLOW.format(
         protocol=scenario.protocol.name, flow=get_protocol(scenario.protocol.name).flow,
-        supported=" and ".join(CONFIDENTIAL_FLOWS))
+        supported="metric-query and rr-release")

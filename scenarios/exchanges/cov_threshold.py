@@ -18,8 +18,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol, cast
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -33,38 +34,47 @@ from parley.parties.learners.fair_span import DFRR, CovThresholdLearner
 from parley.parties.transcript import read_transcript
 from parley.protocols.errors import ParleyError
 from parley.protocols.metrics import covariance
+from parley.scenarios.exchanges.base import AuditView, Exchange, Row, Utility, register_exchange
+from parley.scenarios.exchanges.metric_query import score
 from parley.scenarios.explain import reconstruction_note
-from parley.scenarios.flows import register_flow
-from parley.scenarios.flows.metric_query import score
 from parley.scenarios.spec import Component
-from parley.scenarios.world import World
+from parley.scenarios.words import models, number, requested_models
 
-__all__ = ["cov_threshold_flow", "draw_predictions", "fit_in_span"]
+if TYPE_CHECKING:
+    from parley.parties.data_center import DataCenterData
+    from parley.scenarios.world import World
+
+__all__ = ["CovThresholdExchange", "HYPOTHESES", "accept_sets", "cov_threshold_flow", "draw_predictions",
+           "fit_in_span"]
 
 NO_ACCEPT_SET = "the compliance party sent no accept-set for the hypothesis query ({refusals})"
 REQUEST, REPLY = "hypothesis-query", "accept-set"
+#: What a data center computation sees of the replies it received: (kind, payload) each.
+Replies = list[tuple[str, dict[str, Any]]]
 
 
-def _learner(name: str, params: dict[str, Any]):
+def _learner(name: str, params: dict[str, Any]) -> Any:  # a cov-threshold learner; fit's arguments vary by kind
     cls = get_learner(name)
     return cls(cls.Params(**params))
 
 
-def draw_predictions(data, replies, name: str, params: dict[str, Any], seed: int) -> np.ndarray:
+def draw_predictions(data: DataCenterData, replies: Replies, name: str, params: dict[str, Any],
+                     seed: int) -> np.ndarray:
     """(At the data center) the (m, n_train) predictions of the learner's m random hypotheses."""
     learner = _learner(name, params)
     W = hyp.draw(learner.family, data.X_train, learner.params.hypotheses, learner.params.sigma, seed)
     return hyp.predictions(learner.family, data.X_train, W, getattr(learner.params, "gamma", None))
 
 
-def _accepted(replies, query_id: str) -> np.ndarray:
+def _accepted(replies: Replies, query_id: str) -> np.ndarray:
     for kind, payload in replies:
         if kind == REPLY and payload.get("query_id") == query_id:
             return np.asarray(payload["accepted"], dtype=np.int64)
     raise ParleyError(NO_ACCEPT_SET.format(refusals="see the transcript"))
 
 
-def fit_in_span(data, replies, name: str, params: dict[str, Any], seed: int, query_id: str) -> dict[str, Any]:
+def fit_in_span(data: DataCenterData, replies: Replies, name: str, params: dict[str, Any], seed: int,
+                query_id: str) -> dict[str, Any]:
     """(At the data center) rebuild the hypotheses, learn in the accepted span, predict (Alg. 1 step 5)."""
     learner = _learner(name, params)
     W = hyp.draw(learner.family, data.X_train, learner.params.hypotheses, learner.params.sigma, seed)
@@ -89,7 +99,7 @@ def _exchange(world: World, payload: dict[str, Any]) -> str:
     """Send one hypothesis-query in the data center's name; the query id of its accept-set."""
     envelope = world.data_center.request(REQUEST, payload)
     world.network.exchange(envelope)
-    query_id = envelope.payload["query_id"]
+    query_id: str = envelope.payload["query_id"]
     if not any(kind == REPLY and p.get("query_id") == query_id
                for kind, p in world.data_center.replies_received()):
         raise ParleyError(NO_ACCEPT_SET.format(refusals="see the transcript"))
@@ -125,7 +135,6 @@ class AcceptSetAttack(Protocol):
     def reconstruct(self, answers: Sequence[AcceptAnswer], n1: int | None) -> Reconstruction: ...
 
 
-@register_flow("cov-threshold")
 def cov_threshold_flow(world: World) -> dict[str, Any]:
     """Alg. 1 end to end, the learner's Table II metrics, and the threshold-inversion attack on the answers."""
     scenario, split = world.scenario, world.split
@@ -189,3 +198,60 @@ def cov_threshold_flow(world: World) -> dict[str, Any]:
                 f"{model['statistical_parity']:.3f} on the audit set")
     metrics.update({f"attack_{k}": v for k, v in reconstruction.info.items()})
     return metrics
+
+
+def _accept_set(p: Mapping[str, Any]) -> str:
+    accepted = np.asarray(p.get("accepted", []))
+    return (f"an accept set: {accepted.size:,} of {models(int(p.get('m', 0)), 'hypothesis')} have covariance with A "
+            f"within ρ = {number(p.get('rho', float('nan')))}")
+
+
+def accept_sets(transcript: Path) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(predictions sent, accepted indices) of each answered hypothesis query, read off the wire."""
+    sent, out = {}, []
+    for env in read_transcript(transcript, verify=False):
+        if env.kind == "hypothesis-query":
+            sent[env.payload["query_id"]] = np.asarray(env.payload["predictions"])
+        elif env.kind == "accept-set" and env.payload["query_id"] in sent:
+            out.append((sent[env.payload["query_id"]], np.asarray(env.payload["accepted"], dtype=np.int64)))
+    return out
+
+
+def _hypothesis_accepted(transcript: Path, person: int, hypothesis: int) -> float:
+    """Whether ``hypothesis`` is in the first accept set on the wire (1) or not (0)."""
+    return float(hypothesis in set(accept_sets(transcript)[0][1].tolist()))
+
+
+#: m of the cov-threshold exchange in ``parley compare`` (full run, quick run).
+HYPOTHESES = ((50, 200), (100,))
+
+
+@register_exchange
+class CovThresholdExchange(Exchange):
+    """Covariance-thresholded fair hypothesis selection: hypotheses out, the accept set back."""
+
+    name = "cov-threshold"
+    utility = Utility("error", "test accuracy of the model learned in the accepted span", True,
+                      short="accuracy", fairness_key="statistical_parity",
+                      fairness_label="|SP| of the learned model on the audit set", transform="one-minus",
+                      use="learning a fair model (accept sets)")
+    sizes = ({"audit_size": 1500, "train_size": 4500}, {"audit_size": 300, "train_size": 900})
+    # the audit's attack: its view is read from the wire, the attack only has to be cheap
+    audit = AuditView(lambda person: {"name": "threshold-inversion", "decoder": "lp", "rounds": 0},
+                      _hypothesis_accepted,
+                      "accepted (1) or not (0)", about="train", threat_model="passive-observer")
+
+    def run(self, world: World) -> dict[str, Any]:
+        """Alg. 1 end to end, the learner's metrics, and the threshold-inversion attack on the answers."""
+        return cov_threshold_flow(world)
+
+    def describe(self, kind: str, payload: Mapping[str, Any]) -> str | None:
+        """The hypothesis query and its accept set."""
+        if kind == "hypothesis-query":
+            return requested_models(payload, "a hypothesis query", "hypothesis")
+        return _accept_set(payload) if kind == "accept-set" else None
+
+    def rows(self, quick: bool) -> list[Row]:
+        """cov-threshold at rho = 0.1 with DFRR over each m."""
+        return [Row(f"cov-threshold m={m}", {"name": "cov-threshold", "rho": 0.1}, self.name,
+                    {"name": "dfrr", "hypotheses": m}) for m in HYPOTHESES[1 if quick else 0]]

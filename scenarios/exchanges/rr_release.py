@@ -23,7 +23,9 @@ Mozannar, Ohannessian & Srebro, ICML 2020 (the private-demographics paper).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,14 +44,18 @@ from parley.protocols.estimators.rr_estimators import (
     rr_keep_probability,
 )
 from parley.protocols.mechanisms.randomized_response import ATTRIBUTE_RELEASE, RELEASE_REQUEST
-from parley.scenarios.explain import set_name
-from parley.scenarios.flows import register_flow
-from parley.scenarios.world import ADVERSARY, World
+from parley.scenarios.exchanges.base import EPSILONS, AuditView, Exchange, Row, Utility, register_exchange
+from parley.scenarios.run_parts import ADVERSARY
+from parley.scenarios.words import number, set_name
 
-__all__ = ["fairness_of", "rr_release_flow"]
+if TYPE_CHECKING:
+    from parley.scenarios.world import World
+
+__all__ = ["RrReleaseExchange", "fairness_of", "rr_release_flow"]
 
 
-def _audit_base_model(data: Any, replies: list, predictions: np.ndarray) -> dict[str, float]:
+def _audit_base_model(data: Any, replies: list[tuple[str, dict[str, Any]]],
+                      predictions: np.ndarray) -> dict[str, float]:
     """The data center's audit of its own base model (debiased and naive gaps for every notion)."""
     release = release_of(replies, "audit", allow_withheld=True)   # withheld rows are left out (Prop. 2)
     z, eps, k = np.asarray(release["z"]), float(release["epsilon"]), int(release["groups"])
@@ -129,12 +135,13 @@ def _attack(world: World, releases: dict[str, dict[str, Any]]) -> dict[str, Any]
 
 
 def _parties(scenario: Any) -> tuple[str, ...]:
-    """The adversary, unless it is a passive observer of a confidential channel (it then reads nothing and is
-    not added); a curious data center reads the releases it received, decrypted, whatever the channel."""
+    """The adversary, unless it is a passive observer of a confidential channel (it then reads nothing).
+
+    A curious data center reads the releases it received, decrypted, whatever the channel.
+    """
     return () if scenario.confidential and scenario.threat_model == "passive-observer" else (ADVERSARY,)
 
 
-@register_flow("rr-release", parties=_parties)
 def rr_release_flow(world: World) -> dict[str, Any]:
     """Releases, the data center's audit and learning, the adversary's inference; scored by the referee."""
     scenario, split = world.scenario, world.split
@@ -237,7 +244,8 @@ def _learning_sentence(name: str, notion: str, metrics: dict[str, Any]) -> str:
     return sentence
 
 
-def _learn_with(data: Any, replies: list, learner_name: str, params: Any, seed: int) -> dict[str, Any]:
+def _learn_with(data: Any, replies: list[tuple[str, dict[str, Any]]], learner_name: str, params: Any,
+                seed: int) -> dict[str, Any]:
     """Inside the data center: fit the named learner on its releases and predict on the audit set.
 
     ``two-step`` (Sec. 5) needs Z of everyone and refuses a release with withheld entries;
@@ -248,3 +256,52 @@ def _learn_with(data: Any, replies: list, learner_name: str, params: Any, seed: 
     if learner_name == "partial-reporting":
         return partial_reporting_at_data_center(data, replies, params, seed)
     raise InternalError(f"the rr-release flow has no way to run learner {learner_name!r}")
+
+
+def _attribute_release(p: Mapping[str, Any]) -> str:
+    z = np.asarray(p.get("z", []))
+    text = f"a randomized-response release of {z.size:,} values of A (the {set_name(p.get('set', '?'))} set)"
+    if p.get("epsilon") is not None:
+        text += f" at ε = {number(p['epsilon'])}"
+    if p.get("pi") is not None:
+        text += f": each value kept with probability {float(p['pi']):.2f}"
+    return text
+
+
+def _released_value(transcript: Path, person: int, hypothesis: int) -> float:
+    """The person's released value, as the wire holds it."""
+    releases = [env.payload for env in read_transcript(transcript, verify=False) if env.kind == ATTRIBUTE_RELEASE]
+    return float(np.asarray(releases[0]["z"])[person])
+
+
+@register_exchange
+class RrReleaseExchange(Exchange):
+    """A randomized-response release of A, the learning on it, and the adversary's inference."""
+
+    name = "rr-release"
+    utility = Utility("two_step_accuracy", "test accuracy of the two-step fair model learned on the release", True,
+                      short="accuracy", fairness_key="two_step_disc",
+                      fairness_label="equalized-odds violation of that model (true A)",
+                      use="learning and auditing on released A")
+    sizes = ({"audit_size": 2000, "train_size": 6000}, {"audit_size": 600, "train_size": 1800})
+    audit = AuditView(lambda person: {"name": "rr-bayes"}, _released_value, "released attribute")
+    confidential = True
+
+    def parties(self, scenario: Any) -> tuple[str, ...]:
+        """The adversary, unless a passive observer of a confidential channel (see ``_parties``)."""
+        return _parties(scenario)
+
+    def run(self, world: World) -> dict[str, Any]:
+        """Releases, the data center's audit and learning, the adversary's inference; scored by the referee."""
+        return rr_release_flow(world)
+
+    def describe(self, kind: str, payload: Mapping[str, Any]) -> str | None:
+        """The request and the release."""
+        if kind == RELEASE_REQUEST:
+            return f"a request for a randomized-response release of the {set_name(payload.get('set', '?'))} set's A"
+        return _attribute_release(payload) if kind == ATTRIBUTE_RELEASE else None
+
+    def rows(self, quick: bool) -> list[Row]:
+        """rr-release at each epsilon, learned on with the two-step learner."""
+        return [Row(f"rr-release ε={eps:g}", {"name": "rr-release", "epsilon": eps}, self.name, {"name": "two-step"})
+                for eps in EPSILONS[1 if quick else 0]]

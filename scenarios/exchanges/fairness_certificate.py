@@ -22,7 +22,8 @@ training set, which no party handed to the adversary.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -32,10 +33,15 @@ from parley.parties.learners import get_learner
 from parley.parties.transcript import read_transcript
 from parley.protocols.errors import ConfigError
 from parley.protocols.group_gaps import unfairness
-from parley.scenarios.flows import register_flow
-from parley.scenarios.world import COMPLIANCE, World
+from parley.scenarios.exchanges.base import Exchange, Row, Utility, register_exchange
+from parley.scenarios.run_parts import COMPLIANCE
+from parley.scenarios.words import metric_name, number, people, requested_models
 
-__all__ = ["fairness_certificate_flow", "published_certificate", "NO_LEARNER", "NOT_BLACK_BOX"]
+if TYPE_CHECKING:
+    from parley.scenarios.world import World
+
+__all__ = ["FairnessCertificateExchange", "fairness_certificate_flow", "published_certificate", "NO_LEARNER",
+           "NOT_BLACK_BOX"]
 
 NO_LEARNER = ("the fairness-certificate flow needs a [learner] table naming the fair target "
               "(e.g. exponentiated-gradient)")
@@ -99,7 +105,6 @@ def _explained(certificate: dict[str, Any] | None, baseline: tuple[float, float]
             f"(accuracy {100 * corrected[1]:.1f} %)")
 
 
-@register_flow("fairness-certificate")
 def fairness_certificate_flow(world: World) -> dict[str, Any]:
     """Train the fair target, certify it over the wire, run the attack, score baseline and corrected."""
     scenario, split = world.scenario, world.split
@@ -146,3 +151,44 @@ def fairness_certificate_flow(world: World) -> dict[str, Any]:
         **target_metrics,
         **{f"attack_{k}": v for k, v in outcome.info.items() if k != "moves"},
     }
+
+
+def _certificate(p: Mapping[str, Any]) -> str:
+    metric, n = metric_name(p.get("metric", "?")), int(p.get("n", 0))
+    if "value" in p:
+        rounded = f", rounded up to {p['decimals']} decimals" if p.get("decimals") is not None else ""
+        value = number(p["value"])
+        return f"a fairness certificate: {metric} = {value} over {people(n)} (the measured value{rounded})"
+    tolerance = number(p.get("tolerance", float("nan")))
+    priced = f" (a noisy decision, ε = {number(p['epsilon'])} debited)" if "epsilon" in p else ""
+    if p.get("certified") is False:
+        return f"no fairness certificate: {metric} was not found within {tolerance} over {people(n)}{priced}"
+    return f"a fairness certificate: {metric} is within {tolerance} over {people(n)}{priced}"
+
+
+@register_exchange
+class FairnessCertificateExchange(Exchange):
+    """A model's fairness certified by the compliance party, and what the public certificate gives an attacker."""
+
+    name = "fairness-certificate"
+    utility = Utility("target_train_accuracy", "training accuracy of the certified fair model", True,
+                      short="accuracy", fairness_key="target_train_sp",
+                      fairness_label="|SP| of the certified model on its training set", use="certifying a fair model")
+    sizes = ({"audit_size": 3000, "train_size": 6000}, {"audit_size": 600, "train_size": 1200})
+    not_audited = ("not audited (no DP claim): every audit run retrains the certified fair model "
+                   "(exponentiated gradient), too costly for the runs an audit needs")
+
+    def run(self, world: World) -> dict[str, Any]:
+        """Train the fair target, certify it over the wire, run the attack, score baseline and corrected."""
+        return fairness_certificate_flow(world)
+
+    def describe(self, kind: str, payload: Mapping[str, Any]) -> str | None:
+        """The request and the certificate."""
+        if kind == "certificate-request":
+            return requested_models(payload, "a request to certify a model's fairness")
+        return _certificate(payload) if kind == "fairness-certificate" else None
+
+    def rows(self, quick: bool) -> list[Row]:
+        """The certificate of an exponentiated-gradient model, its measured value released."""
+        return [Row("fairness-certificate", {"name": "fairness-certificate", "metric": "sp", "release": "value"},
+                    self.name, {"name": "exponentiated-gradient", "metric": "sp", "tolerance": 0.0})]

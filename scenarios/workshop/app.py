@@ -1,0 +1,164 @@
+"""The workshop's web app: a projector page, a page per participant, a replay page (Starlette, ASGI).
+
+Server-rendered pages with a little vanilla JavaScript that polls the room's JSON once a second; no build
+step, no asset outside this package. Every request that touches the room runs in Starlette's thread pool
+under the room's locks (the parties are plain objects in this process). Start it with ``parley workshop``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from parley.protocols.errors import ParleyError
+from parley.scenarios.workshop.game import CARDS, METRICS, PROTOCOLS, Defense, Room
+from parley.scenarios.workshop.pages import page
+from parley.scenarios.workshop.replay import replay_scenario, replay_steps
+
+__all__ = ["create_app"]
+
+BAD_NUMBER = "{field} must be a number, got {got!r}"
+
+
+def _number(data: dict[str, Any], key: str, kind: type) -> Any:
+    value = data.get(key)
+    if value is None or value == "":
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ParleyError(BAD_NUMBER.format(field=key, got=value)) from None
+
+
+def _defense(data: dict[str, Any]) -> Defense:
+    confidential = data.get("confidential") in (True, "true", "on", "1", 1)
+    return Defense(protocol=str(data.get("protocol", "raw")), epsilon=_number(data, "epsilon", float),
+                   decimals=_number(data, "decimals", int), confidential=confidential,
+                   budget=_number(data, "budget", float))
+
+
+def create_app(room: Room | None = None) -> Starlette:
+    """The app over ``room`` (a fresh room with fresh secrets if omitted); ``app.state.room`` holds it."""
+    room = room if room is not None else Room()
+    replays: dict[str, Any] = {"status": "none"}
+    replay_lock = threading.Lock()
+
+    async def body(request: Request) -> dict[str, Any]:
+        if request.headers.get("content-type", "").startswith("application/json"):
+            data = await request.json()
+            return data if isinstance(data, dict) else {}
+        # a plain HTML form (urlencoded): parsed here, without the python-multipart package Starlette's form() needs
+        fields = parse_qs((await request.body()).decode("utf-8", "replace"), keep_blank_values=True)
+        return {key: values[-1] for key, values in fields.items()}
+
+    def error(exc: Exception, status: int = 400) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=status)
+
+    async def home(request: Request) -> Response:
+        return HTMLResponse(page("home", {}))
+
+    async def projector(request: Request) -> Response:
+        return HTMLResponse(page("projector", {"cards": {k: c.title for k, c in CARDS.items()},
+                                               "protocols": PROTOCOLS}))
+
+    async def join_page(request: Request) -> Response:
+        return HTMLResponse(page("join", {}))
+
+    def play(request: Request) -> Response:
+        pid = request.path_params["pid"]
+        if pid not in room.participants:
+            return RedirectResponse("/play", status_code=303)
+        return HTMLResponse(page("play", {"pid": pid, "metrics": METRICS}))
+
+    async def replay_page(request: Request) -> Response:
+        return HTMLResponse(page("replay", {}))
+
+    def state(request: Request) -> Response:
+        return JSONResponse(room.state())
+
+    async def configure(request: Request) -> Response:
+        data = await body(request)
+        try:
+            defense = _defense(data)
+            card = str(data.get("card", room.card.name))
+        except ParleyError as exc:
+            return error(exc)
+        from starlette.concurrency import run_in_threadpool
+
+        try:
+            await run_in_threadpool(room.configure, card, defense)
+        except ParleyError as exc:
+            return error(exc)
+        return JSONResponse(room.state())
+
+    async def join(request: Request) -> Response:
+        data = await body(request)
+        from starlette.concurrency import run_in_threadpool
+
+        participant = await run_in_threadpool(room.join, str(data.get("name", "")))
+        if "application/json" in request.headers.get("accept", ""):
+            return JSONResponse({"pid": participant.pid})
+        return RedirectResponse(f"/play/{participant.pid}", status_code=303)
+
+    def participant_state(request: Request) -> Response:
+        try:
+            return JSONResponse(room.participant_state(request.path_params["pid"]))
+        except ParleyError as exc:
+            return error(exc, 404)
+
+    async def ask(request: Request) -> Response:
+        data = await body(request)
+        from starlette.concurrency import run_in_threadpool
+
+        try:
+            person = _number(data, "person", int)
+            entry = await run_in_threadpool(room.ask, request.path_params["pid"], person,
+                                            str(data.get("metric", "sp")))
+        except ParleyError as exc:
+            return error(exc)
+        return JSONResponse(entry)
+
+    def start_replay(request: Request) -> Response:
+        if not replay_lock.acquire(blocking=False):
+            return JSONResponse({"status": "running"})
+        try:
+            replays.clear()
+            replays["status"] = "running"
+            scenario = replay_scenario(room.card.name, room.defense.overrides())
+            out = Path(tempfile.mkdtemp(prefix="replay-", dir=room.folder))
+            replays.update(replay_steps(scenario, out, room.secrets.child(f"replay-{room.round}")))
+            replays["status"] = "ready"
+            replays["defense"] = room.defense.describe()
+        except ParleyError as exc:
+            replays.update(status="failed", stopped=str(exc))
+        finally:
+            replay_lock.release()
+        return JSONResponse(replays)
+
+    def replay_state(request: Request) -> Response:
+        return JSONResponse(replays)
+
+    app = Starlette(routes=[
+        Route("/", home),
+        Route("/projector", projector),
+        Route("/play", join_page),
+        Route("/play/{pid}", play),
+        Route("/replay", replay_page),
+        Route("/api/state", state),
+        Route("/api/configure", configure, methods=["POST"]),
+        Route("/api/join", join, methods=["POST"]),
+        Route("/api/participants/{pid}", participant_state),
+        Route("/api/participants/{pid}/ask", ask, methods=["POST"]),
+        Route("/api/replay", replay_state),
+        Route("/api/replay", start_replay, methods=["POST"]),
+    ])
+    app.state.room = room
+    return app

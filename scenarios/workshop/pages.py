@@ -1,0 +1,254 @@
+"""The workshop's pages: HTML, CSS and the vanilla JavaScript that polls the room (no build step)."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+__all__ = ["page"]
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 0; background: #f6f7f9; color: #1d2330; }
+header { background: #1d2330; color: #fff; padding: 12px 24px; display: flex; gap: 24px; align-items: baseline; }
+header h1 { font-size: 22px; margin: 0; } header .sub { opacity: .8; }
+main { padding: 16px 24px; display: grid; gap: 16px; }
+.two { grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); }
+section { background: #fff; border-radius: 8px; padding: 12px 16px; box-shadow: 0 1px 2px #0002; }
+h2 { font-size: 16px; margin: 0 0 8px; text-transform: uppercase; letter-spacing: .04em; color: #556; }
+.big { display: flex; gap: 32px; } .big div { font-size: 14px; color: #556; }
+.big b { display: block; font-size: 40px; color: #1d2330; white-space: nowrap; }
+table { border-collapse: collapse; width: 100%; font-size: 14px; }
+td, th { padding: 4px 8px; border-bottom: 1px solid #e3e6ea; text-align: left; }
+form.inline { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: end; }
+label { display: flex; flex-direction: column; font-size: 13px; color: #556; gap: 2px; }
+button { background: #2456d6; color: #fff; border: 0; border-radius: 6px; padding: 8px 16px; font-size: 15px;
+  cursor: pointer; } button:disabled { background: #99a; }
+.refusal { color: #b3261e; } .ok { color: #17803d; } .muted { color: #778; font-size: 13px; }
+.bar { height: 14px; background: #e3e6ea; border-radius: 7px; position: relative; margin: 6px 0 2px; }
+.bar .fill { height: 100%; background: #2456d6; border-radius: 7px; }
+.bar .mark { position: absolute; top: -4px; width: 3px; height: 22px; background: #b3261e; }
+.seq { display: grid; grid-template-columns: 5em 1fr 1fr 1fr; font-size: 13px; row-gap: 2px; }
+.seq .lane { font-weight: 600; text-align: center; border-bottom: 2px solid #1d2330; padding-bottom: 4px; }
+.seq .who { color: #556; } .seq .arrow { grid-column: 2 / span 2; position: relative; padding: 1px 8px;
+  border-bottom: 2px solid #2456d6; } .seq .arrow.back { border-color: #17803d; text-align: right; }
+.seq .arrow.refused { border-color: #b3261e; color: #b3261e; }
+.seq .obs { text-align: center; color: #556; } .seq .says { grid-column: 2 / span 3; color: #778; font-size: 12px; }
+.pinned span { display: inline-block; margin: 2px; padding: 2px 8px; border-radius: 10px; background: #e7edfb; }
+.step { font-size: 18px; } .learned { color: #17803d; }
+"""
+
+#: Shared helpers of every page's script.
+COMMON_JS = """
+function $(id) { return document.getElementById(id); }
+function esc(s) { return String(s).replace(/[&<>"]/g, function (c) {
+  return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c]; }); }
+function pct(x) { return x === null || x === undefined ? '–' : x.toFixed(1) + ' %'; }
+async function post(url, data) {
+  const r = await fetch(url, {method: 'POST', headers: {'Content-Type': 'application/json',
+    'Accept': 'application/json'}, body: JSON.stringify(data)});
+  const out = await r.json(); if (!r.ok) { throw new Error(out.error || r.statusText); } return out; }
+function sequence(rows, parties) {
+  const lanes = {}; parties.forEach(function (p, i) { lanes[p] = i; });
+  let out = '<div class="lane">#</div><div class="lane">data center<br><span class="muted">' +
+    '(the participant, in its name)</span></div><div class="lane">compliance</div>' +
+    '<div class="lane">observer<br><span class="muted">(reads the wire)</span></div>';
+  rows.forEach(function (m) {
+    const back = lanes[m.sender] > lanes[m.recipient];
+    const cls = 'arrow' + (back ? ' back' : '') + (m.kind === 'refusal' ? ' refused' : '');
+    out += '<div class="who">' + esc(m.who || '') + ' #' + m.n + '</div><div class="' + cls + '">' +
+      (back ? '◀ ' : '') + esc(m.sender) + ' → ' + esc(m.recipient) + ': <b>' + esc(m.kind) + '</b>' +
+      (back ? '' : ' ▶') + '</div><div class="obs">' + (m.sealed ? 'sees its size only' : 'reads it') + '</div>' +
+      '<div></div><div class="says">' + esc(m.says) + '</div>';
+  });
+  return out;
+}
+"""
+
+HOME = """<section><h2>parley workshop</h2><p>The facilitator opens the <a href="/projector">projector page</a>;
+each participant opens <a href="/play">/play</a> on a laptop. A room without laptops uses the
+<a href="/replay">replay</a>.</p></section>"""
+
+PROJECTOR = """
+<section><h2>Facilitator</h2><form class="inline" id="defense" onsubmit="return false">
+<label>card<select id="card">{cards}</select></label>
+<label>protocol<select id="protocol">{protocols}</select></label>
+<label>ε per query<input id="epsilon" size="5" value="0.5"></label>
+<label>decimals<input id="decimals" size="4" placeholder="all"></label>
+<label>budget (total ε)<input id="budget" size="5" placeholder="none"></label>
+<label><span><input type="checkbox" id="confidential"> confidential channel</span></label>
+<button id="start" type="button">Start round</button> <span id="config-error" class="refusal"></span>
+</form><p class="muted">Participants join at <b id="join-url"></b> · <a href="/replay">replay mode</a></p></section>
+<section><h2 id="card-title"></h2><p id="blurb"></p><p>Defense: <b id="defense-line"></b>
+(round <span id="round"></span>)</p></section>
+<section><h2>The room's progress</h2><div class="big">
+<div><b id="pinned">0</b>of <span id="roster"></span> people pinned down</div>
+<div><b id="leakage">–</b>leakage (balanced accuracy of the guesses; 50 % is a coin)</div>
+<div><b id="bound">–</b>bound of the ε spent</div>
+<div><b id="spent">0</b>ε spent by the room (every world answers about the same A)</div></div>
+<div class="bar"><div class="fill" id="leak-bar" style="width:0"></div><div class="mark" id="bound-mark"></div></div>
+<p class="muted">Blue: the room's leakage, scored by the referee against the true A no party handed over;
+red mark: the bound (e^ε + δ)/(1 + e^ε) of the budget spent (100 % under raw, which promises nothing).
+<span id="chance"></span></p></section>
+<main class="two" style="padding:0">
+<section><h2>Participants</h2><table><thead><tr><th>who</th><th>queries</th><th>pinned</th><th>leakage</th>
+<th>ε spent</th><th>bound</th><th>refusals</th></tr></thead><tbody id="participants"></tbody></table></section>
+<section><h2>Message sequence (newest last)</h2><div class="seq" id="sequence"></div></section></main>
+<script>
+$('join-url').textContent = location.origin + '/play';
+$('start').onclick = async function () {
+  $('config-error').textContent = ''; $('start').disabled = true;
+  try { await post('/api/configure', {card: $('card').value, protocol: $('protocol').value,
+    epsilon: $('epsilon').value, decimals: $('decimals').value, budget: $('budget').value,
+    confidential: $('confidential').checked}); await refresh(); }
+  catch (e) { $('config-error').textContent = e.message; }
+  $('start').disabled = false; };
+async function refresh() {
+  const s = await (await fetch('/api/state')).json();
+  $('card-title').textContent = s.card_title; $('blurb').textContent = s.blurb;
+  $('defense-line').textContent = s.defense; $('round').textContent = s.round;
+  $('pinned').textContent = s.pinned; $('roster').textContent = s.roster;
+  $('leakage').textContent = pct(s.leakage); $('bound').textContent = pct(s.bound);
+  $('spent').textContent = s.epsilon_spent.toFixed(2);
+  $('chance').textContent = s.guesses ? 'A coin over these ' + s.guesses + ' guesses lands within 50 ± ' +
+    s.chance.toFixed(0) + ' % nineteen times in twenty.' : '';
+  $('leak-bar').style.width = (s.leakage || 0) + '%'; $('bound-mark').style.left = s.bound + '%';
+  $('participants').innerHTML = s.participants.map(function (p) {
+    return '<tr><td>' + esc(p.name) + '</td><td>' + p.queries + '</td><td>' + p.pinned + '</td><td>' +
+      pct(p.leakage) + '</td><td>' + p.epsilon_spent.toFixed(2) + '</td><td>' + pct(p.bound) + '</td><td>' +
+      p.refusals + '</td></tr>'; }).join('');
+  $('sequence').innerHTML = sequence(s.sequence, s.parties);
+  document.body.dataset.round = s.round; document.body.dataset.ready = '1';
+}
+refresh(); setInterval(refresh, 1000);
+</script>
+"""
+
+JOIN = """<section><h2>Join the room</h2><form method="post" action="/api/join" class="inline">
+<label>your name<input name="name" id="name" autofocus></label><button id="join" type="submit">Join</button>
+</form><p class="muted">You will play the curious data center against the real compliance party.</p></section>"""
+
+PLAY = """
+<section><h2 id="card"></h2><p id="blurb"></p><p>Defense: <b id="defense"></b> · round <span id="round"></span>
+· ε spent <b id="spent">0</b> · refusals <span id="refusals">0</span></p></section>
+<main class="two" style="padding:0">
+<section><h2>Your query</h2><form class="inline" onsubmit="return false">
+<label>whose prediction to flip<select id="person"></select></label>
+<label>metric<select id="metric">{metrics}</select></label>
+<button id="send" type="button">Send signed query</button></form>
+<p class="muted">The query is your base model with that one person's prediction flipped, signed with the data
+center's key. Its answer minus your base answer moves with that person's A: up if A = 1 when you flip 0 → 1.</p>
+<h2>Last answer</h2><div id="answer" class="muted">nothing sent yet</div></section>
+<section><h2>What you have pinned down</h2><div class="pinned" id="pinned"></div>
+<h2 style="margin-top:12px">Your answers</h2><table><thead><tr><th>#</th><th>person</th><th>metric</th>
+<th>answer</th><th>difference</th><th>guess</th></tr></thead><tbody id="log"></tbody></table></section></main>
+<script>
+const PID = {pid};
+let round = null, groups = {};
+function group(g) {
+  return g === null || g === undefined ? 'undecided' : 'A = ' + g + (groups[g] ? ' (' + groups[g] + ')' : ''); }
+function show(e) {
+  if (!e) { return; }
+  $('answer').className = e.kind === 'refusal' ? 'refusal' : 'ok';
+  $('answer').innerHTML = e.kind === 'refusal' ?
+    'Refused by the compliance party (signed, verified): <b>' + esc(e.reason) + '</b> ' + esc(e.detail) :
+    'Signed answer from <b>' + esc(e.signed_by) + '</b>, signature verified (message #' + (e.message + 1) + '): ' +
+    esc(e.says) + '<br>difference from your base answer: <b>' + e.difference.toPrecision(4) + '</b> → person ' +
+    e.person + ': <b>' + group(e.guess) + '</b>';
+}
+async function refresh() {
+  const s = await (await fetch('/api/participants/' + PID)).json();
+  if (s.error) { location.href = '/play'; return; }
+  groups = s.groups;
+  if (round !== s.round) {
+    round = s.round; $('person').innerHTML = s.people.map(function (p) {
+      return '<option value="' + p + '">person ' + p + '</option>'; }).join('');
+  }
+  $('card').textContent = s.card; $('blurb').textContent = s.blurb; $('defense').textContent = s.defense;
+  $('round').textContent = s.round; $('spent').textContent = s.epsilon_spent.toFixed(2);
+  $('refusals').textContent = s.refusals;
+  $('pinned').innerHTML = Object.keys(s.pinned).length ? Object.keys(s.pinned).map(function (p) {
+    return '<span>person ' + p + ': ' + group(s.pinned[p]) + '</span>'; }).join('') :
+    '<span class="muted">no one yet</span>';
+  $('log').innerHTML = s.log.map(function (e) {
+    return '<tr class="' + (e.kind === 'refusal' ? 'refusal' : '') + '"><td>' + e.message + '</td><td>' + e.person +
+      '</td><td>' + e.metric + '</td><td>' + (e.kind === 'refusal' ? esc(e.reason) : e.value.toPrecision(6)) +
+      '</td><td>' + (e.kind === 'refusal' ? '' : e.difference.toPrecision(3)) + '</td><td>' +
+      (e.kind === 'refusal' ? '' : group(e.guess)) + '</td></tr>'; }).join('');
+  if (!s.log.length) { $('answer').className = 'muted'; $('answer').textContent = 'nothing sent yet'; }
+  document.body.dataset.round = s.round; document.body.dataset.sent = s.log.length; document.body.dataset.ready = '1';
+}
+$('send').onclick = async function () {
+  $('send').disabled = true;
+  try { show(await post('/api/participants/' + PID + '/ask', {person: $('person').value, metric: $('metric').value}));
+    await refresh(); }
+  catch (e) { $('answer').className = 'refusal'; $('answer').textContent = e.message; }
+  $('send').disabled = false; };
+refresh(); setInterval(refresh, 1000);
+</script>
+"""
+
+REPLAY = """
+<section><h2>Replay: a finished run, one message at a time</h2>
+<p>For a room without laptops: the card's catalog scenario, its attack in the participants' place, runs under
+the facilitator's defense; step through its verified transcript.</p>
+<button id="run" type="button">Run the card's scenario</button> <button id="prev" type="button">◀ Back</button>
+<button id="next" type="button">Next message ▶</button> <button id="end" type="button">To the end ▶▶</button>
+<span id="status" class="muted"></span></section>
+<section><h2 id="title">No run yet</h2><p class="step" id="current"></p><div id="learned" class="learned"></div>
+<div class="big"><div><b id="pinned">0</b>people pinned down</div><div><b id="at">0</b>of <span id="total">0</span>
+messages</div><div><b id="leakage">–</b>leakage at the end</div><div><b id="bound">–</b>bound</div></div></section>
+<section><h2>Message sequence</h2><div class="seq" id="sequence"></div></section>
+<script>
+let data = null, at = 0;
+function draw() {
+  if (!data || data.status !== 'ready') { return; }
+  const steps = data.steps.slice(0, at);
+  $('title').textContent = data.scenario + ' under ' + data.defense;
+  $('total').textContent = data.steps.length; $('at').textContent = at;
+  const last = steps[steps.length - 1];
+  $('current').textContent = last ? '#' + last.n + ' ' + last.sender + ' → ' + last.recipient + ': ' + last.says : '';
+  $('learned').innerHTML = last ? last.learned.map(function (l) {
+    return '<p>learned: ' + esc(l) + '</p>'; }).join('') : '';
+  $('pinned').textContent = last ? last.pinned : 0;
+  const done = at === data.steps.length;
+  $('leakage').textContent = done ? pct(data.leakage) : '…'; $('bound').textContent = pct(data.bound);
+  $('sequence').innerHTML = sequence(steps.slice(-12), ['data-center', 'compliance', 'observer']);
+  document.body.dataset.at = at;
+}
+$('run').onclick = async function () {
+  $('status').textContent = 'running…'; $('run').disabled = true;
+  data = await post('/api/replay', {}); at = 0;
+  $('status').textContent = data.status === 'ready' ? data.messages + ' messages' : (data.stopped || data.status);
+  if (data.stopped) { $('title').textContent = 'The attack stopped: ' + data.stopped; }
+  $('run').disabled = false; draw(); document.body.dataset.replay = data.status; };
+$('next').onclick = function () { if (data && at < data.steps.length) { at += 1; draw(); } };
+$('prev').onclick = function () { if (at > 0) { at -= 1; draw(); } };
+$('end').onclick = function () { if (data) { at = data.steps.length; draw(); } };
+fetch('/api/replay').then(function (r) { return r.json(); }).then(function (d) {
+  if (d.status === 'ready') { data = d; draw(); } document.body.dataset.ready = '1'; });
+</script>
+"""
+
+TITLES = {"home": "parley workshop", "projector": "projector", "join": "join", "play": "participant",
+          "replay": "replay"}
+
+
+def _options(values: Any) -> str:
+    items = values.items() if isinstance(values, dict) else ((v, v) for v in values)
+    return "".join(f'<option value="{html.escape(str(k))}">{html.escape(str(label))}</option>' for k, label in items)
+
+
+def page(name: str, context: dict[str, Any]) -> str:
+    """The HTML of page ``name`` (home, projector, join, play, replay) filled from ``context``."""
+    if name == "projector":
+        body = PROJECTOR.replace("{cards}", _options(context["cards"])).replace(
+            "{protocols}", _options(context["protocols"]))
+    elif name == "play":
+        body = PLAY.replace("{metrics}", _options(context["metrics"])).replace("{pid}", json.dumps(context["pid"]))
+    else:
+        body = {"home": HOME, "join": JOIN, "replay": REPLAY}[name]
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>parley workshop: {TITLES[name]}'
+            f'</title><style>{STYLE}</style><script>{COMMON_JS}</script></head><body data-page="{name}">'
+            f'<header><h1>parley workshop</h1><span class="sub">{TITLES[name]}</span></header>'
+            f'<main>{body}</main></body></html>')

@@ -1,0 +1,126 @@
+"""Play one card in a real headless browser and take pictures of the pages: ``python -m ... FOLDER``.
+
+    python -m parley.scenarios.workshop.screenshots docs/figures
+
+starts the app on a free local port with fixed secrets, opens the projector and two participant pages in
+headless Chromium (:mod:`parley.scenarios.workshop.browser`), plays the curious data center under ``raw``
+until the room has pinned down everyone on the roster, and writes ``workshop-projector.png``,
+``workshop-participant-1.png`` and ``workshop-participant-2.png``; then the same card under ``laplace`` at
+ε = 0.1 (``workshop-projector-dp.png``), where the leakage stays near a coin's. The helpers here are the
+steps the browser tests take too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from parley.parties.run_secrets import RunSecrets
+from parley.scenarios.workshop.app import create_app
+from parley.scenarios.workshop.browser import Browser, Page
+from parley.scenarios.workshop.game import Room
+from parley.scenarios.workshop.server import serving
+
+__all__ = ["join", "main", "play", "session", "start_round"]
+
+#: The fixed secrets of the pictures: the same noise, the same figures, at every refresh.
+SECRETS = RunSecrets(b"parley workshop screenshots ....", source="screenshots")
+
+
+def start_round(projector: Page, protocol: str, epsilon: str = "", decimals: str = "", budget: str = "",
+                confidential: bool = False) -> int:
+    """The facilitator sets the defense on the projector page and starts a round; the new round's number."""
+    before = int(projector.wait("document.body.dataset.round"))
+    projector.choose("#protocol", protocol)
+    projector.type("#epsilon", epsilon)
+    projector.type("#decimals", decimals)
+    projector.type("#budget", budget)
+    if projector.eval("document.querySelector('#confidential').checked") != confidential:
+        projector.click("#confidential")
+    projector.click("#start")
+    return int(projector.wait(f"Number(document.body.dataset.round) > {before} && document.body.dataset.round"))
+
+
+def join(browser: Browser, url: str, name: str) -> Page:
+    """A participant opens /play on their laptop, types their name and joins; their page once it shows."""
+    page = browser.open(f"{url}/play", width=1280, height=820)
+    page.type("#name", name)
+    page.click("#join")
+    page.wait("document.body.dataset.page === 'play' && document.body.dataset.ready === '1'", timeout=60)
+    return page
+
+
+def play(page: Page, people: list[int], metric: str = "sp") -> list[str]:
+    """The participant sends one query per person (flip their prediction) and reads each signed answer."""
+    answers = []
+    page.wait("document.body.dataset.round && document.querySelector('#person').options.length > 0")
+    for person in people:
+        sent = int(page.eval("Number(document.body.dataset.sent || 0)"))
+        page.choose("#person", str(person))
+        page.choose("#metric", metric)
+        page.click("#send")
+        page.wait(f"Number(document.body.dataset.sent) > {sent}")
+        answers.append(page.text("#answer"))
+    return answers
+
+
+def roster(page: Page) -> list[int]:
+    """The people a participant may pick, as their page lists them."""
+    return [int(v) for v in page.eval("Array.from(document.querySelectorAll('#person option'), o => o.value)")]
+
+
+def projector_state(projector: Page, pinned: int) -> dict[str, Any]:
+    """The projector's figures once it shows ``pinned`` people pinned down (it polls once a second)."""
+    projector.wait(f"document.getElementById('pinned').textContent === '{pinned}'")
+    return {key: projector.text(f"#{key}") for key in ("pinned", "leakage", "bound", "spent", "defense-line")}
+
+
+def session(folder: Path | None, browser: Browser, url: str) -> dict[str, Any]:
+    """The whole session: a raw round to full reconstruction, then a laplace round; pictures into ``folder``."""
+    projector = browser.open(f"{url}/projector", width=1280, height=1000)
+    projector.wait("document.body.dataset.ready === '1'")
+    start_round(projector, "raw")
+    alice, bob = join(browser, url, "alice"), join(browser, url, "bob")
+    people = roster(alice)
+    half = len(people) // 2
+    play(alice, people[:half])
+    play(bob, people[half:])
+    raw = projector_state(projector, len(people))
+    if folder is not None:
+        time.sleep(1.2)  # one more poll: every panel shows the same moment
+        projector.screenshot(folder / "workshop-projector.png")
+        alice.screenshot(folder / "workshop-participant-1.png")
+        bob.screenshot(folder / "workshop-participant-2.png")
+    start_round(projector, "laplace", epsilon="0.1", budget="2")
+    for page in (alice, bob):
+        page.wait("document.body.dataset.sent === '0'")
+    play(alice, people[:half])
+    play(bob, people[half:])
+    dp = projector_state(projector, len(people))
+    if folder is not None:
+        time.sleep(1.2)
+        projector.screenshot(folder / "workshop-projector-dp.png")
+    return {"raw": raw, "dp": dp, "people": people}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Refresh the workshop screenshots in the folder given (default: docs/figures)."""
+    parser = argparse.ArgumentParser(prog="python -m parley.scenarios.workshop.screenshots", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", nargs="?", type=Path, default=Path("docs/figures"))
+    args = parser.parse_args(argv)
+    room = Room(secrets=SECRETS)
+    try:
+        with serving(create_app(room)) as url, Browser() as browser:
+            figures = session(args.folder, browser, url)
+    finally:
+        room.close()
+    print(f"raw: {figures['raw']}\nlaplace: {figures['dp']}\npictures in {args.folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""The workshop in a real headless Chromium: two participant pages and the projector, one card played.
+
+Under ``raw`` the two participants pin down everyone on the roster (leakage 100 %); the facilitator then
+starts a round under ``laplace`` at epsilon 0.1 and the same queries leave the room near a coin, under the
+bound of what was spent. Clicks and keys reach the pages as real input events (DevTools ``Input.*``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from parley.scenarios.workshop.app import create_app
+from parley.scenarios.workshop.browser import Browser
+from parley.scenarios.workshop.game import Room
+from parley.scenarios.workshop.screenshots import SECRETS, session
+from parley.scenarios.workshop.server import serving
+from tests.browser import CHROMIUM, NO_CHROMIUM
+
+pytestmark = [pytest.mark.system, pytest.mark.skipif(not CHROMIUM.is_file(), reason=NO_CHROMIUM)]
+
+
+def _percent(text: str) -> float:
+    return float(text.replace("%", "").strip())
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory):
+    room = Room(tmp_path_factory.mktemp("room"), secrets=SECRETS)
+    with serving(create_app(room)) as url, Browser() as browser:
+        yield room, url, browser
+    room.close()
+
+
+def test_one_card_to_full_reconstruction_under_raw_and_to_chance_under_dp(served, tmp_path):
+    room, url, browser = served
+    figures = session(tmp_path, browser, url)
+    people = len(figures["people"])
+    raw, dp = figures["raw"], figures["dp"]
+    assert raw["pinned"] == str(people) and _percent(raw["leakage"]) == 100.0
+    assert raw["defense-line"] == "raw, payloads in clear" and _percent(raw["bound"]) == 100.0
+    # laplace at epsilon 0.1: every person guessed, yet the room's balanced accuracy stays within a coin's
+    # spread (50 +- 28 points over 12 guesses) and under the bound of the epsilon the room spent: two worlds,
+    # each two honest queries and six of its participant's at 0.1
+    assert dp["pinned"] == str(people) and dp["defense-line"].startswith("laplace, ε = 0.1 per query")
+    assert abs(_percent(dp["leakage"]) - 50) <= 28 and _percent(dp["leakage"]) <= _percent(dp["bound"]) < 90
+    assert float(dp["spent"]) == pytest.approx(2 * 0.1 * (2 + people // 2))
+    for name in ("workshop-projector.png", "workshop-participant-1.png", "workshop-participant-2.png",
+                 "workshop-projector-dp.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the projector draws every party, the observer too, and the referee's figures match the room's own
+    state = room.state()
+    assert state["parties"] == ["data-center", "compliance", "observer"] and state["pinned"] == people
+
+
+def test_replay_steps_through_a_finished_run(served):
+    room, url, browser = served
+    room.configure("curious-data-center", room.defense.__class__("raw"))
+    page = browser.open(f"{url}/replay")
+    page.wait("document.body.dataset.ready === '1'")
+    page.click("#run")
+    page.wait("document.body.dataset.replay === 'ready'", timeout=90)
+    page.click("#next")
+    page.click("#next")
+    page.wait("document.body.dataset.at === '2'")
+    assert page.text("#current").startswith("#2 compliance → data-center: an SP answer")
+    page.click("#end")
+    page.wait("document.getElementById('leakage').textContent === '100.0 %'")
+    assert page.text("#pinned") == "1000" and page.text("#total") == "60"
