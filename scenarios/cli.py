@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +28,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130
 #: sysexits' EX_SOFTWARE: an internal error (a bug in parley).
 EXIT_BUG = 70
+#: 128 + SIGPIPE, as a shell reports a command whose reader went away.
+EXIT_BROKEN_PIPE = 141
 ADDRESS_HELP = ("join the Ray cluster at HOST:PORT (what `ray start --head` prints), or 'auto' for the one running "
                 "on this machine; parley's code travels to its workers. Default: a private Ray instance, never a "
                 "running cluster")
@@ -191,7 +194,8 @@ def _parser() -> argparse.ArgumentParser:
         "verify", help="check a transcript: signatures, digests, chain, sequences, nonces and the parties' end record",
         description="Exit 0: intact; 1: verification failed (the line and what failed are named); 2: usage error; "
                     "3: incomplete (no end record signed by the parties: the run was interrupted).")
-    verify.add_argument("path", type=Path, help="a transcript.jsonl or a run folder")
+    verify.add_argument("path", type=Path, help="a transcript.jsonl, a run folder, or a scenario's folder of runs "
+                        "(runs/NAME: its latest run)")
     verify.add_argument("--keys", help="expected key fingerprints, comma-separated (name=fingerprint or fingerprint)")
     verify.add_argument("--head", help="expected final head")
     verify.add_argument("--expect", type=Path, metavar="RESULT_JSON",
@@ -473,6 +477,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if path.suffix == ".json":  # a run's result.json (it holds the anchors, not the messages)
         raise ConfigError(NOT_A_TRANSCRIPT_MSG.format(path=path, folder=path.parent,
                                                       transcript=path.parent / "transcript.jsonl"))
+    if path.is_dir() and not (path / "transcript.jsonl").exists() and (path / "latest").exists():
+        path = path / "latest"  # a scenario's folder of runs (runs/NAME): its newest completed run
     if path.is_dir():
         if expect is None and args.keys is None and args.head is None and (path / "result.json").is_file():
             expect = path / "result.json"
@@ -576,6 +582,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`parley list | head`): stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at interpreter exit
+        return EXIT_BROKEN_PIPE
     except InternalError as exc:
         print(BUG.format(error=exc, log=_bug_log(exc)), file=sys.stderr)
         return EXIT_BUG

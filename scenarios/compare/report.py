@@ -26,12 +26,17 @@ import pandas as pd  # noqa: E402
 from parley.scenarios.compare.plan import ATTACK_SETTINGS, UTILITY  # noqa: E402
 from parley.scenarios.spec import THREAT_MODELS  # noqa: E402
 
-__all__ = ["write_report", "recommendations", "equal_epsilon", "bound_gaps", "render_markdown", "render_html",
-           "TIE_PP", "NOISE_LAW_ATTACK"]
+__all__ = ["QUICK_CAVEAT", "write_report", "recommendations", "equal_epsilon", "bound_gaps", "render_markdown",
+           "render_html", "TIE_PP", "NOISE_LAW_ATTACK"]
 
 #: Worst-case leakages closer than this (percentage points) count as a tie, broken by utility; leakage below
 #: chance (50 %) ranks as chance: the adversary's guess carries no information it could know to use.
 TIE_PP = 1.0
+#: What the quick comparison's ranking is, and is not (it ranks a smaller grid than the full one).
+QUICK_CAVEAT = ("A smoke check, not a recommendation: `--quick` runs one epsilon per DP protocol, one attack per "
+                "exchange and threat model, {repeats} repeat(s), small audit sets and a {audit_runs}-run audit, so its "
+                "ranking can differ from the full comparison's on the same data. Run `parley compare` without "
+                "`--quick` before choosing a protocol.")
 CHANCE = 50.0
 
 Block = tuple[str, Any]
@@ -327,7 +332,8 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
               "reduced to `matrix_long.csv`); the utility of a metric-query configuration is the "
               f"{_metric_utility_label(front)} of that configuration (`utility.csv`: median and 90th percentile "
               "per audit metric), not the few noisy answers of its runs."),
-        ("h2", "Which protocol under which threat model"),
+        ("h2", "Which protocol under which threat model" + (" (a smoke check)" if p.quick else "")),
+        *([("p", QUICK_CAVEAT.format(repeats=p.repeats, audit_runs=p.audit_runs))] if p.quick else []),
         ("ul", recommendations(front, comparison.confidentiality)),
         ("h2", "Leakage matrix"),
         ("p", "Rows: protocol configurations; columns: attacks under one threat model. A cell is mean ± std over "

@@ -11,6 +11,7 @@ import pytest
 from parley.protocols.errors import ConfigError
 from parley.scenarios.compare import compare
 from parley.scenarios.compare.plan import BAD_DATASET_FOR_COMPARE, NO_NOISE_LAW, UNKNOWN_ROW, plan
+from parley.scenarios.compare.report import QUICK_CAVEAT
 from parley.scenarios.compare.run import NO_SAVED_RESULTS, build_study, report_from_files
 from parley.scenarios.compare.utility import UTILITY_FILE, UTILITY_LABEL
 from parley.scenarios.runner import leakage_bound
@@ -127,6 +128,9 @@ def test_tiny_compare_writes_matrix_frontier_and_reports(tiny):
         ("adult-raw-double-query", True), "envelopes"]
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "prefer **" in report and "![frontier](frontier.png)" in report
+    # a quick comparison's ranking is labelled a smoke check, with why, where its recommendations are
+    assert "## Which protocol under which threat model (a smoke check)" in report
+    assert QUICK_CAVEAT.format(repeats=done.plan.repeats, audit_runs=done.plan.audit_runs) in report
     bounds = report.split("## The strongest attack against the bound")[1].split("\n## ")[0]
     line = next(t for t in bounds.splitlines() if t.startswith("| laplace ε=1 |"))
     assert f"| {cell['leakage_bound']:.3g} | {cell['bound_gap']:.3g} |" in line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,29 @@ def test_a_csv_whose_data_is_refused_leaves_no_run_folder(tmp_path, monkeypatch,
     error = _one_line_error(capsys, ["run", *(arg for key in sets for arg in ("--set", key))])
     assert "'yes'" in error and "line 42" in error
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_reader_that_goes_away_stops_the_command_quietly():
+    """`parley list | head -1` used to end in "internal error ... BrokenPipeError" and a bug log."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written: every write fails
+    try:
+        done = subprocess.run([sys.executable, "-m", "parley.scenarios.cli", "list"], cwd=ROOT, stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141 and "internal error" not in done.stderr and "Traceback" not in done.stderr, \
+        done.stderr
+
+
+def test_verify_of_a_scenarios_folder_of_runs_checks_its_latest_run(tmp_path, monkeypatch, capsys):
+    import parley
+
+    monkeypatch.chdir(tmp_path)
+    scenario = parley.Scenario.from_dict({
+        "name": "verify-latest", "backend": "local", "dataset": {"name": "synthetic", "audit_size": 60, "minority": 10},
+        "protocol": {"name": "raw"}, "attack": {"name": "single-query", "targets": 2}})
+    done = parley.run(scenario)
+    assert main(["verify", "runs/verify-latest"]) == 0
+    out = capsys.readouterr().out
+    assert f"verified {done.metrics['messages']} messages in runs/verify-latest/latest/transcript.jsonl" in out
