@@ -25,6 +25,7 @@ from parley.parties.party import REFUSAL
 from parley.parties.run_secrets import RunSecrets
 from parley.protocols import PROTOCOLS
 from parley.protocols.base import AuditSet, Protocol
+from parley.protocols.errors import PluginError
 from parley.protocols.registry import Registry
 
 __all__ = ["ENCODINGS", "Encoding", "ExtraParty", "Wiring", "get_encoding", "register_encoding",
@@ -64,6 +65,8 @@ class Encoding(ABC):
     name: ClassVar[str]
     #: The roles this encoding brings (beyond the querier and the compliance party) and what each may send.
     roles: ClassVar[Mapping[str, frozenset[str]]] = {}
+    #: The slots of the extra parties its wiring adds (booted with the world's over Ray).
+    slots: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def wire(self, protocol: Protocol, audit: AuditSet, secrets: RunSecrets, parties: Mapping[str, str]) -> Wiring:
@@ -74,8 +77,19 @@ class Encoding(ABC):
         """
 
 
+#: Roles whose kinds come from the protocols (or, the observer's, are none): an encoding cannot widen them.
+RESERVED_ROLES = frozenset({QUERIER_ROLE, ANSWERER_ROLE, "observer"})
+#: A kind some protocol asks and another answers: the role policy would let either side send it.
+KIND_BOTH_WAYS = ("the registered protocols use {kinds} both as a request and as a reply ({protocols}): a kind is "
+                  "one or the other")
+
+
 def _check_encoding(cls: type[Encoding]) -> str | None:
-    return None if isinstance(getattr(cls, "name", None), str) else "it sets no name"
+    if not isinstance(getattr(cls, "name", None), str):
+        return "it sets no name"
+    reserved = sorted(RESERVED_ROLES & set(cls.roles))
+    return f"its roles {reserved} are parley's own (an encoding adds roles, it does not widen these)" if reserved \
+        else None
 
 
 ENCODINGS: Registry[type[Encoding]] = Registry("encoding", UNKNOWN_ENCODING, Encoding, check=_check_encoding)
@@ -100,6 +114,10 @@ def role_sends() -> dict[str, frozenset[str]]:
     """
     requests = {kind for cls in PROTOCOLS.values() for kind in cls.requests}
     replies = {kind for cls in PROTOCOLS.values() for kind in cls.requests.values()}
+    both = requests & replies
+    if both:
+        names = sorted(name for name, cls in PROTOCOLS.items() if both & {*cls.requests, *cls.requests.values()})
+        raise PluginError(KIND_BOTH_WAYS.format(kinds=sorted(both), protocols=", ".join(names)))
     sends: dict[str, set[str]] = {QUERIER_ROLE: {"metric-query", *requests}, ANSWERER_ROLE: {"metric-answer", *replies},
                                   "observer": set()}
     for encoding in ENCODINGS.values():

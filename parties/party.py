@@ -119,17 +119,8 @@ class Party:
         """Verify ``envelope`` and dispatch it; return the reply (or a refusal), or ``None``."""
         try:
             verify_envelope(envelope, self.keyring, recipient=self.name)
-            role = self.keyring.entry(envelope.sender).role
-            allowed = self.role_sends.get(role, frozenset())
-            if envelope.kind not in allowed:
-                raise WireError(KIND_NOT_ALLOWED, KIND_NOT_ALLOWED_MSG.format(
-                    role=role, sender=envelope.sender, kind=envelope.kind,
-                    allowed=", ".join(sorted(allowed)) or "nothing"))
             decoded = self.codec is not None and envelope.kind in self.codec.kinds
-            if not decoded and envelope.kind not in self.handlers:
-                accepted = sorted({*self.handlers, *(self.codec.kinds if self.codec is not None else ())})
-                raise WireError(KIND_NOT_ALLOWED, KIND_NOT_HANDLED_MSG.format(
-                    me=self.name, kind=envelope.kind, accepted=", ".join(accepted) or "nothing"))
+            self._check_kind(envelope.sender, envelope.kind, handled=decoded)
             self._replay.check(envelope)
             self._replay.record(envelope)
             envelope = confidential.incoming(envelope, self.identity, self.keyring)  # as sent if not sealed
@@ -149,18 +140,31 @@ class Party:
             log.exception("handler failed on %s from %s", envelope.kind, envelope.sender)
             return self._refuse(envelope, INTERNAL, f"{type(exc).__name__}: {exc} (a bug in parley, please report it)")
 
+    def _check_kind(self, sender: str, kind: str, handled: bool = False) -> None:
+        """WireError unless ``sender``'s role may send ``kind`` and this party handles it (or its codec decodes it)."""
+        role = self.keyring.entry(sender).role
+        allowed = self.role_sends.get(role, frozenset())
+        if kind not in allowed:
+            raise WireError(KIND_NOT_ALLOWED, KIND_NOT_ALLOWED_MSG.format(
+                role=role, sender=sender, kind=kind, allowed=", ".join(sorted(allowed)) or "nothing"))
+        if not handled and kind not in self.handlers:
+            accepted = sorted({*self.handlers, *(self.codec.kinds if self.codec is not None else ())})
+            raise WireError(KIND_NOT_ALLOWED, KIND_NOT_HANDLED_MSG.format(
+                me=self.name, kind=kind, accepted=", ".join(accepted) or "nothing"))
+
     def _on_encoded(self, envelope: Envelope) -> Envelope | list[Envelope] | None:
         """An envelope the codec decodes: to the handler of the kind it decodes to (``metric-answer`` by default)."""
         assert self.codec is not None  # receive dispatches here only for a codec's kinds
         out = self.codec.decode(envelope)
         if isinstance(out, Forward):
             return self.seal(out.recipient, out.kind, out.payload)
-        kind, payload = (out.kind, out.payload) if isinstance(out, Decoded) else ("metric-answer", out)
-        if kind not in self.handlers:
-            raise WireError(KIND_NOT_ALLOWED, KIND_NOT_HANDLED_MSG.format(
-                me=self.name, kind=kind, accepted=", ".join(sorted(self.handlers)) or "nothing"))
-        handler: Callable[[Envelope], Envelope | list[Envelope] | None] = getattr(self, self.handlers[kind])
-        return handler(envelope.model_copy(update={"payload": dict(payload)}))
+        if isinstance(out, Decoded):  # a kind of its own: held to the sender's role and this party's handlers
+            self._check_kind(envelope.sender, out.kind)
+            handler: Callable[[Envelope], Envelope | list[Envelope] | None] = getattr(self, self.handlers[out.kind])
+            return handler(envelope.model_copy(update={"kind": out.kind, "payload": dict(out.payload)}))
+        # the answer to the party's own encoded query (the codec checked it belongs to a query it is computing)
+        answer: Callable[[Envelope], Envelope | list[Envelope] | None] = getattr(self, self.handlers["metric-answer"])
+        return answer(envelope.model_copy(update={"payload": out}))
 
     def _refuse(self, envelope: Envelope, reason: str, detail: str) -> Envelope | None:
         """A signed refusal to whoever the envelope claims sent it (nothing if we cannot sign)."""

@@ -279,6 +279,7 @@ class MpcEncoding(Encoding):
 
     name = "mpc"
     roles = {HELPER_ROLE: frozenset({"mpc-partial"})}
+    slots = (HELPER,)
 
     def wire(self, protocol: Protocol, audit: AuditSet, secrets: RunSecrets, parties: Mapping[str, str]) -> Wiring:
         """Fresh pairwise keys; the compliance party, the queriers and the helper each get their own."""

@@ -182,7 +182,7 @@ class Protocol(Plugin[P], ABC):
     generic argument and as ``Params`` (``class LaplaceProtocol(Protocol[LaplaceParams])``,
     ``Params = LaplaceParams``), sets ``name`` and implements :meth:`release`. A
     protocol with its own exchange (a release of A, an accept set, a certificate)
-    sets ``flow`` to the name of the scenario flow that drives it, lists its request
+    sets ``flow`` to the name of the exchange that runs it, lists its request
     kinds and their reply kinds in ``requests``, and implements :meth:`respond` and
     :meth:`request_cost`; the compliance party verifies, accounts and signs around them.
     """
@@ -278,6 +278,12 @@ class Protocol(Plugin[P], ABC):
 def _check_protocol(cls: type[Protocol[Any]]) -> str | None:
     if not (isinstance(cls.Params, type) and issubclass(cls.Params, ProtocolParams)):
         return "its Params is not a subclass of parley.protocols.base.ProtocolParams"
+    asked, answered = set(cls.requests), set(cls.requests.values())
+    # the role policy is derived from these (parley.parties.encodings.role_sends): a kind is a request or a reply
+    misused = (asked & {"metric-answer", "refusal"}) | (answered & {"metric-query", "refusal"}) | (asked & answered)
+    if misused:
+        return (f"its requests map request kinds to reply kinds, and {sorted(misused)} cannot be "
+                "both, nor a metric answer or a refusal asked, nor a metric query or a refusal answered")
     return None
 
 

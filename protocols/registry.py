@@ -1,13 +1,15 @@
-"""Name -> plug-in registries: the one mechanism behind protocols, attacks, learners, data sets and flows.
+"""Name -> plug-in registries: one mechanism behind every plug-in family.
 
-Each plug-in family keeps its own :class:`Registry` (or, for flows, a plain dict)
-and error text; every family follows the same rules:
+The families: protocols, attacks, learners, data sets, exchanges and encodings.
+
+Each plug-in family keeps its own :class:`Registry` and error text; every family follows the same rules:
 
 - a name is taken once: a second plug-in under it is an error, never an override;
 - a miss names every known plug-in;
 - built-ins register by import (the decorator :meth:`Registry.register`); a user's package adds
   a plug-in through an entry point in the family's group (``parley.protocols``,
-  ``parley.attacks``, ``parley.learners``, ``parley.datasets``), loaded once, on
+  ``parley.attacks``, ``parley.learners``, ``parley.datasets``, ``parley.exchanges``,
+  ``parley.encodings``), loaded once per process, on
   the first look-up or listing of the registry, so importing parley never imports
   a third-party package;
 - every entry records its :class:`Origin`: ``parley`` for a built-in, else the

@@ -209,6 +209,9 @@ def _parser() -> argparse.ArgumentParser:
     workshop.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     workshop.add_argument("--roster", type=int, default=12, help="people of the audit set the room plays for")
     workshop.add_argument("--secrets", type=Path, metavar="FILE", help=SECRETS_HELP)
+    workshop.add_argument("--cards", type=Path, metavar="OUT",
+                          help="draw the printable cards (one page each: HTML, and PDF by headless Chromium) into "
+                               "OUT from docs/workshop, and serve nothing")
     return parser
 
 
@@ -304,7 +307,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from parley.scenarios.datasets import dataset_of, load_table
     from parley.scenarios.progress import StatusLine
     from parley.scenarios.report import HEADLINE, SWAP_NOTE, format_table
-    from parley.scenarios.run_folder import STATUS_FILE, ledger_path, mark, new_run_folder, point_latest
+    from parley.scenarios.run_folder import (
+        STATUS_FILE,
+        ledger_path,
+        mark,
+        new_run_folder,
+        point_latest,
+        spends_budget,
+    )
     from parley.scenarios.runner import run
 
     ledger = ledger_path(args.ledger) if args.ledger is not None else None
@@ -317,7 +327,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     variant = f" with {', '.join(overrides)}" if overrides else ""
     print(f"parley: running {scenario.name}{variant} ({scenario.protocol.name} protocol, {scenario.attack.name} "
           "attack) ...", file=sys.stderr)
-    if ledger is not None:
+    if ledger is not None and spends_budget(scenario):  # a protocol that spends nothing ignores the ledger
         _ledger_note(ledger, LEDGER_CARRIES)
     try:
         _join(args.address)
@@ -358,28 +368,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _ledger_note(ledger: Path, template: str, **more: Any) -> None:
     """Print ``template`` with what the named ``ledger`` holds, if it holds debits (its integrity is checked)."""
-    from parley.parties.ledger import Ledger
-    from parley.scenarios.run_folder import _spent
+    from parley.scenarios.run_folder import ledger_debits
 
-    if not ledger.is_file():
-        return
-    with Ledger(ledger) as opened:
-        debits, spent = _spent(opened)
+    debits, spent = ledger_debits(ledger)
     if debits:
         print(template.format(ledger=ledger, spent=spent, **more), file=sys.stderr)
 
 
 def _has_debits(path: Path) -> bool:
     """Does the ledger file ``path`` exist and hold debits (a ledger that cannot be read counts as spent)?"""
-    from parley.parties.ledger import Ledger
     from parley.protocols.errors import ParleyError
-    from parley.scenarios.run_folder import _spent
+    from parley.scenarios.run_folder import ledger_debits
 
-    if not path.is_file():
-        return False
     try:
-        with Ledger(path) as opened:
-            return _spent(opened)[0] > 0
+        return ledger_debits(path)[0] > 0
     except (ParleyError, OSError, ValueError):
         return True
 
@@ -532,6 +534,15 @@ def _cmd_workshop(args: argparse.Namespace) -> int:
     from parley.parties.run_secrets import RunSecrets
     from parley.protocols.errors import ConfigError
 
+    if args.cards is not None:
+        from parley.scenarios.workshop.cards import CHROMIUM, write_cards
+
+        for path in write_cards(args.cards):
+            print(path)
+        if not CHROMIUM.exists():
+            print(f"parley workshop: no PDFs ({CHROMIUM} is absent): print the HTML pages from a browser",
+                  file=sys.stderr)
+        return EXIT_OK
     try:
         from parley.scenarios.workshop.app import create_app
         from parley.scenarios.workshop.game import Room
@@ -543,11 +554,12 @@ def _cmd_workshop(args: argparse.Namespace) -> int:
         raise ConfigError(f"--roster needs at least 2 people (one of each group), got {args.roster}")
     room = Room(roster=args.roster, secrets=RunSecrets.resolve(args.secrets))
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
-    print(f"parley workshop: projector http://{shown}:{args.port}/projector, participants "
-          f"http://{shown}:{args.port}/play, replay http://{shown}:{args.port}/replay (Ctrl-C ends it)",
-          file=sys.stderr)
+    app = create_app(room)  # the facilitator's key: in the projector's and the replay's address only
+    print(f"parley workshop: participants http://{shown}:{args.port}/play; facilitator only (the key is yours): "
+          f"projector http://{shown}:{args.port}/projector?key={app.state.key}, replay "
+          f"http://{shown}:{args.port}/replay?key={app.state.key} (Ctrl-C ends it)", file=sys.stderr)
     try:
-        serve(create_app(room), host=args.host, port=args.port)
+        serve(app, host=args.host, port=args.port)
     finally:
         room.close()
     return EXIT_OK

@@ -28,17 +28,25 @@ from typing import Any
 
 import numpy as np
 
-from parley.parties.compliance import PURPOSE_SEPARATOR, has_costs
+from parley.parties.compliance import PURPOSE_SEPARATOR
 from parley.parties.network import LocalDeployment
 from parley.parties.run_secrets import RunSecrets, SecretsError
 from parley.parties.transcript import TranscriptFollower
-from parley.protocols import get_protocol
 from parley.scenarios.datasets import Table
 from parley.scenarios.exchanges import get_exchange
 from parley.scenarios.progress import Display, RunProgress
 from parley.scenarios.report import write_report
 from parley.scenarios.report_html import warm_up, write_html_report
-from parley.scenarios.run_folder import STATUS_FILE, claim, claim_ledger, inside, mark
+from parley.scenarios.run_folder import (
+    STATUS_FILE,
+    claim,
+    claim_ledger,
+    inside,
+    mark,
+    record_charges,
+    settle_charges,
+    spends_budget,
+)
 from parley.scenarios.spec import Scenario
 from parley.scenarios.world import DATA_CENTER, LEDGER_FILE, PARTY_SLOTS, World, build_world
 
@@ -152,8 +160,11 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     fresh : bool
         Discard a ledger with debits that an earlier run left in ``out`` (without it such a folder
         is refused: a ledger is never reset silently; see :mod:`parley.scenarios.run_folder`), or,
-        with ``ledger``, start that named ledger anew. A run whose protocol spends no budget is never
-        refused because of a ledger (an earlier one is left as it is).
+        with ``ledger``, start that named ledger anew (and only it: ``out``'s own ledger is left alone;
+        a run whose protocol spends no budget ignores ``ledger`` and so ``fresh`` too). A transcript whose
+        answers a named ledger charged is never discarded: it is kept beside, as that ledger's evidence.
+        A run whose protocol spends no budget is never refused because of a ledger (an earlier one is
+        left as it is).
     progress : Display, optional
         Where to show the run's status while it goes (``parley run`` passes a
         :class:`parley.scenarios.progress.StatusLine` on a terminal): messages, queries answered to the
@@ -193,15 +204,22 @@ def run(scenario: Scenario, out: str | Path | None = None, address: str | None =
     if isinstance(secrets, (str, Path)) and Path(secrets).resolve().is_relative_to(run_dir.resolve()):
         raise SecretsError(SECRETS_IN_RUN_FOLDER.format(path=secrets, run_dir=run_dir))
     run_secrets = RunSecrets.resolve(secrets)
-    spends = has_costs(get_protocol(scenario.protocol.name)(scenario.protocol.params))
+    spends = spends_budget(scenario)
     shared = Path(ledger) if ledger is not None and spends else None
-    # The folder is locked for this run; a failed run must not leave an older run's results behind.
-    with claim(run_dir, LEDGER_FILE, _STALE, fresh=fresh and shared is None,
-               written=("transcript.jsonl", "transcript.jsonl.blobs"), spends=spends and shared is None), \
+    # The folder is locked for this run; a failed run must not leave an older run's results behind. With a
+    # named ledger, --fresh is that ledger's (and a run that spends nothing ignores both): never the folder's.
+    with claim(run_dir, LEDGER_FILE, _STALE, fresh=fresh and ledger is None,
+               written=("transcript.jsonl", "transcript.jsonl.blobs"), spends=spends, shared=shared), \
             _shared(shared, run_dir, fresh):
         try:
-            return _run_in(scenario, run_dir, started, address, table, hosts, split, run_secrets, progress,
-                           in_process, reports, shared)
+            if spends:  # which ledger this run's transcript is charged to, before anything is charged
+                record_charges(run_dir, shared, anew=fresh and shared is not None)
+            result = _run_in(scenario, run_dir, started, address, table, hosts, split, run_secrets, progress,
+                             in_process, reports, shared)
+            if result.record.get("ledger") is not None:
+                settle_charges(run_dir, shared if shared is not None else run_dir / LEDGER_FILE,
+                               result.record["transcript"]["head"])
+            return result
         except BaseException as exc:
             mark(run_dir, "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed", scenario.name, exc)
             raise

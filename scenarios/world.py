@@ -1,4 +1,4 @@
-"""The parties of one run, wired together: what every scenario flow starts from.
+"""The parties of one run, wired together: what every exchange starts from.
 
 :func:`build_world` loads the data set, gives each party only what its role
 holds (the data center X and y, the compliance party A and y of the audit set,
@@ -20,13 +20,14 @@ from parley import protocols
 from parley.parties.codecs import Codec
 from parley.parties.compliance import Compliance, account_of, has_costs
 from parley.parties.data_center import DataCenter
-from parley.parties.encodings import ExtraParty
+from parley.parties.encodings import RESERVED_ROLES, ExtraParty, get_encoding
 from parley.parties.handles import AdversaryHandle, ComplianceHandle, DataCenterHandle
 from parley.parties.network import LocalDeployment, Network
 from parley.parties.run_secrets import RunSecrets
 from parley.parties.transcript import TranscriptWriter
 from parley.parties.wire import Identity, Keyring
 from parley.protocols.base import AuditSet
+from parley.protocols.errors import PluginError
 from parley.scenarios.datasets import Table, load_split
 from parley.scenarios.progress import RunProgress
 from parley.scenarios.run_parts import (
@@ -44,6 +45,8 @@ from parley.scenarios.spec import Scenario
 __all__ = ["ADVERSARY", "COMPLIANCE", "DATA_CENTER", "LEDGER_FILE", "OBSERVER", "PARTY_SLOTS", "STREAMS", "World",
            "build_world", "data_center_data", "spawn_streams"]
 
+#: An exchange's or encoding's extra party that claims a built-in role.
+EXTRA_PARTY_ROLE = "extra party {slot!r} claims the role {role!r}, which is parley's own: give it a role of its own"
 #: The privacy ledger of a run whose protocol spends budget (SQLite; -wal and -shm are its side files).
 LEDGER_FILE = "ledger.sqlite"
 
@@ -118,7 +121,10 @@ def _identities(scenario: Scenario, extra: tuple[ExtraParty, ...]) -> dict[str, 
                   DATA_CENTER: Identity.generate(DATA_CENTER, "data-center", kx=kx)}
     if scenario.threat_model == "passive-observer" or scenario.observer is not None:
         identities[OBSERVER] = Identity.generate(OBSERVER, "observer")
-    identities.update({party.slot: Identity.generate(party.slot, party.role) for party in extra})
+    for party in extra:  # an extra party brings a role of its own, never the power of the built-in ones
+        if party.role in RESERVED_ROLES:
+            raise PluginError(EXTRA_PARTY_ROLE.format(slot=party.slot, role=party.role))
+        identities[party.slot] = Identity.generate(party.slot, party.role)
     return identities
 
 
@@ -173,7 +179,8 @@ def build_world(scenario: Scenario, run_dir: Path, address: str | None, table: T
     transcript: TranscriptWriter | None = None
     try:
         # Over Ray every party host this run will load boots now, in parallel, while the data loads.
-        deployment.boot([COMPLIANCE, DATA_CENTER, *exchange.parties(scenario)])
+        encoding = () if protocol.encoding is None else get_encoding(protocol.encoding).slots
+        deployment.boot([COMPLIANCE, DATA_CENTER, *encoding, *exchange.parties(scenario)])
         if split is None:
             split = load_split(scenario.dataset, data_rng, table)
         audit = AuditSet(a=split.a_audit, y=split.y_audit)

@@ -2,9 +2,12 @@
 
 from parley.parties.learners import (  # noqa: F401,E402  (register the cov-threshold learners)
     fair_baselines,
+    fair_kernel,  # noqa: F401,E402  (registers fkrr)
     fair_span,
     fair_targets,  # noqa: F401,E402  (registration: fairlearn targets)
+    lfr,  # noqa: F401,E402  (registers lfr)
     partial_reporting,  # noqa: F401,E402  (registers the partial-reporting learner)
+    prejudice_remover,  # noqa: F401,E402  (registers fgr)
     two_step,  # noqa: F401,E402  (registers the two-step learner)
 )
 from parley.parties.learners.base_model import ModelSpec, build_estimator

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-__all__ = ["AuditResult", "clopper_pearson", "audit_epsilon"]
+__all__ = ["AuditResult", "clopper_pearson", "audit_epsilon", "audit_epsilon_samples", "select_event"]
 
 Mechanism = Callable[[np.ndarray, np.random.Generator], np.ndarray]
 
@@ -92,23 +92,53 @@ def audit_epsilon(mechanism: Mechanism, a: np.ndarray, a_prime: np.ndarray, runs
 
     # Selection half: pick the threshold event with the largest bound (then the largest apparent privacy loss).
     x, x_prime = sample(a, runs), sample(a_prime, runs)
-    cuts = np.quantile(np.concatenate([x, x_prime]), np.linspace(0.005, 0.995, thresholds))
-    best = ((-np.inf, -np.inf), 0.0, "above", a, a_prime)
-    for cut in cuts:
-        for direction in ("above", "below"):
-            k = int((x > cut).sum() if direction == "above" else (x < cut).sum())
-            k_prime = int((x_prime > cut).sum() if direction == "above" else (x_prime < cut).sum())
-            for (kk, kp, first, second) in ((k, k_prime, a, a_prime), (k_prime, k, a_prime, a)):
-                # The bound the event would give on these runs, then the smoothed ratio: selection only. Ranking
-                # by the bound itself avoids events in the far tails, whose ratio is large but whose counts are
-                # too small to bound anything on the fresh half.
-                score = (_bound(kk, kp, runs, alpha, delta), math.log((kk + 1) / (kp + 1)))
-                if score > best[0]:
-                    best = (score, float(cut), direction, first, second)
-    _, cut, direction, first, second = best
+    cut, direction, swapped = select_event(x, x_prime, alpha, delta, thresholds)
+    first, second = (a_prime, a) if swapped else (a, a_prime)
     # Estimation half: fresh runs, the chosen event, exact confidence limits.
     y, y_prime = sample(first, runs), sample(second, runs)
     hit: Callable[[np.ndarray], np.ndarray] = (lambda v: v > cut) if direction == "above" else (lambda v: v < cut)
     k, k_prime = int(hit(y).sum()), int(hit(y_prime).sum())
+    return AuditResult(epsilon_lower=_bound(k, k_prime, runs, alpha, delta), confidence=1 - alpha, runs=runs,
+                       threshold=cut, direction=direction, p=k / runs, p_prime=k_prime / runs)
+
+
+def select_event(x: np.ndarray, x_prime: np.ndarray, alpha: float, delta: float,
+                 thresholds: int = 64) -> tuple[float, str, bool]:
+    """The threshold event of the selection half: (cut, direction, swapped); swapped: the bound is on (a', a).
+
+    Candidate cuts are quantiles of the pooled statistic; each event is ranked by the bound it would give
+    on these samples, then by the smoothed ratio (selection only: ranking by the bound avoids far-tail
+    events whose counts are too small to bound anything on the fresh half).
+    """
+    runs, runs_prime = int(x.size), int(x_prime.size)
+    cuts = np.quantile(np.concatenate([x, x_prime]), np.linspace(0.005, 0.995, thresholds))
+    best: tuple[tuple[float, float], float, str, bool] = ((-np.inf, -np.inf), 0.0, "above", False)
+    for cut in cuts:
+        for direction in ("above", "below"):
+            k = int((x > cut).sum() if direction == "above" else (x < cut).sum())
+            k_prime = int((x_prime > cut).sum() if direction == "above" else (x_prime < cut).sum())
+            for (kk, kp, swapped) in ((k, k_prime, False), (k_prime, k, True)):
+                score = (_bound(kk, kp, min(runs, runs_prime), alpha, delta), math.log((kk + 1) / (kp + 1)))
+                if score > best[0]:
+                    best = (score, float(cut), direction, swapped)
+    _, cut, direction, swapped = best
+    return cut, direction, swapped
+
+
+def audit_epsilon_samples(x: np.ndarray, x_prime: np.ndarray, y: np.ndarray, y_prime: np.ndarray, alpha: float,
+                          delta: float = 0.0, thresholds: int = 64) -> AuditResult:
+    """:func:`audit_epsilon` on statistics drawn beforehand.
+
+    Selection half: x on a, x' on a'; estimation half: y on a, y' on a'; the same number of draws in each.
+
+    The mechanism level of the two-level audit (:mod:`parley.protocols.audit.mechanism`) draws 10^5 and more
+    releases per neighbour at once; the event and the bound are those of :func:`audit_epsilon`.
+    """
+    x, x_prime, y, y_prime = (np.asarray(v, dtype=np.float64).ravel() for v in (x, x_prime, y, y_prime))
+    runs = int(y.size)
+    cut, direction, swapped = select_event(x, x_prime, alpha, delta, thresholds)
+    first, second = (y_prime, y) if swapped else (y, y_prime)
+    hit = (first > cut, second > cut) if direction == "above" else (first < cut, second < cut)
+    k, k_prime = int(hit[0].sum()), int(hit[1].sum())
     return AuditResult(epsilon_lower=_bound(k, k_prime, runs, alpha, delta), confidence=1 - alpha, runs=runs,
                        threshold=cut, direction=direction, p=k / runs, p_prime=k_prime / runs)

@@ -150,8 +150,9 @@ def _events(notion: str, yhat: np.ndarray, y: np.ndarray) -> tuple[tuple[str, ..
         return ("all",), yhat, ones[None, :]
     if notion == "accuracy_parity":     # P(Y-hat != Y | A = a)
         return ("all",), np.where(y == 1, 1.0 - yhat, yhat), ones[None, :]
-    if notion == "predictive_rate_parity":  # P(Y-hat != Y | Y-hat = y-hat, A = a): false omission / discovery
-        # E1 and E2 together: {Y-hat = 0, Y = 1} within {Y-hat = 0}, {Y-hat = 1, Y = 0} within {Y-hat = 1}.
+    if notion == "predictive_rate_parity":  # P(Y = 1 | Y-hat = y-hat, A = a): false omission rate / precision
+        # E1 = {Y = 1} within E2 = {Y-hat = 0} (the false omission rate) and within {Y-hat = 1} (the precision,
+        # 1 - the false discovery rate: the same gaps across groups, up to sign).
         return ("yhat=0", "yhat=1"), (y == 1) * 1.0, np.stack([1.0 - yhat, yhat])
     raise QueryError(BAD_NOTION.format(known=", ".join(FAIRNESS_NOTIONS), value=notion))
 

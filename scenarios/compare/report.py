@@ -34,7 +34,7 @@ __all__ = ["QUICK_CAVEAT", "write_report", "recommendations", "equal_epsilon", "
 TIE_PP = 1.0
 #: What the quick comparison's ranking is, and is not (it ranks a smaller grid than the full one).
 QUICK_CAVEAT = ("A smoke check, not a recommendation: `--quick` runs one epsilon per DP protocol, one attack per "
-                "exchange and threat model, {repeats} repeat(s), small audit sets and a {audit_runs}-run audit, so its "
+                "exchange and threat model, {repeats} repeat(s), small audit sets and a short audit, so its "
                 "ranking can differ from the full comparison's on the same data. Run `parley compare` without "
                 "`--quick` before choosing a protocol.")
 CHANCE = 50.0
@@ -261,6 +261,19 @@ def _audit_png(audits: pd.DataFrame, path: Path) -> Path | None:
     return path
 
 
+def _audit_size_words(audits: pd.DataFrame, runs: int) -> str:
+    """How many draws the audit's bounds rest on: whole-scenario runs, or the two-level audit's draws and runs."""
+    if "mode" in audits and (audits["mode"] == "two-level").any():
+        part = audits[audits["mode"] == "two-level"]
+        draws = int(pd.to_numeric(part["mechanism_draws"]).max())
+        wiring = int(pd.to_numeric(part["wiring_runs"]).max())
+        return (f"two levels: {draws:,} mechanism-level releases per neighbour and half (the protocol's release of "
+                f"the request one run sent, its noise drawn vectorised), and {wiring} whole-scenario runs per "
+                "neighbour whose statistic on the wire is tested to follow the same law (chi-square on 10 "
+                "equal-probability bins, Bonferroni over the two neighbours, at 0.01: the wiring column)")
+    return f"{runs} runs per neighbour and half ({4 * runs + 1} scenario runs per configuration)"
+
+
 def _audit_table(audits: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, r in audits.iterrows():
@@ -278,7 +291,15 @@ def _audit_table(audits: pd.DataFrame) -> pd.DataFrame:
                      "empirical ε lower bound": _fmt(lower),
                      "confidence": _fmt(r.get("confidence")), "runs per half": _fmt(r.get("runs")),
                      "verdict": verdict, "audited event": r.get("event", "") if pd.notna(r.get("event", "")) else ""})
-    return pd.DataFrame(rows)
+        if r.get("mode") == "two-level":  # the bound rests on mechanism draws; the wiring runs test the parties
+            ok = r.get("wiring_ok")
+            rows[-1]["runs per half"] = f"{_fmt(r.get('runs'))} draws"
+            rows[-1]["wiring (runs, p)"] = (f"{'matches' if ok is True or ok == 'True' else 'MISMATCH'} "
+                                            f"({int(r['wiring_runs'])} runs, p = {_fmt(r.get('wiring_p'))})")
+    table = pd.DataFrame(rows)
+    if "wiring (runs, p)" in table:  # rows not audited have no wiring test
+        table["wiring (runs, p)"] = table["wiring (runs, p)"].fillna("")
+    return table
 
 
 def bound_gaps(long: pd.DataFrame) -> pd.DataFrame:
@@ -373,14 +394,19 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
               "query is held fixed (DP must hold for every query), the pair is chosen so that the person's A "
               "carries one hypothesis across rho, and the view is whether that hypothesis is in the accept set "
               "on the wire. Clopper-Pearson bound at "
-              f"alpha = 0.05; {p.audit_runs} runs per neighbour and half ({4 * p.audit_runs + 1} scenario runs per "
-              f"configuration) on an audit set of {p.audit_dataset['audit_size']} people "
+              f"alpha = 0.05; {_audit_size_words(comparison.audits, p.audit_runs)} on an audit set of "
+              f"{p.audit_dataset['audit_size']} people "
               f"(training set {p.audit_dataset['train_size']}) of {p.dataset}. A bound at "
               "or below the claim is consistent with it (an audit can refute a claim, never prove one); a "
               "configuration without a claim has its bound reported beside \"no claim\"."),
         ("table", _audit_table(comparison.audits) if len(comparison.audits) else pd.DataFrame(
             [{"audit": "not run"}])),
     ]
+    phases = getattr(comparison, "phases", None)
+    if phases:  # where this invocation's seconds went (the report's own time is in invocation.json)
+        blocks += [("h2", "Where the time went"),
+                   ("table", pd.DataFrame([{"phase": name, "wall s": f"{seconds:.1f}"}
+                                           for name, seconds in phases.items()]))]
     if "audit" in figures:
         blocks.append(("img", ("audit", figures["audit"])))
     blocks += [

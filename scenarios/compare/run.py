@@ -29,7 +29,7 @@ from parley.parties.run_secrets import RunSecrets
 from parley.parties.transcript import read_transcript
 from parley.protocols.errors import ConfigError
 from parley.scenarios.catalog import resolve_scenario
-from parley.scenarios.compare.audit import audit_scenario
+from parley.scenarios.compare.audit import MECHANISM_DRAWS, audit_scenario
 from parley.scenarios.compare.plan import UTILITY, Plan, plan
 from parley.scenarios.compare.utility import RELEASES, UTILITY_FILE, UTILITY_LABEL, utilities
 from parley.scenarios.exchanges import EXCHANGES
@@ -42,6 +42,10 @@ __all__ = ["Comparison", "CONFIDENTIALITY_SCENARIOS", "INVOCATION_FILE", "compar
 #: The passive-observer scenarios run with and without confidential payloads.
 CONFIDENTIALITY_SCENARIOS = ("adult-observer-honest", "adult-raw-double-query")
 AUDIT_ALPHA = 0.05
+#: The audit of ``parley compare``: "two-level" (mechanism draws, wiring runs) or "runs" (every draw a run).
+AUDIT_MODE = "two-level"
+#: Whole-scenario wiring runs per neighbour of the two-level audit (full run, quick run).
+WIRING_RUNS = (100, 25)
 #: The figures of the invocation that wrote a report (wall time, rows run and found done), for rewriting it.
 INVOCATION_FILE = "invocation.json"
 #: report_from_files found neither the study's rows nor the tables written from them.
@@ -70,6 +74,7 @@ class Comparison:
     ran: int = 0  # study rows run by this invocation
     skipped: int = 0  # study rows found done in OUT/study
     audit_reused: bool = False
+    phases: dict[str, float] | None = None  # wall seconds per phase of this invocation (report: "Where the time went")
 
     def __repr__(self) -> str:
         """One line: the data set, runs, audits, the leakage's range, the folder."""
@@ -310,18 +315,27 @@ def confidentiality(results: pd.DataFrame, cells_dir: Path) -> pd.DataFrame:
 
 
 def _audit_task(protocol: dict[str, Any], dataset: dict[str, Any], runs: int, seed: int,
-                learner: dict[str, Any] | None = None, secrets: RunSecrets | None = None) -> dict[str, Any]:
+                learner: dict[str, Any] | None = None, secrets: RunSecrets | None = None,
+                mode: str = AUDIT_MODE, wiring_runs: int = WIRING_RUNS[0]) -> dict[str, Any]:
+    """One row's audit; the row records its wall time and the niceness it ran at (a Ray worker's: 15)."""
+    import os
+
     started = time.perf_counter()
     audit = audit_scenario(protocol, dataset, runs=runs, alpha=AUDIT_ALPHA, seed=seed, learner=learner,
-                           secrets=secrets)
-    return {**audit.row(), "audit_size": dataset["audit_size"], "wall_s": round(time.perf_counter() - started, 1)}
+                           secrets=secrets, mode=mode, wiring_runs=wiring_runs)
+    return {**audit.row(), "audit_size": dataset["audit_size"], "wall_s": round(time.perf_counter() - started, 1),
+            "niceness": os.nice(0)}
 
 
 def run_audits(p: Plan, address: str | None = None, progress: bool = True,
-               secrets: RunSecrets | None = None) -> pd.DataFrame:
+               secrets: RunSecrets | None = None, mode: str = AUDIT_MODE) -> pd.DataFrame:
     """The whole-scenario audit of the plan's audit rows, one Ray task per row (each runs its scenarios locally).
 
     Each row's runs get secrets of their own, derived from ``secrets`` (fresh from OS entropy if omitted).
+    ``mode``: ``"two-level"`` (default; mechanism-level draws and :data:`WIRING_RUNS` wiring runs per
+    neighbour) or ``"runs"`` (the earlier audit: ``4 * p.audit_runs + 1`` whole-scenario runs per row).
+    The tasks run in Ray's workers, at the niceness of the study's (Ray's ``worker_niceness``, 15 by
+    default); each row records it (``niceness``).
     """
     secrets = RunSecrets.resolve(secrets)
     import ray
@@ -331,9 +345,12 @@ def run_audits(p: Plan, address: str | None = None, progress: bool = True,
     rows = [r for r in p.rows if r.label in p.audit_rows]
     ensure_ray(address)
     task = ray.remote(num_cpus=1, max_retries=0)(_audit_task)
+    wiring = WIRING_RUNS[1 if p.quick else 0]
     pending = {task.remote(r.protocol, p.audit_dataset, p.audit_runs, 0, r.learner,
-                           secrets.child(f"audit:{r.label}")): r.label for r in rows}
-    bar = tqdm(total=len(rows), desc=f"privacy audit ({4 * p.audit_runs + 1} runs per protocol)", unit="protocol",
+                           secrets.child(f"audit:{r.label}"), mode, wiring): r.label for r in rows}
+    what = (f"{4 * p.audit_runs + 1} runs" if mode == "runs" else
+            f"{MECHANISM_DRAWS:,} draws and {2 * wiring + 1} runs")
+    bar = tqdm(total=len(rows), desc=f"privacy audit ({what} per protocol)", unit="protocol",
                disable=not progress, mininterval=0.5 if sys.stderr.isatty() else 10.0)
     done: dict[str, dict[str, Any]] = {}
     while pending:
@@ -380,7 +397,13 @@ def _saved_audits(p: Plan, path: Path) -> pd.DataFrame | None:
         return None
     audited = saved[pd.to_numeric(saved.get("runs"), errors="coerce").notna()] if "runs" in saved else saved.iloc[0:0]
     same_rows = sorted(audited["protocol"]) == sorted(p.audit_rows)
-    same_runs = (audited["runs"].astype(int) == p.audit_runs).all() if len(audited) else False
+    if "mode" in audited and len(audited) and (audited["mode"] == "two-level").any():  # the two-level audit
+        wiring = pd.to_numeric(audited["wiring_runs"], errors="coerce")
+        same_runs = bool((audited["mode"] == AUDIT_MODE).all()
+                         and (audited["mechanism_draws"].astype(int) == MECHANISM_DRAWS).all()
+                         and wiring.isin([1, WIRING_RUNS[1 if p.quick else 0]]).all())  # 1: cov-threshold
+    else:  # the audit of every draw a run (mode "runs", or a table from before the two-level audit)
+        same_runs = (audited["runs"].astype(int) == p.audit_runs).all() if len(audited) else False
     same_set = (audited["audit_size"].astype(int) == p.audit_dataset["audit_size"]).all() \
         if "audit_size" in audited and len(audited) else False
     return saved if same_rows and same_runs and same_set else None
@@ -428,25 +451,40 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
     secrets = RunSecrets.resolve(secrets)
     p = plan(dataset, quick, rows, attacks, backend)
     study, labels = build_study(p)
+    phases: dict[str, float] = {}
+    mark = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        phases[name] = round(now - mark, 1)
+        mark = now
+
+    phase("plan")
     done = run_study(study, out / "study", workers=workers, address=address, keep_runs=True, progress=progress,
                      secrets=secrets.child("study"))
+    phase("study")
     results = _labelled(study, labels, done.results)
     long = matrix(p, results)
     utility = utilities(p, releases)
     utility.to_csv(out / UTILITY_FILE, index=False)
     front = frontier(p, results, long, utility)
     conf = confidentiality(results, out / "study" / "cells")
+    phase("tables and utility")
     audits = _saved_audits(p, out / "audit.csv") if audit else pd.DataFrame()
     reused = audits is not None and not audits.empty
     if audit and not reused:
         audits = run_audits(p, address, progress, secrets.child("audit"))
+    phase("audit")
     comparison = Comparison(plan=p, results=results, audits=audits, confidentiality=conf, out=out,
                             wall_s=round(time.perf_counter() - started, 1), ran=done.ran, skipped=done.skipped,
-                            audit_reused=reused)
+                            audit_reused=reused, phases=dict(phases))
     write_report(comparison, long, front)
+    phase("report")  # in invocation.json only: the report shows the phases before it
+    # where the seconds went (docs/compare.md, Cost); the report's wall time is the total before the report
     invocation = {"dataset": dataset, "quick": quick, "rows": rows, "attacks": attacks, "backend": backend,
                   "wall_s": comparison.wall_s, "ran": comparison.ran, "skipped": comparison.skipped,
-                  "audit_reused": reused}
+                  "audit_reused": reused, "phases_s": phases}
     (out / INVOCATION_FILE).write_text(json.dumps(invocation, ensure_ascii=False) + "\n", encoding="utf-8")
     return comparison
 
@@ -510,6 +548,7 @@ def report_from_files(out: str | Path, releases: int | None = None) -> Compariso
         audits = pd.DataFrame()
     comparison = Comparison(plan=p, results=results, audits=audits, confidentiality=conf, out=out,
                             wall_s=figures["wall_s"], ran=figures["ran"], skipped=figures["skipped"],
-                            audit_reused=figures["audit_reused"])
+                            audit_reused=figures["audit_reused"],
+                            phases={k: v for k, v in figures.get("phases_s", {}).items() if k != "report"} or None)
     write_report(comparison, long, front)
     return comparison

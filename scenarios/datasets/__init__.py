@@ -12,6 +12,7 @@ Sources (vendored, gzip, SHA-256 checked on every load):
 - UCI Adult (1994 census income), Kohavi and Becker; UCI ML Repository, CC BY 4.0.
 - UCI Statlog (German Credit Data), Hofmann; UCI ML Repository, CC BY 4.0.
 - ProPublica COMPAS two-year recidivism, ProPublica's public analysis data.
+- UCI Communities and Crime, Redmond; UCI ML Repository, CC BY 4.0 (``crime``, Hu et al.'s Table I).
 
 Examples
 --------
@@ -44,6 +45,8 @@ __all__ = [
     "CompasParams",
     "SyntheticParams",
     "CsvParams",
+    "CrimeParams",
+    "Crime",
     "Table",
     "Split",
     "load_table",
@@ -56,3 +59,6 @@ __all__ = [
     "get_dataset",
     "register_dataset",
 ]
+
+# After the built-ins (registered by _load), so that listings and messages name them first.
+from parley.scenarios.datasets._crime import Crime, CrimeParams  # noqa: E402  (registers "crime")

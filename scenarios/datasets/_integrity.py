@@ -21,6 +21,8 @@ EXPECTED_SHA256: dict[str, str] = {
     "adult.data.gz": "17d54d261040d3301495fe44932cb3d244c56468004f2b945a6d8fcf30828bfa",
     "adult.test.gz": "61ec5494b184c38ee9aa225a69e4504f5438f7875c6c01a8d92c9122cb4cc2d6",
     "compas-scores-two-years.csv.gz": "33396575ca500e85dc6a0b1d9d1d913ba7e2b39ccb590beede8ab11374624fcb",
+    "communities.data.gz": "56018c09158ea0af5a9d6bf4f645a3c7a39e8efc75b881c6183f942b2f26fdbf",
+    "communities.names": "80914f24ab37261fb0fbda7e417cad8001335dadda4a8d702c265601ef8434fc",
     "german.data.gz": "dfec493d374803a9fe773b6f9c859de863bb49eaabb2a1984bd3b97d40b4cf7b",
     "german_values_maps.json": "73a48f120cdb8019fb9f0ad84078ef1ba109f1100bbcc6cbcf925d60e6adcd4e",
 }

@@ -269,8 +269,9 @@ def _attribute_release(p: Mapping[str, Any]) -> str:
 
 
 def _released_value(transcript: Path, person: int, hypothesis: int) -> float:
-    """The person's released value, as the wire holds it."""
-    releases = [env.payload for env in read_transcript(transcript, verify=False) if env.kind == ATTRIBUTE_RELEASE]
+    """The person's released value in the audit set's release, as the wire holds it."""
+    releases = [env.payload for env in read_transcript(transcript, verify=False)
+                if env.kind == ATTRIBUTE_RELEASE and env.payload.get("set") == "audit"]
     return float(np.asarray(releases[0]["z"])[person])
 
 

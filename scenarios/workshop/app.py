@@ -3,17 +3,26 @@
 Server-rendered pages with a little vanilla JavaScript that polls the room's JSON once a second; no build
 step, no asset outside this package. Every request that touches the room runs in Starlette's thread pool
 under the room's locks (the parties are plain objects in this process). Start it with ``parley workshop``.
+
+Two kinds of visitor. The facilitator holds the app's key (``?key=`` in the projector's address, or the
+``X-Parley-Key`` header): the projector and replay pages, the room's state (the referee's scores once
+revealed), configuring a round, revealing it and running a replay all need it, else 403. A participant holds
+only their own id, 16 random bytes drawn when they join: their page and their queries, no one else's.
 """
 
 from __future__ import annotations
 
+import hmac
+import secrets
 import tempfile
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -26,6 +35,14 @@ from parley.scenarios.workshop.replay import replay_scenario, replay_steps
 __all__ = ["create_app"]
 
 BAD_NUMBER = "{field} must be a number, got {got!r}"
+#: The 403 of a facilitator's route asked without the key.
+NO_KEY = "the facilitator's key is missing or wrong: open the projector URL parley workshop printed (?key=...)"
+#: The header a page's script sends the key in (a query parameter ``key`` works too).
+KEY_HEADER = "X-Parley-Key"
+#: Random bytes of a facilitator's key drawn by :func:`create_app`.
+KEY_BYTES = 16
+
+Handler = Callable[[Request], Awaitable[Response]]
 
 
 def _number(data: dict[str, Any], key: str, kind: type) -> Any:
@@ -45,9 +62,17 @@ def _defense(data: dict[str, Any]) -> Defense:
                    budget=_number(data, "budget", float))
 
 
-def create_app(room: Room | None = None) -> Starlette:
-    """The app over ``room`` (a fresh room with fresh secrets if omitted); ``app.state.room`` holds it."""
+def create_app(room: Room | None = None, key: str | None = None) -> Starlette:
+    """The app over ``room`` (a fresh room with fresh secrets if omitted), its facilitator's routes under ``key``.
+
+    ``key`` is drawn with :func:`secrets.token_urlsafe` if omitted; ``app.state.room`` and ``app.state.key``
+    hold the two.
+    """
     room = room if room is not None else Room()
+    key = key if key is not None else secrets.token_urlsafe(KEY_BYTES)
+    if not key:
+        raise ValueError("the facilitator's key must not be empty")
+    expected = key.encode("utf-8")
     replays: dict[str, Any] = {"status": "none"}
     replay_lock = threading.Lock()
 
@@ -59,15 +84,32 @@ def create_app(room: Room | None = None) -> Starlette:
         fields = parse_qs((await request.body()).decode("utf-8", "replace"), keep_blank_values=True)
         return {key: values[-1] for key, values in fields.items()}
 
-    def error(exc: Exception, status: int = 400) -> JSONResponse:
+    def error(exc: Exception | str, status: int = 400) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, status_code=status)
+
+    def facilitator(handler: Handler) -> Handler:
+        """``handler`` for the holder of the key only (query parameter or header); a 403 for anyone else."""
+
+        async def guarded(request: Request) -> Response:
+            given = request.headers.get(KEY_HEADER) or request.query_params.get("key") or ""
+            if not hmac.compare_digest(given.encode("utf-8"), expected):
+                return error(NO_KEY, 403)
+            return await handler(request)
+
+        return guarded
+
+    def synchronous(handler: Callable[[Request], Response]) -> Handler:
+        async def run(request: Request) -> Response:
+            return await run_in_threadpool(handler, request)
+
+        return run
 
     async def home(request: Request) -> Response:
         return HTMLResponse(page("home", {}))
 
     async def projector(request: Request) -> Response:
         return HTMLResponse(page("projector", {"cards": {k: c.title for k, c in CARDS.items()},
-                                               "protocols": PROTOCOLS}))
+                                               "protocols": PROTOCOLS, "key": key}))
 
     async def join_page(request: Request) -> Response:
         return HTMLResponse(page("join", {}))
@@ -79,9 +121,13 @@ def create_app(room: Room | None = None) -> Starlette:
         return HTMLResponse(page("play", {"pid": pid, "metrics": METRICS}))
 
     async def replay_page(request: Request) -> Response:
-        return HTMLResponse(page("replay", {}))
+        return HTMLResponse(page("replay", {"key": key}))
 
     def state(request: Request) -> Response:
+        return JSONResponse(room.state())
+
+    def reveal(request: Request) -> Response:
+        room.reveal()
         return JSONResponse(room.state())
 
     async def configure(request: Request) -> Response:
@@ -91,8 +137,6 @@ def create_app(room: Room | None = None) -> Starlette:
             card = str(data.get("card", room.card.name))
         except ParleyError as exc:
             return error(exc)
-        from starlette.concurrency import run_in_threadpool
-
         try:
             await run_in_threadpool(room.configure, card, defense)
         except ParleyError as exc:
@@ -101,8 +145,6 @@ def create_app(room: Room | None = None) -> Starlette:
 
     async def join(request: Request) -> Response:
         data = await body(request)
-        from starlette.concurrency import run_in_threadpool
-
         participant = await run_in_threadpool(room.join, str(data.get("name", "")))
         if "application/json" in request.headers.get("accept", ""):
             return JSONResponse({"pid": participant.pid})
@@ -116,8 +158,6 @@ def create_app(room: Room | None = None) -> Starlette:
 
     async def ask(request: Request) -> Response:
         data = await body(request)
-        from starlette.concurrency import run_in_threadpool
-
         try:
             person = _number(data, "person", int)
             entry = await run_in_threadpool(room.ask, request.path_params["pid"], person,
@@ -148,17 +188,19 @@ def create_app(room: Room | None = None) -> Starlette:
 
     app = Starlette(routes=[
         Route("/", home),
-        Route("/projector", projector),
+        Route("/projector", facilitator(projector)),
         Route("/play", join_page),
         Route("/play/{pid}", play),
-        Route("/replay", replay_page),
-        Route("/api/state", state),
-        Route("/api/configure", configure, methods=["POST"]),
+        Route("/replay", facilitator(replay_page)),
+        Route("/api/state", facilitator(synchronous(state))),
+        Route("/api/configure", facilitator(configure), methods=["POST"]),
+        Route("/api/reveal", facilitator(synchronous(reveal)), methods=["POST"]),
         Route("/api/join", join, methods=["POST"]),
         Route("/api/participants/{pid}", participant_state),
         Route("/api/participants/{pid}/ask", ask, methods=["POST"]),
-        Route("/api/replay", replay_state),
-        Route("/api/replay", start_replay, methods=["POST"]),
+        Route("/api/replay", facilitator(synchronous(replay_state))),
+        Route("/api/replay", facilitator(synchronous(start_replay)), methods=["POST"]),
     ])
     app.state.room = room
+    app.state.key = key
     return app

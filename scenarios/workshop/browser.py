@@ -37,7 +37,7 @@ class Browser:
 
     def __init__(self, executable: Path = CHROMIUM, timeout: float = 20.0) -> None:
         self.timeout = timeout
-        self._profile = tempfile.TemporaryDirectory(prefix="parley-chromium-")
+        self._profile = tempfile.TemporaryDirectory(prefix="parley-chromium-", ignore_cleanup_errors=True)
         to_chrome, self._write = os.pipe()
         self._read, from_chrome = os.pipe()
 
@@ -74,7 +74,7 @@ class Browser:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self._profile.cleanup()
+        self._profile.cleanup()  # a Chromium child may still write into it as it exits: cleanup errors are ignored
 
     def send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> dict[str, Any]:
         """Run one DevTools command and return its result (events that arrive meanwhile are dropped)."""

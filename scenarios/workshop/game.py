@@ -6,12 +6,16 @@ signs its answers or refusals, and the data center, which trains its base model,
 query, then defects: the participant's :class:`Player` takes over its identity and queries in its name.
 A participant's query is the base model with one person's prediction flipped; the difference between its
 answer and the base answer moves with that person's A (under ``raw``: its sign is A). The referee, the
-room, holds A of the audit set and scores every guess; no party ever hands it over.
+room, holds A of the audit set and scores every guess; no party ever hands it over. The scores are the
+referee's: while a round is live the room shows only progress that does not depend on A (a participant
+watching a score move after each guess would read A off it, whatever the epsilon); the facilitator reveals
+them when the round ends, and a revealed round takes no more queries.
 """
 
 from __future__ import annotations
 
 import math
+import secrets
 import tempfile
 import threading
 from collections.abc import Mapping
@@ -47,6 +51,9 @@ SEQUENCE_SHOWN = 20
 UNKNOWN = "unknown {what} {got!r}; choose one of {known}"
 NOT_ON_ROSTER = "person {got!r} is not on the room's roster ({people})"
 NO_SUCH_PARTICIPANT = "no participant {got!r} in this room"
+ROUND_OVER = "round {round} is over: the facilitator revealed the scores; wait for the next round"
+#: Random bytes of a participant's id: their page's address is their only credential.
+PID_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -213,6 +220,8 @@ class Room:
         self.truth: np.ndarray | None = None
         self.groups: dict[str, str] = {}
         self.sequence: list[dict[str, Any]] = []
+        #: Whether the facilitator ended the round and revealed the scores (a new round hides them again).
+        self.revealed = False
         self._lock = threading.RLock()
         self._scenario = self._build_scenario()
 
@@ -240,11 +249,17 @@ class Room:
             old, self.participants = self.participants, {}
             self.round += 1
             self.sequence = []
+            self.revealed = False
             try:  # the same people, each with a fresh world; readers wait on the lock meanwhile
                 for pid, participant in old.items():
                     self.participants[pid] = self._start(pid, participant.name, participant.seat)
             finally:
                 self._close(old)
+
+    def reveal(self) -> None:
+        """End the round: the scores (leakage, guesses made rightly) show; no more queries until a new round."""
+        with self._lock:
+            self.revealed = True
 
     @staticmethod
     def _close(participants: Mapping[str, Participant]) -> None:
@@ -268,7 +283,7 @@ class Room:
         """A new participant: their own world, trained and audited once, ready to query."""
         with self._lock:
             seat = len(self.participants) + 1
-            pid = f"p{seat}-{new_query_id()[:8]}"  # unguessable: a page's address is its participant's
+            pid = secrets.token_urlsafe(PID_BYTES)  # unguessable: a page's address is its participant's
             participant = self._start(pid, (name.strip() or f"participant {seat}")[:40], seat)
             self.participants[pid] = participant
             return participant
@@ -323,6 +338,8 @@ class Room:
             raise ConfigError(NOT_ON_ROSTER.format(got=person, people=", ".join(map(str, self.people))))
         with self._lock:  # one query at a time in the room: a new round never closes a world under a query
             participant = self.participant(pid)
+            if self.revealed:
+                raise ConfigError(ROUND_OVER.format(round=self.round))
             world = participant.world
             predictions = participant.base_predictions.copy()
             was = int(predictions[person])
@@ -361,12 +378,12 @@ class Room:
 
     # -- the referee and the projector ----------------------------------------------------------------------
 
-    def _leakage(self, guesses: Mapping[int, int]) -> float | None:
-        if not guesses or self.truth is None:
-            return None
-        people = np.fromiter(guesses, dtype=np.int64)
-        a_hat = np.fromiter(guesses.values(), dtype=np.int8)
-        return float(leakage(self.truth[people], a_hat))
+    def _scores(self, people: list[int], guesses: list[int]) -> dict[str, Any]:
+        """The referee's scores of these guesses against the truth: leakage (balanced accuracy), how many right."""
+        if not people or self.truth is None:
+            return {"leakage": None, "rightly": 0}
+        truth, a_hat = self.truth[np.asarray(people, dtype=np.int64)], np.asarray(guesses, dtype=np.int8)
+        return {"leakage": float(leakage(truth, a_hat)), "rightly": int((truth == a_hat).sum())}
 
     def bound(self, epsilon: float, delta: float) -> float:
         """The leakage bound of what was spent, in %: 100 under a protocol with no privacy guarantee (``raw``)."""
@@ -392,10 +409,15 @@ class Room:
                 "metrics": METRICS, "groups": self.groups, "base": participant.base, "log": participant.log[::-1],
                 "pinned": {str(k): v for k, v in sorted(participant.guesses.items())}, "epsilon_spent": epsilon,
                 "bound": self.bound(epsilon, delta), "refusals": refusals,
-                "messages": participant.world.network.messages}
+                "messages": participant.world.network.messages, "revealed": self.revealed}
 
     def state(self) -> dict[str, Any]:
-        """What the projector shows: the room's progress, leakage beside its bound, budget, the sequence."""
+        """What the projector shows: the room's progress, budget, the sequence; the scores once revealed.
+
+        Until the facilitator reveals the round (:meth:`reveal`) nothing here depends on the truth: no leakage,
+        no count of right guesses, per participant or for the room. A live score would tell a participant
+        watching it whether their last guess was right, and so A, whatever the protocol's epsilon.
+        """
         with self._lock:
             return self._state()
 
@@ -407,25 +429,25 @@ class Room:
         for participant in self.participants.values():
             epsilon, delta, refusals = self.spent(participant)
             spending.append((epsilon, delta))
-            rows.append({"name": participant.name, "queries": len(participant.log), "pinned": len(participant.guesses),
-                         "leakage": self._leakage(participant.guesses), "epsilon_spent": epsilon,
-                         "bound": self.bound(epsilon, delta), "refusals": refusals,
-                         "messages": participant.world.network.messages})
+            row = {"name": participant.name, "queries": len(participant.log), "pinned": len(participant.guesses),
+                   "epsilon_spent": epsilon, "bound": self.bound(epsilon, delta), "refusals": refusals,
+                   "messages": participant.world.network.messages}
+            if self.revealed:
+                row.update(self._scores(list(participant.guesses), list(participant.guesses.values())))
+            rows.append(row)
             pooled_people += list(participant.guesses)
             pooled_guesses += list(participant.guesses.values())
-        room_leakage = None
-        if pooled_people and self.truth is not None:
-            room_leakage = float(leakage(self.truth[np.asarray(pooled_people)], np.asarray(pooled_guesses)))
         # Every world's compliance party answers about the same people's A: the room's guesses stand beside the
         # bound of everything the room spent (sequential composition over the worlds), not one participant's.
         epsilon, delta = sum(spent[0] for spent in spending), sum(spent[1] for spent in spending)
-        return {"round": self.round, "card": self.card.name, "card_title": self.card.title,
+        scores = self._scores(pooled_people, pooled_guesses) if self.revealed else {}
+        return {"round": self.round, "revealed": self.revealed, "card": self.card.name, "card_title": self.card.title,
                 "blurb": self.card.blurb, "defense": self.defense.describe(),
                 "settings": {"protocol": self.defense.protocol, "epsilon": self.defense.epsilon,
                              "decimals": self.defense.decimals, "confidential": self.defense.confidential,
                              "budget": self.defense.budget},
                 "roster": len(self.people), "participants": rows,
-                "pinned": len({*pooled_people}), "leakage": room_leakage, "guesses": len(pooled_people),
+                "pinned": len({*pooled_people}), "guesses": len(pooled_people), **scores,
                 # a coin's 95 % spread around 50 over that many guesses (the balanced accuracy of random labels)
                 "chance": 1.96 * 50.0 / math.sqrt(len(pooled_people)) if pooled_people else None,
                 "bound": self.bound(epsilon, delta), "epsilon_spent": epsilon,

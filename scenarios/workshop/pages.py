@@ -1,4 +1,8 @@
-"""The workshop's pages: HTML, CSS and the vanilla JavaScript that polls the room (no build step)."""
+"""The workshop's pages: HTML, CSS and the vanilla JavaScript that polls the room (no build step).
+
+The facilitator's pages (projector, replay) carry the facilitator's key in their script (``KEY``) and send it
+with every request (header ``X-Parley-Key``); a participant's page has none (``KEY`` is null).
+"""
 
 from __future__ import annotations
 
@@ -38,15 +42,20 @@ button { background: #2456d6; color: #fff; border: 0; border-radius: 6px; paddin
 .step { font-size: 18px; } .learned { color: #17803d; }
 """
 
-#: Shared helpers of every page's script.
+#: Shared helpers of every page's script (after ``const KEY = ...;``).
 COMMON_JS = """
 function $(id) { return document.getElementById(id); }
+function headers(extra) { const h = Object.assign({'Accept': 'application/json'}, extra || {});
+  if (KEY) { h['X-Parley-Key'] = KEY; } return h; }
+async function get(url) {
+  const r = await fetch(url, {headers: headers()});
+  const out = await r.json(); if (!r.ok) { throw new Error(out.error || r.statusText); } return out; }
 function esc(s) { return String(s).replace(/[&<>"]/g, function (c) {
   return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c]; }); }
 function pct(x) { return x === null || x === undefined ? '–' : x.toFixed(1) + ' %'; }
 async function post(url, data) {
-  const r = await fetch(url, {method: 'POST', headers: {'Content-Type': 'application/json',
-    'Accept': 'application/json'}, body: JSON.stringify(data)});
+  const r = await fetch(url, {method: 'POST', headers: headers({'Content-Type': 'application/json'}),
+    body: JSON.stringify(data)});
   const out = await r.json(); if (!r.ok) { throw new Error(out.error || r.statusText); } return out; }
 function sequence(rows, parties) {
   const lanes = {}; parties.forEach(function (p, i) { lanes[p] = i; });
@@ -65,9 +74,9 @@ function sequence(rows, parties) {
 }
 """
 
-HOME = """<section><h2>parley workshop</h2><p>The facilitator opens the <a href="/projector">projector page</a>;
-each participant opens <a href="/play">/play</a> on a laptop. A room without laptops uses the
-<a href="/replay">replay</a>.</p></section>"""
+HOME = """<section><h2>parley workshop</h2><p>Each participant opens <a href="/play">/play</a> on a laptop.
+The facilitator opens the projector page (and, for a room without laptops, the replay page) at the address
+<code>parley workshop</code> printed: it carries the facilitator's key.</p></section>"""
 
 PROJECTOR = """
 <section><h2>Facilitator</h2><form class="inline" id="defense" onsubmit="return false">
@@ -77,25 +86,30 @@ PROJECTOR = """
 <label>decimals<input id="decimals" size="4" placeholder="all"></label>
 <label>budget (total ε)<input id="budget" size="5" placeholder="none"></label>
 <label><span><input type="checkbox" id="confidential"> confidential channel</span></label>
-<button id="start" type="button">Start round</button> <span id="config-error" class="refusal"></span>
-</form><p class="muted">Participants join at <b id="join-url"></b> · <a href="/replay">replay mode</a></p></section>
+<button id="start" type="button">Start round</button>
+<button id="reveal" type="button">Reveal the scores</button> <span id="config-error" class="refusal"></span>
+</form><p class="muted">Participants join at <b id="join-url"></b> · <a id="replay-link" href="/replay">replay
+mode</a> · <span id="round-status"></span></p></section>
 <section><h2 id="card-title"></h2><p id="blurb"></p><p>Defense: <b id="defense-line"></b>
 (round <span id="round"></span>)</p></section>
 <section><h2>The room's progress</h2><div class="big">
-<div><b id="pinned">0</b>of <span id="roster"></span> people pinned down</div>
-<div><b id="leakage">–</b>leakage (balanced accuracy of the guesses; 50 % is a coin)</div>
+<div><b id="pinned">0</b>of <span id="roster"></span> people guessed</div>
+<div><b id="leakage">hidden</b><span id="leakage-label"></span></div>
 <div><b id="bound">–</b>bound of the ε spent</div>
 <div><b id="spent">0</b>ε spent by the room (every world answers about the same A)</div></div>
 <div class="bar"><div class="fill" id="leak-bar" style="width:0"></div><div class="mark" id="bound-mark"></div></div>
-<p class="muted">Blue: the room's leakage, scored by the referee against the true A no party handed over;
-red mark: the bound (e^ε + δ)/(1 + e^ε) of the budget spent (100 % under raw, which promises nothing).
+<p class="muted">Blue: the room's leakage, scored by the referee against the true A no party handed over, shown
+when the facilitator ends the round (a score moving after each guess would tell its guesser whether they were
+right); red mark: the bound (e^ε + δ)/(1 + e^ε) of the budget spent (100 % under raw, which promises nothing).
 <span id="chance"></span></p></section>
 <main class="two" style="padding:0">
-<section><h2>Participants</h2><table><thead><tr><th>who</th><th>queries</th><th>pinned</th><th>leakage</th>
-<th>ε spent</th><th>bound</th><th>refusals</th></tr></thead><tbody id="participants"></tbody></table></section>
+<section><h2>Participants</h2><table><thead><tr><th>who</th><th>queries</th><th>guessed</th><th>right</th>
+<th>leakage</th><th>ε spent</th><th>bound</th><th>refusals</th></tr></thead><tbody id="participants"></tbody>
+</table></section>
 <section><h2>Message sequence (newest last)</h2><div class="seq" id="sequence"></div></section></main>
 <script>
 $('join-url').textContent = location.origin + '/play';
+$('replay-link').href = '/replay?key=' + encodeURIComponent(KEY);
 $('start').onclick = async function () {
   $('config-error').textContent = ''; $('start').disabled = true;
   try { await post('/api/configure', {card: $('card').value, protocol: $('protocol').value,
@@ -103,22 +117,34 @@ $('start').onclick = async function () {
     confidential: $('confidential').checked}); await refresh(); }
   catch (e) { $('config-error').textContent = e.message; }
   $('start').disabled = false; };
+$('reveal').onclick = async function () {
+  $('config-error').textContent = ''; $('reveal').disabled = true;
+  try { await post('/api/reveal', {}); await refresh(); }
+  catch (e) { $('config-error').textContent = e.message; $('reveal').disabled = false; } };
+function hidden(s, x) { return s.revealed ? pct(x) : 'hidden'; }
 async function refresh() {
-  const s = await (await fetch('/api/state')).json();
+  let s;
+  try { s = await get('/api/state'); } catch (e) { $('config-error').textContent = e.message; return; }
   $('card-title').textContent = s.card_title; $('blurb').textContent = s.blurb;
   $('defense-line').textContent = s.defense; $('round').textContent = s.round;
   $('pinned').textContent = s.pinned; $('roster').textContent = s.roster;
-  $('leakage').textContent = pct(s.leakage); $('bound').textContent = pct(s.bound);
+  $('leakage').textContent = hidden(s, s.leakage); $('bound').textContent = pct(s.bound);
+  $('leakage-label').textContent = s.revealed ? 'leakage (balanced accuracy of the guesses; 50 % is a coin): ' +
+    s.rightly + ' of ' + s.guesses + ' guesses right' : 'leakage: the referee keeps it until the round ends';
+  $('reveal').disabled = s.revealed;
+  $('round-status').textContent = s.revealed ? 'round ' + s.round + ' is over: scores revealed, queries closed; ' +
+    'start a new round to play again' : 'round ' + s.round + ' is live: scores hidden until you reveal them';
   $('spent').textContent = s.epsilon_spent.toFixed(2);
   $('chance').textContent = s.guesses ? 'A coin over these ' + s.guesses + ' guesses lands within 50 ± ' +
     s.chance.toFixed(0) + ' % nineteen times in twenty.' : '';
-  $('leak-bar').style.width = (s.leakage || 0) + '%'; $('bound-mark').style.left = s.bound + '%';
+  $('leak-bar').style.width = (s.revealed && s.leakage || 0) + '%'; $('bound-mark').style.left = s.bound + '%';
   $('participants').innerHTML = s.participants.map(function (p) {
     return '<tr><td>' + esc(p.name) + '</td><td>' + p.queries + '</td><td>' + p.pinned + '</td><td>' +
-      pct(p.leakage) + '</td><td>' + p.epsilon_spent.toFixed(2) + '</td><td>' + pct(p.bound) + '</td><td>' +
-      p.refusals + '</td></tr>'; }).join('');
+      (s.revealed ? p.rightly : 'hidden') + '</td><td>' + hidden(s, p.leakage) + '</td><td>' +
+      p.epsilon_spent.toFixed(2) + '</td><td>' + pct(p.bound) + '</td><td>' + p.refusals + '</td></tr>'; }).join('');
   $('sequence').innerHTML = sequence(s.sequence, s.parties);
-  document.body.dataset.round = s.round; document.body.dataset.ready = '1';
+  document.body.dataset.round = s.round; document.body.dataset.revealed = s.revealed ? '1' : '0';
+  document.body.dataset.ready = '1';
 }
 refresh(); setInterval(refresh, 1000);
 </script>
@@ -135,7 +161,7 @@ PLAY = """
 <section><h2>Your query</h2><form class="inline" onsubmit="return false">
 <label>whose prediction to flip<select id="person"></select></label>
 <label>metric<select id="metric">{metrics}</select></label>
-<button id="send" type="button">Send signed query</button></form>
+<button id="send" type="button">Send signed query</button></form><p id="over" class="refusal"></p>
 <p class="muted">The query is your base model with that one person's prediction flipped, signed with the data
 center's key. Its answer minus your base answer moves with that person's A: up if A = 1 when you flip 0 → 1.</p>
 <h2>Last answer</h2><div id="answer" class="muted">nothing sent yet</div></section>
@@ -144,7 +170,7 @@ center's key. Its answer minus your base answer moves with that person's A: up i
 <th>answer</th><th>difference</th><th>guess</th></tr></thead><tbody id="log"></tbody></table></section></main>
 <script>
 const PID = {pid};
-let round = null, groups = {};
+let round = null, groups = {}, busy = false;
 function group(g) {
   return g === null || g === undefined ? 'undecided' : 'A = ' + g + (groups[g] ? ' (' + groups[g] + ')' : ''); }
 function show(e) {
@@ -157,7 +183,7 @@ function show(e) {
     e.person + ': <b>' + group(e.guess) + '</b>';
 }
 async function refresh() {
-  const s = await (await fetch('/api/participants/' + PID)).json();
+  const s = await (await fetch('/api/participants/' + PID, {headers: headers()})).json();
   if (s.error) { location.href = '/play'; return; }
   groups = s.groups;
   if (round !== s.round) {
@@ -166,7 +192,9 @@ async function refresh() {
   }
   $('card').textContent = s.card; $('blurb').textContent = s.blurb; $('defense').textContent = s.defense;
   $('round').textContent = s.round; $('spent').textContent = s.epsilon_spent.toFixed(2);
-  $('refusals').textContent = s.refusals;
+  $('refusals').textContent = s.refusals; $('send').disabled = busy || s.revealed;
+  $('over').textContent = s.revealed ? 'Round ' + s.round + ' is over: the facilitator revealed the scores ' +
+    'on the projector. Wait for the next round.' : '';
   $('pinned').innerHTML = Object.keys(s.pinned).length ? Object.keys(s.pinned).map(function (p) {
     return '<span>person ' + p + ': ' + group(s.pinned[p]) + '</span>'; }).join('') :
     '<span class="muted">no one yet</span>';
@@ -179,11 +207,10 @@ async function refresh() {
   document.body.dataset.round = s.round; document.body.dataset.sent = s.log.length; document.body.dataset.ready = '1';
 }
 $('send').onclick = async function () {
-  $('send').disabled = true;
+  busy = true; $('send').disabled = true;
   try { show(await post('/api/participants/' + PID + '/ask', {person: $('person').value, metric: $('metric').value}));
-    await refresh(); }
-  catch (e) { $('answer').className = 'refusal'; $('answer').textContent = e.message; }
-  $('send').disabled = false; };
+  } catch (e) { $('answer').className = 'refusal'; $('answer').textContent = e.message; }
+  busy = false; await refresh(); };
 refresh(); setInterval(refresh, 1000);
 </script>
 """
@@ -225,8 +252,8 @@ $('run').onclick = async function () {
 $('next').onclick = function () { if (data && at < data.steps.length) { at += 1; draw(); } };
 $('prev').onclick = function () { if (at > 0) { at -= 1; draw(); } };
 $('end').onclick = function () { if (data) { at = data.steps.length; draw(); } };
-fetch('/api/replay').then(function (r) { return r.json(); }).then(function (d) {
-  if (d.status === 'ready') { data = d; draw(); } document.body.dataset.ready = '1'; });
+get('/api/replay').then(function (d) { if (d.status === 'ready') { data = d; draw(); } },
+  function (e) { $('status').textContent = e.message; }).then(function () { document.body.dataset.ready = '1'; });
 </script>
 """
 
@@ -239,16 +266,25 @@ def _options(values: Any) -> str:
     return "".join(f'<option value="{html.escape(str(k))}">{html.escape(str(label))}</option>' for k, label in items)
 
 
+def _script_value(value: Any) -> str:
+    """``value`` as a JavaScript literal safe inside a <script> element."""
+    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def page(name: str, context: dict[str, Any]) -> str:
-    """The HTML of page ``name`` (home, projector, join, play, replay) filled from ``context``."""
+    """The HTML of page ``name`` (home, projector, join, play, replay) filled from ``context``.
+
+    ``context["key"]``, on the facilitator's pages (projector, replay), is the key their script sends.
+    """
     if name == "projector":
         body = PROJECTOR.replace("{cards}", _options(context["cards"])).replace(
             "{protocols}", _options(context["protocols"]))
     elif name == "play":
-        body = PLAY.replace("{metrics}", _options(context["metrics"])).replace("{pid}", json.dumps(context["pid"]))
+        body = PLAY.replace("{metrics}", _options(context["metrics"])).replace("{pid}", _script_value(context["pid"]))
     else:
         body = {"home": HOME, "join": JOIN, "replay": REPLAY}[name]
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>parley workshop: {TITLES[name]}'
-            f'</title><style>{STYLE}</style><script>{COMMON_JS}</script></head><body data-page="{name}">'
+            f'</title><style>{STYLE}</style><script>const KEY = {_script_value(context.get("key"))};{COMMON_JS}'
+            f'</script></head><body data-page="{name}">'
             f'<header><h1>parley workshop</h1><span class="sub">{TITLES[name]}</span></header>'
             f'<main>{body}</main></body></html>')

@@ -2,12 +2,13 @@
 
     python -m parley.scenarios.workshop.screenshots docs/figures
 
-starts the app on a free local port with fixed secrets, opens the projector and two participant pages in
-headless Chromium (:mod:`parley.scenarios.workshop.browser`), plays the curious data center under ``raw``
-until the room has pinned down everyone on the roster, and writes ``workshop-projector.png``,
-``workshop-participant-1.png`` and ``workshop-participant-2.png``; then the same card under ``laplace`` at
-ε = 0.1 (``workshop-projector-dp.png``), where the leakage stays near a coin's. The helpers here are the
-steps the browser tests take too.
+starts the app on a free local port with fixed secrets, opens the projector (with the facilitator's key) and
+two participant pages in headless Chromium (:mod:`parley.scenarios.workshop.browser`), plays the curious data
+center under ``raw`` until the room has guessed everyone on the roster, and writes
+``workshop-projector-live.png`` (the round still live: the scores hidden), ``workshop-participant-1.png`` and
+``workshop-participant-2.png``; the facilitator then reveals the scores (``workshop-projector.png``). Then the
+same card under ``laplace`` at ε = 0.1, revealed (``workshop-projector-dp.png``): the leakage stays near a
+coin's. The helpers here are the steps the browser tests take too.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from parley.scenarios.workshop.browser import Browser, Page
 from parley.scenarios.workshop.game import Room
 from parley.scenarios.workshop.server import serving
 
-__all__ = ["join", "main", "play", "session", "start_round"]
+__all__ = ["join", "main", "play", "reveal", "session", "start_round"]
 
 #: The fixed secrets of the pictures: the same noise, the same figures, at every refresh.
 SECRETS = RunSecrets(b"parley workshop screenshots ....", source="screenshots")
@@ -72,15 +73,30 @@ def roster(page: Page) -> list[int]:
     return [int(v) for v in page.eval("Array.from(document.querySelectorAll('#person option'), o => o.value)")]
 
 
+#: The projector's figures :func:`projector_state` reads (element ids).
+FIGURES = ("pinned", "leakage", "bound", "spent", "defense-line", "leakage-label", "participants")
+
+
 def projector_state(projector: Page, pinned: int) -> dict[str, Any]:
-    """The projector's figures once it shows ``pinned`` people pinned down (it polls once a second)."""
+    """The projector's figures once it shows ``pinned`` people guessed (it polls once a second)."""
     projector.wait(f"document.getElementById('pinned').textContent === '{pinned}'")
-    return {key: projector.text(f"#{key}") for key in ("pinned", "leakage", "bound", "spent", "defense-line")}
+    return {key: projector.text(f"#{key}") for key in FIGURES}
 
 
-def session(folder: Path | None, browser: Browser, url: str) -> dict[str, Any]:
-    """The whole session: a raw round to full reconstruction, then a laplace round; pictures into ``folder``."""
-    projector = browser.open(f"{url}/projector", width=1280, height=1000)
+def reveal(projector: Page) -> None:
+    """The facilitator ends the round: a click on "Reveal the scores", and the projector shows them."""
+    projector.click("#reveal")
+    projector.wait("document.body.dataset.revealed === '1' && document.getElementById('leakage').textContent "
+                   "!== 'hidden'")
+
+
+def session(folder: Path | None, browser: Browser, url: str, key: str) -> dict[str, Any]:
+    """The whole session: a raw round to full reconstruction, then a laplace round; pictures into ``folder``.
+
+    Each round is played live (``live``, ``dp-live``: the projector's figures before the reveal) and then
+    revealed (``raw``, ``dp``: the figures after it).
+    """
+    projector = browser.open(f"{url}/projector?key={key}", width=1280, height=1000)
     projector.wait("document.body.dataset.ready === '1'")
     start_round(projector, "raw")
     alice, bob = join(browser, url, "alice"), join(browser, url, "bob")
@@ -88,22 +104,27 @@ def session(folder: Path | None, browser: Browser, url: str) -> dict[str, Any]:
     half = len(people) // 2
     play(alice, people[:half])
     play(bob, people[half:])
-    raw = projector_state(projector, len(people))
+    live = projector_state(projector, len(people))
     if folder is not None:
         time.sleep(1.2)  # one more poll: every panel shows the same moment
-        projector.screenshot(folder / "workshop-projector.png")
+        projector.screenshot(folder / "workshop-projector-live.png")
         alice.screenshot(folder / "workshop-participant-1.png")
         bob.screenshot(folder / "workshop-participant-2.png")
+    reveal(projector)
+    raw = projector_state(projector, len(people))
+    if folder is not None:
+        projector.screenshot(folder / "workshop-projector.png")
     start_round(projector, "laplace", epsilon="0.1", budget="2")
     for page in (alice, bob):
         page.wait("document.body.dataset.sent === '0'")
     play(alice, people[:half])
     play(bob, people[half:])
+    dp_live = projector_state(projector, len(people))
+    reveal(projector)
     dp = projector_state(projector, len(people))
     if folder is not None:
-        time.sleep(1.2)
         projector.screenshot(folder / "workshop-projector-dp.png")
-    return {"raw": raw, "dp": dp, "people": people}
+    return {"live": live, "raw": raw, "dp-live": dp_live, "dp": dp, "people": people}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,9 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", nargs="?", type=Path, default=Path("docs/figures"))
     args = parser.parse_args(argv)
     room = Room(secrets=SECRETS)
+    app = create_app(room)
     try:
-        with serving(create_app(room)) as url, Browser() as browser:
-            figures = session(args.folder, browser, url)
+        with serving(app) as url, Browser() as browser:
+            figures = session(args.folder, browser, url, app.state.key)
     finally:
         room.close()
     print(f"raw: {figures['raw']}\nlaplace: {figures['dp']}\npictures in {args.folder}")

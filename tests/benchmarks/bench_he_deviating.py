@@ -3,7 +3,7 @@
 The compliance party C loads whatever the querier encrypts (module docstring of
 :mod:`parley.protocols.mechanisms.homomorphic`, "Semi-honest querier"); the [0, 1] check of
 :class:`parley.parties.homomorphic.HeQuerier` is the querier's own. Here the querier has keys made by
-:class:`~parley.protocols.mechanisms.homomorphic.QuerierKeys` (OS entropy), encrypts slot vectors of its
+:class:`~parley.protocols.crypto.ckks.QuerierKeys` (OS entropy), encrypts slot vectors of its
 choice, and C answers through :meth:`HeProtocol.respond` in this process (no Ray). SP on an audit set of
 ``N_PEOPLE`` people; a person counts when the decoder reads its a exactly. Three queriers:
 

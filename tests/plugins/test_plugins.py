@@ -171,15 +171,23 @@ def test_parley_list_shows_each_plugin_with_its_origin(sites, tmp_path):
     for section, names in TOY_PLUGINS.items():
         start = lines.index(section)
         end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
-        rows = {line.split()[0]: line for line in lines[start + 1:end]}
+        # a row is "  name  (origin) description", wrapped onto deeper-indented lines (a long name: all of them)
+        rows: dict[str, str] = {}
+        last = ""
+        for line in lines[start + 1:end]:
+            if line.startswith("   "):
+                rows[last] += " " + line.strip()
+            else:
+                last = line.split()[0]
+                rows[last] = line
         for name in names:
             assert f"({TOY})" in rows[name], rows[name]
         builtins = [row for key, row in rows.items() if key not in names]
         assert builtins and all("(parley)" in row for row in builtins), section
     # The exchange's protocol names it as its flow; its attack reads it, as a passive observer.
-    listed = {line.split()[0]: line for line in lines if line.startswith("  toy-")}
-    assert "[toy-commit] Commit, challenge, reveal, result" in done.stdout
-    assert "[passive-observer] reads the revealed predictions" in listed["toy-peek"]
+    text = " ".join(done.stdout.split())  # the descriptions as one text, unwrapped
+    assert "[toy-commit] Commit, challenge, reveal, result" in text
+    assert "toy-peek (parley-toy-plugins 0.1.0) [passive-observer] reads the revealed predictions" in text
 
 
 def test_without_the_package_no_plugin_is_registered():

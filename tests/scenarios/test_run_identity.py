@@ -261,9 +261,10 @@ def test_a_named_ledger_is_shared_by_the_runs_that_name_it_and_never_reset_silen
     # Another run, not naming it, is a world of its own: a fresh ledger in its folder.
     assert main(["run", quick, *priced]) == EXIT_OK
     assert _debits(newest / LEDGER_FILE) == first and _debits(ledger) == 2 * first
-    # A run that spends nothing names it in vain: never refused, nothing charged.
+    # A run that spends nothing names it in vain: never refused, nothing charged, and no word of carrying over.
+    capsys.readouterr()
     assert main(["run", quick, "--ledger", "dc"]) == EXIT_OK
-    assert _debits(ledger) == 2 * first
+    assert _debits(ledger) == 2 * first and "carries over" not in capsys.readouterr().err
     # Deleted behind the party's back: the runs that charged it say so; --fresh is the way out, asked for.
     for path in ledger.parent.glob("dc.sqlite*"):
         if not path.name.endswith((".runs", ".lock")):

@@ -21,11 +21,12 @@ import numpy as np
 import pytest
 
 from parley.parties.compliance import Compliance
-from parley.parties.encodings import ENCODINGS, Encoding, role_sends
+from parley.parties.encodings import ENCODINGS, KIND_BOTH_WAYS, Encoding, role_sends
 from parley.parties.party import REFUSAL
 from parley.parties.wire import Identity, Keyring
 from parley.protocols import PROTOCOLS, AuditSet
 from parley.protocols.base import Protocol, ProtocolParams
+from parley.protocols.errors import PluginError
 from parley.scenarios.catalog import scenario_path
 from parley.scenarios.exchanges import EXCHANGES, AuditView, Utility
 from parley.scenarios.spec import Scenario, _validate
@@ -108,6 +109,51 @@ def test_the_role_policy_is_what_the_protocols_serve():
     assert not set(policy["compliance"]) & (set(policy["data-center"]) - {REFUSAL}), "a kind both asks and answers"
 
 
+#: The role policy as a literal before it was derived (parties/party.py at the exchange plug-ins' first step).
+BUILTIN_POLICY = {
+    "data-center": {"metric-query", "release-request", "hypothesis-query", "certificate-request", "mpc-query",
+                    "he-query", REFUSAL},
+    "compliance": {"metric-answer", "attribute-release", "accept-set", "fairness-certificate", "mpc-partial",
+                   "he-answer", REFUSAL},
+    "mpc-helper": {"mpc-partial", REFUSAL},
+    "observer": set(),
+}
+
+
+def test_the_derived_policy_of_the_builtins_is_the_literal_it_replaced():
+    builtin = {name: cls for name, cls in PROTOCOLS.items() if PROTOCOLS.origin(name).builtin}
+    if len(builtin) < len(PROTOCOLS):
+        pytest.skip("a plug-in protocol is installed: its kinds widen the policy")
+    assert {role: set(kinds) for role, kinds in role_sends().items()} == BUILTIN_POLICY
+
+
+@pytest.mark.parametrize("requests", [{"ask": "metric-query"}, {"metric-answer": "tell"}, {"ask": "ask"},
+                                      {"ask": "refusal"}])
+def test_a_protocol_whose_kinds_would_blur_the_policy_is_refused_at_registration(requests):
+    cls = type("Blur", (_Echo,), {"name": "blur-test", "requests": requests})
+    with pytest.raises(PluginError, match="request kinds to reply kinds"):
+        PROTOCOLS.register(cls)
+    assert "blur-test" not in PROTOCOLS
+
+
+def test_two_protocols_that_use_one_kind_both_ways_are_named_when_the_policy_is_derived(monkeypatch):
+    asks = type("Asks", (_Echo,), {"name": "asks-test", "requests": {"ping-x": "pong-x"}})
+    answers = type("Answers", (_Echo,), {"name": "answers-test", "requests": {"pong-x": "ping-y"}})
+    monkeypatch.setitem(PROTOCOLS, "asks-test", asks)
+    monkeypatch.setitem(PROTOCOLS, "answers-test", answers)
+    with pytest.raises(PluginError) as refused:
+        role_sends()
+    assert str(refused.value) == KIND_BOTH_WAYS.format(kinds=["pong-x"], protocols="answers-test, asks-test")
+
+
+def test_an_encoding_cannot_widen_a_builtin_role():
+    wide = type("Wide", (Encoding,), {"name": "wide-test", "roles": {"observer": frozenset({"accept-set"})},
+                                      "wire": lambda self, *args: None})
+    with pytest.raises(PluginError, match="parley's own"):
+        ENCODINGS.register(wide)
+    assert "wide-test" not in ENCODINGS
+
+
 class _EchoParams(ProtocolParams):
     pass
 
@@ -175,3 +221,14 @@ def test_build_world_stays_simple():
 def test_a_builtin_exchange_is_documented(name):
     if EXCHANGES.origin(name).builtin:
         assert any(f"`{name}`" in path.read_text() for path in DOCS.rglob("*.md")), f"docs/ never name `{name}`"
+
+
+def test_an_extra_party_cannot_claim_a_builtin_role():
+    from parley.parties.encodings import ExtraParty
+    from parley.scenarios.world import EXTRA_PARTY_ROLE, _identities
+
+    scenario = Scenario.from_toml(scenario_path("adult-raw-single-query"))
+    with pytest.raises(PluginError) as refused:
+        _identities(scenario, (ExtraParty("twin", "compliance", object),))
+    assert str(refused.value) == EXTRA_PARTY_ROLE.format(slot="twin", role="compliance")
+    assert _identities(scenario, (ExtraParty("helper-x", "helper-x", object),))["helper-x"].role == "helper-x"

@@ -1,8 +1,9 @@
 """The workshop in a real headless Chromium: two participant pages and the projector, one card played.
 
-Under ``raw`` the two participants pin down everyone on the roster (leakage 100 %); the facilitator then
-starts a round under ``laplace`` at epsilon 0.1 and the same queries leave the room near a coin, under the
-bound of what was spent. Clicks and keys reach the pages as real input events (DevTools ``Input.*``).
+Under ``raw`` the two participants pin down everyone on the roster; the projector keeps the scores hidden
+until the facilitator reveals them (leakage 100 %); the facilitator then starts a round under ``laplace`` at
+epsilon 0.1 and the same queries leave the room near a coin, under the bound of what was spent. Clicks and
+keys reach the pages as real input events (DevTools ``Input.*``).
 """
 
 from __future__ import annotations
@@ -26,17 +27,25 @@ def _percent(text: str) -> float:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory):
     room = Room(tmp_path_factory.mktemp("room"), secrets=SECRETS)
-    with serving(create_app(room)) as url, Browser() as browser:
-        yield room, url, browser
+    app = create_app(room)
+    with serving(app) as url, Browser() as browser:
+        yield room, url, browser, app.state.key
     room.close()
 
 
 def test_one_card_to_full_reconstruction_under_raw_and_to_chance_under_dp(served, tmp_path):
-    room, url, browser = served
-    figures = session(tmp_path, browser, url)
+    room, url, browser, key = served
+    figures = session(tmp_path, browser, url, key)
     people = len(figures["people"])
     raw, dp = figures["raw"], figures["dp"]
+    # while each round is live the projector shows progress, never a score: everyone guessed, nothing scored
+    for live in (figures["live"], figures["dp-live"]):
+        assert live["pinned"] == str(people) and live["leakage"] == "hidden"
+        assert "%" not in live["leakage-label"] and "right" not in live["leakage-label"]
+        assert live["participants"].count("hidden") == 4  # two rows, each its right guesses and its leakage
+    # revealed: the raw round read everyone
     assert raw["pinned"] == str(people) and _percent(raw["leakage"]) == 100.0
+    assert raw["leakage-label"].endswith(f"{people} of {people} guesses right") and "hidden" not in raw["participants"]
     assert raw["defense-line"] == "raw, payloads in clear" and _percent(raw["bound"]) == 100.0
     # laplace at epsilon 0.1: every person guessed, yet the room's balanced accuracy stays within a coin's
     # spread (50 +- 28 points over 12 guesses) and under the bound of the epsilon the room spent: two worlds,
@@ -44,18 +53,32 @@ def test_one_card_to_full_reconstruction_under_raw_and_to_chance_under_dp(served
     assert dp["pinned"] == str(people) and dp["defense-line"].startswith("laplace, ε = 0.1 per query")
     assert abs(_percent(dp["leakage"]) - 50) <= 28 and _percent(dp["leakage"]) <= _percent(dp["bound"]) < 90
     assert float(dp["spent"]) == pytest.approx(2 * 0.1 * (2 + people // 2))
-    for name in ("workshop-projector.png", "workshop-participant-1.png", "workshop-participant-2.png",
-                 "workshop-projector-dp.png"):
+    for name in ("workshop-projector-live.png", "workshop-projector.png", "workshop-participant-1.png",
+                 "workshop-participant-2.png", "workshop-projector-dp.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the projector draws every party, the observer too, and the referee's figures match the room's own
     state = room.state()
     assert state["parties"] == ["data-center", "compliance", "observer"] and state["pinned"] == people
+    assert state["revealed"] and state["leakage"] == pytest.approx(_percent(dp["leakage"]), abs=0.05)
+    # a participant's page, once the round is revealed, takes no more queries
+    alice = browser.open(f"{url}/play/{next(iter(room.participants))}")
+    alice.wait("document.body.dataset.ready === '1'")
+    assert alice.eval("document.getElementById('send').disabled") and "is over" in alice.text("#over")
+
+
+def test_the_projector_and_the_replay_need_the_key(served):
+    room, url, browser, key = served
+    page = browser.open(f"{url}/projector")
+    for path in ("/projector", "/replay", f"/projector?key={key[:-1]}"):
+        page.goto(f"{url}{path}")
+        page.wait("document.body && document.body.innerText.length > 0")
+        assert "facilitator's key" in page.eval("document.body.innerText")
 
 
 def test_replay_steps_through_a_finished_run(served):
-    room, url, browser = served
+    room, url, browser, key = served
     room.configure("curious-data-center", room.defense.__class__("raw"))
-    page = browser.open(f"{url}/replay")
+    page = browser.open(f"{url}/replay?key={key}")
     page.wait("document.body.dataset.ready === '1'")
     page.click("#run")
     page.wait("document.body.dataset.replay === 'ready'", timeout=90)

@@ -27,9 +27,13 @@ def test_raw_reads_everyone_on_the_roster(room: Room):
         assert entry["kind"] == "metric-answer" and entry["guess"] == room.truth[person]
     for person in people[4:]:
         room.ask(bob.pid, person)
+    live = room.state()
+    assert live["pinned"] == 8 and live["bound"] == 100.0 and not live["revealed"]
+    assert "leakage" not in live and not any("leakage" in row or "rightly" in row for row in live["participants"])
+    room.reveal()  # the facilitator ends the round: the referee's scores show
     state = room.state()
-    assert state["pinned"] == 8 and state["leakage"] == 100.0 and state["bound"] == 100.0
-    assert [row["pinned"] for row in state["participants"]] == [4, 4]
+    assert state["pinned"] == 8 and state["leakage"] == 100.0 and state["rightly"] == 8 and state["revealed"]
+    assert [(row["pinned"], row["rightly"], row["leakage"]) for row in state["participants"]] == [(4, 4, 100.0)] * 2
     # the sequence: every message of both worlds, each query answered, the observer reading every payload
     kinds = [(m["who"], m["sender"], m["recipient"], m["kind"]) for m in state["sequence"]]
     assert ("alice", "data-center", "compliance", "metric-query") in kinds
@@ -38,6 +42,22 @@ def test_raw_reads_everyone_on_the_roster(room: Room):
     # the participant's page shows their guesses, never the truth or the leakage
     mine = room.participant_state(alice.pid)
     assert len(mine["pinned"]) == 4 and "leakage" not in mine and mine["log"][0]["signed_by"] == "compliance"
+    assert len(alice.pid) >= 22 and alice.pid != bob.pid  # 16 random bytes, base64url
+
+
+def test_a_revealed_round_takes_no_query_and_a_new_round_hides_the_scores(room: Room):
+    room.configure("curious-data-center", Defense("raw"))
+    participant = next(iter(room.participants.values()))
+    room.ask(participant.pid, room.people[0])
+    room.reveal()
+    assert room.state()["leakage"] == 100.0 and room.participant_state(participant.pid)["revealed"]
+    # a score that moved after each guess would tell the guesser whether they were right: no guess after it
+    with pytest.raises(ConfigError, match="is over"):
+        room.ask(participant.pid, room.people[1])
+    room.configure("curious-data-center", Defense("laplace", epsilon=0.5))
+    state = room.state()
+    assert not state["revealed"] and "leakage" not in state and "rightly" not in state
+    assert room.ask(participant.pid, room.people[1])["kind"] == "metric-answer"
 
 
 def test_every_world_is_real_and_its_transcript_verifies(room: Room):

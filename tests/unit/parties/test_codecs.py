@@ -74,3 +74,15 @@ def test_a_codec_that_decodes_to_a_kind_the_party_has_no_handler_for_is_refused_
     assert "no-such-kind" in refusal.payload["detail"] and querier.replies == []
     querier.codec = _Unpack()
     assert querier.receive(_packed_reply(compliance)) is None and len(querier.replies) == 1
+
+
+def test_a_decoded_kind_is_held_to_the_senders_role_and_handed_on_as_that_kind():
+    """A codec cannot turn a compliance reply into a kind the compliance role may not send (a data center's query)."""
+    querier, compliance = _pair(_Unpack(target="metric-query"))
+    querier.handlers = {**querier.handlers, "metric-query": "_on_reply"}
+    refusal = querier.receive(_packed_reply(compliance))
+    assert refusal.kind == REFUSAL and refusal.payload["reason"] == KIND_NOT_ALLOWED and querier.replies == []
+    querier.codec = _Unpack(target="fairness-certificate")  # a compliance kind, handled: arrives as that kind
+    querier.handlers = {**querier.handlers, "fairness-certificate": "_on_reply"}
+    assert querier.receive(_packed_reply(compliance)) is None
+    assert [kind for kind, _ in querier.replies] == ["fairness-certificate"]
