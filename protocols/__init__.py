@@ -1,7 +1,7 @@
 """Answer protocols and fairness metrics: pure functions and models, no Ray, no parties.
 
-Importing :mod:`protocols` registers every built-in protocol, so
-``get_protocol("raw")`` works after a plain ``import protocols``.
+Importing :mod:`parley.protocols` registers every built-in protocol, so
+``get_protocol("raw")`` works after it.
 """
 
 if __name__ != "parley.protocols":  # the folder imported by its own name, from the repository root
@@ -10,9 +10,12 @@ if __name__ != "parley.protocols":  # the folder imported by its own name, from 
 from parley.protocols.base import (
     PROTOCOLS,
     AuditSet,
+    ExactValueProtocol,
+    MetricProtocol,
     MetricQuery,
     Protocol,
     ProtocolParams,
+    RequestProtocol,
     get_protocol,
     register_protocol,
 )
@@ -28,4 +31,5 @@ from parley.protocols.mechanisms import (  # noqa: F401  (register the protocols
     smooth_sensitivity,
 )
 
-__all__ = ["PROTOCOLS", "AuditSet", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol", "register_protocol"]
+__all__ = ["PROTOCOLS", "AuditSet", "ExactValueProtocol", "MetricProtocol", "MetricQuery", "Protocol",
+           "ProtocolParams", "RequestProtocol", "get_protocol", "register_protocol"]

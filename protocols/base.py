@@ -9,7 +9,7 @@ package adds one through a ``parley.protocols`` entry point (docs/plugins.md).
 
 from __future__ import annotations
 
-from abc import ABC
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
@@ -32,8 +32,8 @@ from parley.protocols.queries import (
 )
 from parley.protocols.registry import Registry
 
-__all__ = ["PROTOCOLS", "AuditSet", "Holdings", "MetricQuery", "Protocol", "ProtocolParams", "get_protocol",
-           "register_protocol"]
+__all__ = ["NO_REQUESTS", "PROTOCOLS", "AuditSet", "ExactValueProtocol", "Holdings", "MetricProtocol", "MetricQuery",
+           "Protocol", "ProtocolParams", "RequestProtocol", "get_protocol", "register_protocol"]
 
 UNKNOWN_PROTOCOL = "unknown protocol {name!r}; known protocols: {known}"
 METRIC_NOT_ANSWERED = "protocol {name!r} answers only {allowed}; got {metric!r}"
@@ -275,9 +275,56 @@ class Protocol(Plugin[P], ABC):
         raise QueryError(NO_REQUESTS.format(name=self.name, kind=kind))
 
 
+class MetricProtocol(Protocol[P]):
+    """A protocol of the ``metric-query`` exchange: it answers a metric query with a release.
+
+    Implement :meth:`answer` (the whole reply, e.g. from noisy counts), or subclass
+    :class:`ExactValueProtocol` and implement only how exact values become a release.
+    """
+
+    @abstractmethod
+    def answer(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
+        """The payload of the ``metric-answer`` to ``query`` (``metric``, ``query_id``, ``values`` and notes)."""
+
+
+class ExactValueProtocol(MetricProtocol[P]):
+    """A metric protocol that releases a function of the exact metric values (raw, Laplace, smooth sensitivity).
+
+    Implement :meth:`release`; :meth:`answer` validates the query and computes the exact values around it.
+    """
+
+    def answer(self, query: MetricQuery, audit: AuditSet, rng: np.random.Generator) -> dict[str, Any]:
+        """Validate applicability, compute the exact metric and release it (:meth:`Protocol.answer`)."""
+        return Protocol.answer(self, query, audit, rng)
+
+    @abstractmethod
+    def release(
+        self, exact: np.ndarray, query: MetricQuery, audit: AuditSet, rng: np.random.Generator
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Turn exact metric values into released values plus notes recorded in the answer."""
+
+
+class RequestProtocol(Protocol[P]):
+    """A protocol that serves requests of its own kinds (``requests``): a release, an accept set, ciphertexts.
+
+    Implement :meth:`respond` (and :meth:`request_cost` where replies spend budget, :meth:`admit` to refuse
+    a request given the replies on record); the compliance party verifies, accounts and signs around them.
+    """
+
+    metrics: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def respond(self, kind: str, payload: Mapping[str, Any], holdings: Holdings,
+                rng: np.random.Generator) -> dict[str, Any]:
+        """The reply payload to a ``kind`` request (one of :attr:`requests`); QueryError for bad input."""
+
+
 def _check_protocol(cls: type[Protocol[Any]]) -> str | None:
     if not (isinstance(cls.Params, type) and issubclass(cls.Params, ProtocolParams)):
         return "its Params is not a subclass of parley.protocols.base.ProtocolParams"
+    if not issubclass(cls, (MetricProtocol, RequestProtocol)):
+        return ("it subclasses neither MetricProtocol (it releases metric answers) nor RequestProtocol (it serves "
+                "requests of its own)")
     asked, answered = set(cls.requests), set(cls.requests.values())
     # the role policy is derived from these (parley.parties.encodings.role_sends): a kind is a request or a reply
     misused = (asked & {"metric-answer", "refusal"}) | (answered & {"metric-query", "refusal"}) | (asked & answered)

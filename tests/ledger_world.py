@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams
+from parley.protocols.base import AuditSet, ExactValueProtocol, MetricQuery, ProtocolParams
 from parley.protocols.budget import Budget, PureDP
 
 
@@ -23,7 +23,7 @@ class NoisyParams(ProtocolParams):
     scale: float | None = Field(default=None, ge=0.0, description="Laplace scale; default 1 / epsilon, 0 = exact")
 
 
-class NoisyProtocol(Protocol):
+class NoisyProtocol(ExactValueProtocol[NoisyParams]):
     """Laplace noise (scale 1 / epsilon unless given) on each value; costs ``epsilon`` per query.
 
     ``scale = 0`` answers exactly at the same cost: an exact attack then runs to
@@ -32,7 +32,6 @@ class NoisyProtocol(Protocol):
 
     name = "test-noisy"
     Params = NoisyParams
-    params: NoisyParams
 
     def cost(self, query: MetricQuery) -> Budget:
         return PureDP(epsilon=self.params.epsilon)

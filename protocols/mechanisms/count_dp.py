@@ -184,7 +184,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from parley.protocols.accounting import RHO_KEY
-from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
+from parley.protocols.base import AuditSet, MetricProtocol, MetricQuery, ProtocolParams, register_protocol
 from parley.protocols.budget import ApproxDP, Budget, PureDP
 from parley.protocols.errors import QueryError
 from parley.protocols.metrics import METRICS
@@ -465,7 +465,7 @@ def metrics_from_statistics(metric: str, K: Sequence[Sequence[float]] | np.ndarr
 
 
 @register_protocol
-class CountProtocol(Protocol[CountParams]):
+class CountProtocol(MetricProtocol[CountParams]):
     """Count-level DP: noisy group sums and sizes (discrete Laplace or Gaussian), metrics by post-processing."""
 
     name = "dp-counts"

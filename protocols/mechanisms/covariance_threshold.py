@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Literal, cast
 import numpy as np
 from pydantic import Field
 
-from parley.protocols.base import Holdings, Protocol, ProtocolParams, register_protocol
+from parley.protocols.base import NO_REQUESTS, Holdings, ProtocolParams, RequestProtocol, register_protocol
 from parley.protocols.errors import QueryError
 from parley.protocols.metrics import covariance
 from parley.protocols.queries import MAX_QUERY_VALUES
@@ -108,7 +108,7 @@ def _validate(predictions: Any, n: int) -> np.ndarray:
 
 
 @register_protocol
-class CovarianceThreshold(Protocol[CovarianceThresholdParams]):
+class CovarianceThreshold(RequestProtocol[CovarianceThresholdParams]):
     """Alg. 1 step 4: return the indices of the rho-fair hypotheses among those sent.
 
     Request ``hypothesis-query`` with ``predictions`` (m, n_train) float; reply
@@ -127,7 +127,7 @@ class CovarianceThreshold(Protocol[CovarianceThresholdParams]):
     def respond(self, kind: str, payload: Mapping[str, Any], holdings: Holdings,
                 rng: np.random.Generator) -> dict[str, Any]:
         if kind != REQUEST:
-            return super().respond(kind, payload, holdings, rng)
+            raise QueryError(NO_REQUESTS.format(name=self.name, kind=kind))
         if "train" not in holdings:
             raise QueryError(NO_TRAINING_SET)
         if "predictions" not in payload:

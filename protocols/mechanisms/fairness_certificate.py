@@ -62,7 +62,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_serializer
 
-from parley.protocols.base import Holdings, Protocol, ProtocolParams, register_protocol
+from parley.protocols.base import NO_REQUESTS, Holdings, ProtocolParams, RequestProtocol, register_protocol
 from parley.protocols.budget import PureDP
 from parley.protocols.errors import QueryError
 from parley.protocols.group_gaps import GAP_METRICS, metric_slices, unfairness
@@ -141,7 +141,7 @@ def threshold_margin(epsilon: float, min_group: int, false_certificate: float) -
 
 
 @register_protocol
-class FairnessCertificate(Protocol[FairnessCertificateParams]):
+class FairnessCertificate(RequestProtocol[FairnessCertificateParams]):
     """Signs the target model's fairness on the training set: its value, or a priced within-tolerance decision."""
 
     name = "fairness-certificate"
@@ -163,7 +163,7 @@ class FairnessCertificate(Protocol[FairnessCertificateParams]):
     def respond(self, kind: str, payload: Mapping[str, Any], holdings: Holdings,
                 rng: np.random.Generator) -> dict[str, Any]:
         if kind not in self.requests:
-            return super().respond(kind, payload, holdings, rng)
+            raise QueryError(NO_REQUESTS.format(name=self.name, kind=kind))
         if "train" not in holdings:
             raise QueryError(NO_TRAIN)
         require_fields(payload, CERTIFICATE_FIELDS)

@@ -57,7 +57,14 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from parley.protocols.base import AuditSet, Holdings, MetricQuery, Protocol, ProtocolParams, register_protocol
+from parley.protocols.base import (
+    AuditSet,
+    Holdings,
+    MetricQuery,
+    ProtocolParams,
+    RequestProtocol,
+    register_protocol,
+)
 from parley.protocols.crypto.ckks import (
     OUTPUT_SCALE_BITS,
     _Keys,
@@ -109,7 +116,7 @@ class HeParams(ProtocolParams):
 
 
 @register_protocol
-class HeProtocol(Protocol[HeParams]):
+class HeProtocol(RequestProtocol[HeParams]):
     """CKKS on the querier's predictions; C returns masked, noise-flooded inner products (two parties)."""
 
     name = "he"

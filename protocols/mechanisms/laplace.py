@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_serializer, model_validator
 
-from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
+from parley.protocols.base import AuditSet, ExactValueProtocol, MetricQuery, ProtocolParams, register_protocol
 from parley.protocols.budget import PureDP
 from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, laplace_lattice, warn_float_unsafe
 from parley.protocols.dp.sensitivity import GLOBAL_METRICS, global_sensitivity
@@ -114,7 +114,7 @@ class LaplaceParams(SamplerParams):
 
 
 @register_protocol
-class LaplaceProtocol(Protocol[LaplaceParams]):
+class LaplaceProtocol(ExactValueProtocol[LaplaceParams]):
     """Global-sensitivity Laplace mechanism (Thm. 5, 6; EO, PE, EOdds, cov by the same argument)."""
 
     name = "laplace"

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from parley.protocols.base import Holdings, Protocol, ProtocolParams, register_protocol
+from parley.protocols.base import Holdings, ProtocolParams, RequestProtocol, register_protocol
 from parley.protocols.budget import Budget, PureDP
 from parley.protocols.errors import ConfigError, InternalError, QueryError
 from parley.protocols.estimators.rr_estimators import privatize, rr_keep_probability
@@ -61,7 +61,7 @@ class RRReleaseParams(ProtocolParams):
 
 
 @register_protocol
-class RRReleaseProtocol(Protocol[RRReleaseParams]):
+class RRReleaseProtocol(RequestProtocol[RRReleaseParams]):
     """k-ary randomized response of A, once per set (Sec. 3 of the private-demographics paper)."""
 
     name: ClassVar[str] = "rr-release"

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from parley.protocols.base import AuditSet, MetricQuery, Protocol, ProtocolParams, register_protocol
+from parley.protocols.base import AuditSet, ExactValueProtocol, MetricQuery, ProtocolParams, register_protocol
 
 __all__ = ["RawProtocol"]
 
@@ -24,7 +24,7 @@ class RawParams(ProtocolParams):
 
 
 @register_protocol
-class RawProtocol(Protocol[RawParams]):
+class RawProtocol(ExactValueProtocol[RawParams]):
     """Exact answers (float64), or rounded to ``decimals`` places."""
 
     name = "raw"

@@ -101,7 +101,14 @@ from pydantic import Field
 from typing_extensions import TypeVar
 
 from parley.protocols.accounting import RHO_KEY
-from parley.protocols.base import AuditSet, Holdings, MetricQuery, Protocol, ProtocolParams, register_protocol
+from parley.protocols.base import (
+    AuditSet,
+    Holdings,
+    MetricQuery,
+    ProtocolParams,
+    RequestProtocol,
+    register_protocol,
+)
 from parley.protocols.budget import ApproxDP, Budget, PureDP
 from parley.protocols.crypto.shamir import (
     COMPLIANCE_ID,
@@ -157,7 +164,7 @@ class MpcParams(ProtocolParams):
 P = TypeVar("P", bound=ProtocolParams, default=ProtocolParams, covariant=True)
 
 
-class SecureProtocol(Protocol[P]):
+class SecureProtocol(RequestProtocol[P]):
     """What ``mpc`` and ``mpc-dp`` share: the compliance party's part of one query.
 
     The instance the compliance party holds carries its pairwise keys (:meth:`keyed`); the

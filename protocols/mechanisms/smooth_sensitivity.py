@@ -59,7 +59,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import numpy as np
 from pydantic import Field
 
-from parley.protocols.base import AuditSet, MetricQuery, Protocol, register_protocol
+from parley.protocols.base import AuditSet, ExactValueProtocol, MetricQuery, register_protocol
 from parley.protocols.budget import ApproxDP, Budget, PureDP
 from parley.protocols.dp.lattice import FLOAT_UNSAFE_WARNING, smooth_lattice
 from parley.protocols.dp.sensitivity import SMOOTH_METRICS, smooth_sensitivity
@@ -140,7 +140,7 @@ class SmoothLaplaceParams(_SmoothSamplerParams):
 P = TypeVar("P", SmoothCauchyParams, SmoothLaplaceParams)
 
 
-class _SmoothProtocol(Protocol[P]):
+class _SmoothProtocol(ExactValueProtocol[P]):
     """Shared release: exact + (factor * S / epsilon) * Z, Z i.i.d. from ``noise``."""
 
     metrics = SMOOTH_METRICS

@@ -128,6 +128,7 @@ SMALL: dict[str, dict[str, object]] = {
     "adult-rr-partial": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
     "adult-rr-race": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
     "compas-cov-threshold": {"learner.hypotheses": 60},
+    "crime-cov-threshold": {"learner.hypotheses": 60},
 }
 
 

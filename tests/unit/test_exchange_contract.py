@@ -25,7 +25,7 @@ from parley.parties.encodings import ENCODINGS, KIND_BOTH_WAYS, Encoding, role_s
 from parley.parties.party import REFUSAL
 from parley.parties.wire import Identity, Keyring
 from parley.protocols import PROTOCOLS, AuditSet
-from parley.protocols.base import Protocol, ProtocolParams
+from parley.protocols.base import ProtocolParams, RequestProtocol
 from parley.protocols.errors import PluginError
 from parley.scenarios.catalog import scenario_path
 from parley.scenarios.exchanges import EXCHANGES, AuditView, Utility
@@ -158,7 +158,7 @@ class _EchoParams(ProtocolParams):
     pass
 
 
-class _Echo(Protocol[_EchoParams]):
+class _Echo(RequestProtocol[_EchoParams]):
     """Answers an ``echo-ping`` with an ``echo-pong`` (a kind no built-in knows)."""
 
     name = "echo-test"
@@ -232,3 +232,16 @@ def test_an_extra_party_cannot_claim_a_builtin_role():
         _identities(scenario, (ExtraParty("twin", "compliance", object),))
     assert str(refused.value) == EXTRA_PARTY_ROLE.format(slot="twin", role="compliance")
     assert _identities(scenario, (ExtraParty("helper-x", "helper-x", object),))["helper-x"].role == "helper-x"
+
+
+def test_a_protocol_is_a_metric_or_a_request_protocol_and_must_implement_its_kinds_method():
+    from parley.protocols.base import ExactValueProtocol, MetricProtocol, Protocol
+
+    for name, cls in PROTOCOLS.items():
+        assert issubclass(cls, (MetricProtocol, RequestProtocol)), name
+    plain = type("Plain", (Protocol,), {"name": "plain-test", "Params": _EchoParams})
+    with pytest.raises(PluginError, match="neither MetricProtocol"):
+        PROTOCOLS.register(plain)
+    unfinished = type("Unfinished", (ExactValueProtocol,), {"name": "unfinished-test", "Params": _EchoParams})
+    with pytest.raises(TypeError, match="abstract method"):
+        unfinished()  # no release: it cannot be built, so no half-protocol reaches a party

@@ -12,7 +12,7 @@ with ids such as ``protocol:laplace``:
   (``protocol.epsilon``) and the value received; just outside is the bound itself for ``gt``/``lt``, and
   for ``ge``/``le`` one step beyond it (1 for an integer, the next float64 for a float);
 - the class names its ``Params`` as the generic argument of its family's base
-  (``class LaplaceProtocol(Protocol[LaplaceParams])``, what mypy types ``self.params`` with);
+  (``class LaplaceProtocol(ExactValueProtocol[LaplaceParams])``, what mypy types ``self.params`` with);
 - the defaults construct: ``Params(**required)``, with :data:`EXAMPLES` for the fields that have no
   default, survives the spec's round trip (dump, then validate as a scenario table), and builds the plug-in;
 - a ``check_scenario`` hook, where a plug-in declares one, is a class or static method (the spec calls it

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from parley.protocols import AuditSet, Protocol, ProtocolParams
+from parley.protocols import AuditSet, ProtocolParams, RequestProtocol
 from parley.protocols.base import Holdings
 from parley.protocols.errors import QueryError
 
@@ -48,7 +48,7 @@ class ToyCommitParams(ProtocolParams):
     decimals: int = Field(default=2, ge=0, le=6, description="the released SP is rounded to this many decimals")
 
 
-class ToyCommit(Protocol[ToyCommitParams]):
+class ToyCommit(RequestProtocol[ToyCommitParams]):
     """Commit, challenge, reveal, result: SP of committed predictions on people drawn after the commitment."""
 
     name = "toy-commit"

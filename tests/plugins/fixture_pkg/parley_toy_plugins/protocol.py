@@ -7,14 +7,14 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from parley.protocols import AuditSet, MetricQuery, Protocol, ProtocolParams
+from parley.protocols import AuditSet, ExactValueProtocol, MetricQuery, ProtocolParams
 
 
 class ToyRoundParams(ProtocolParams):
     step: float = Field(default=1e-4, gt=0.0, le=1.0, description="answers are multiples of this")
 
 
-class ToyRound(Protocol[ToyRoundParams]):
+class ToyRound(ExactValueProtocol[ToyRoundParams]):
     """Answers rounded to a multiple of ``step`` (a report printed on a coarse grid)."""
 
     name = "toy-round"
