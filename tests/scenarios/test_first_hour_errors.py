@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from parley.parties.learners.base_model import BAD_PARAM
 from parley.scenarios.catalog import IS_A_SCENARIO, IS_A_STUDY
@@ -65,6 +66,7 @@ def test_a_scenario_validation_error_imports_none_of_the_heavy_stack():
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.system  # the CLI end to end (a subprocess); tests/unit/scenarios/test_csv_honesty.py counts the rows
 def test_a_csv_run_reports_the_rows_it_dropped(tmp_path):
     gen = np.random.default_rng(5)
     n = 240

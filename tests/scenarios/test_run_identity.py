@@ -149,7 +149,9 @@ def _card_commands() -> list[tuple[str, list[str]]]:
 
 #: adult-correction (a CP-SAT correction, about 6 s a run) is the system tier, as in test_workshop.py.
 @pytest.mark.parametrize(("name", "extra"), [
-    pytest.param(name, extra, id=name, marks=[pytest.mark.system] if name == "adult-correction" else [])
+    # the certificate and mpc cards take the longest: the system tier runs them, the default tier the other three
+    pytest.param(name, extra, id=name,
+                 marks=[pytest.mark.system] if name in ("adult-correction", "adult-mpc-reveal") else [])
     for name, extra in _card_commands()])
 def test_the_workshop_rehearsal_then_the_live_run_of_every_card_succeeds(name, extra, tmp_path, monkeypatch, capsys):
     """docs/workshop/README.md: run each card once before the session, then again in front of the room."""

@@ -32,6 +32,7 @@ def test_the_card_names_every_kind_and_every_curious_data_center_attack():
     assert (WORKSHOP / "README.md").read_text(encoding="utf-8").count("(secure-computation.md)") == 1
 
 
+@pytest.mark.system  # a whole mpc run (about 5 s); the default tier checks card 1's quotes (test_workshop.py)
 def test_the_card_quotes_its_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     text, record = _explain("adult-mpc-reveal", tmp_path / "card", capsys)
     _names_every_message(text, tmp_path / "card")

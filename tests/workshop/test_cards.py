@@ -63,6 +63,7 @@ def test_the_printed_cards_in_docs_are_the_ones_the_pages_draw_now() -> None:
     assert all(f"../figures/cards/{name}.pdf" in readme for name in CARDS)
 
 
+@pytest.mark.system  # the CLI's --cards end to end; the pages' content is checked in the default tier above
 def test_parley_workshop_cards_writes_the_html_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("parley.scenarios.workshop.cards.CHROMIUM", tmp_path / "no-chromium")
     written = write_cards(tmp_path / "out", pdf=False)
