@@ -446,10 +446,10 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
     from parley.scenarios.study.engine import run_study
 
     started = time.perf_counter()
+    p = plan(dataset, quick, rows, attacks, backend)  # a bad data set, row or attack is refused before any folder
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     secrets = RunSecrets.resolve(secrets)
-    p = plan(dataset, quick, rows, attacks, backend)
     study, labels = build_study(p)
     phases: dict[str, float] = {}
     mark = time.perf_counter()

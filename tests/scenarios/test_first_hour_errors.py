@@ -126,3 +126,14 @@ def test_verify_of_a_scenarios_folder_of_runs_checks_its_latest_run(tmp_path, mo
     assert main(["verify", "runs/verify-latest"]) == 0
     out = capsys.readouterr().out
     assert f"verified {done.metrics['messages']} messages in runs/verify-latest/latest/transcript.jsonl" in out
+
+
+def test_a_comparison_refused_by_its_plan_leaves_no_folder(tmp_path):
+    """`parley.compare("no-such-data")` used to leave an empty compare/no-such-data behind."""
+    from parley.protocols.errors import ConfigError
+    from parley.scenarios.compare import compare
+
+    for kwargs in ({"dataset": "no-such-data"}, {"dataset": "adult", "rows": ("no-such-row",)}):
+        with pytest.raises(ConfigError):
+            compare(out=tmp_path / "cmp", **kwargs)
+        assert not (tmp_path / "cmp").exists()
