@@ -377,7 +377,13 @@ def _imports(path: Path, module: str) -> set[str]:
 
 
 def import_closure(roots: Iterable[str]) -> list[Path]:
-    """Every file of the parley modules ``roots`` import, directly or not, and of their packages.
+    """Every file of the parley modules ``roots`` import, directly or not, and of their packages (sorted)."""
+    followed, parents = _closure(roots)
+    return sorted(followed | parents)
+
+
+def _closure(roots: Iterable[str]) -> tuple[set[Path], set[Path]]:
+    """The files of the modules ``roots`` import, directly or not (followed), and of their parent packages only.
 
     A module is followed into its own imports when it is imported (``import parley.x``, ``from
     parley.x import name`` with ``name`` defined in ``x``) or is a root. A package that is only the
@@ -402,18 +408,23 @@ def import_closure(roots: Iterable[str]) -> list[Path]:
             if parent is not None:
                 parents.add(parent)
         todo.extend(_imports(path, module))
-    return sorted(set(followed.values()) | parents)
+    files = set(followed.values())
+    return files, parents - files
 
 
-def _code(path: Path) -> bytes:
+def _code(path: Path, parent_only: bool = False) -> bytes:
     """What of ``path`` can change a number: a module's syntax tree without docstrings (comments are not in it).
 
     A reworded docstring or comment leaves the digest as it was; any change to the code changes it. Other
-    files (catalog TOMLs) count byte for byte.
+    files (catalog TOMLs) count byte for byte. A package that is only the parent of a followed module
+    (``parent_only``) counts without its top-level imports: they are what is not followed (a learner or a
+    protocol registered beside the ones a table uses does not compute its numbers), its own code counts.
     """
     if path.suffix != ".py":
         return path.read_bytes()
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    if parent_only:
+        tree.body = [node for node in tree.body if not isinstance(node, ast.Import | ast.ImportFrom)]
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
@@ -424,8 +435,10 @@ def _code(path: Path) -> bytes:
 
 def file_digests(table: Table) -> dict[str, str]:
     """sha256 (16 hex digits) of the code of each file in the import closure of ``table.roots``, and its TOMLs."""
-    paths = import_closure(table.roots) + [REPO / f for f in table.files]
-    return {str(p.relative_to(REPO)): hashlib.sha256(_code(p)).hexdigest()[:16] for p in paths}
+    followed, parents = _closure(table.roots)
+    codes = {p: _code(p, parent_only=p in parents) for p in followed | parents}
+    codes.update({REPO / f: (REPO / f).read_bytes() for f in table.files})
+    return {str(p.relative_to(REPO)): hashlib.sha256(code).hexdigest()[:16] for p, code in sorted(codes.items())}
 
 
 def digest(table: Table) -> str:

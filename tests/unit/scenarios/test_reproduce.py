@@ -100,6 +100,23 @@ def test_the_digest_follows_the_import_closure(tmp_path, monkeypatch):
     assert digest(table) != before
 
 
+def test_a_parent_package_counts_its_code_not_its_registrations(tmp_path, monkeypatch):
+    """Another plug-in registered in a parent package leaves the digest; code of the package changes it."""
+    (tmp_path / "parley").mkdir()
+    (tmp_path / "parley" / "__init__.py").write_text("")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from parley.pkg import a  # noqa\nSCALE = 1\n")
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "other.py").write_text("y = 1\n")
+    monkeypatch.setattr(reproduce, "REPO", tmp_path)
+    table = reproduce.Table("t", (), ("parley.pkg.a",), lambda r, p: [])
+    before = digest(table)
+    (tmp_path / "pkg" / "__init__.py").write_text("from parley.pkg import a, other  # noqa\nSCALE = 1\n")
+    assert digest(table) == before
+    (tmp_path / "pkg" / "__init__.py").write_text("from parley.pkg import a, other  # noqa\nSCALE = 2\n")
+    assert digest(table) != before
+
+
 def test_record_copies_every_run_with_its_provenance(tmp_path, monkeypatch):
     _checkout(tmp_path, monkeypatch)
     studies = tmp_path / "studies" / "reveal-table1"
