@@ -20,6 +20,7 @@ from parley.protocols.base import (
     register_protocol,
 )
 from parley.protocols.mechanisms import (  # noqa: F401  (register the protocols)
+    bounded_laplace,  # noqa: F401  (laplace-bounded, Remark 6)
     count_dp,  # noqa: F401  (dp-counts)
     covariance_threshold,  # noqa: F401  (rho-fair hypothesis selection)
     fairness_certificate,  # noqa: F401

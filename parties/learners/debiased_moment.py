@@ -27,7 +27,7 @@ from fairlearn.reductions import ClassificationMoment, ErrorRate
 from parley.protocols.errors import QueryError
 from parley.protocols.estimators.rr_estimators import WITHHELD, rr_matrix
 
-__all__ = ["BAD_CODES", "EMPTY_GROUP", "NO_REPORTERS", "DebiasedParity", "constraint_matrix"]
+__all__ = ["BAD_CODES", "EMPTY_GROUP", "NO_REPORTERS", "DebiasedParity", "LinearParity", "constraint_matrix"]
 
 NO_REPORTERS = "no individual of the training set reported an attribute: the constraint of (14) has no data"
 EMPTY_GROUP = ("the debiased weight of group {a} among reporters with {event} is {mass:.3g} <= 0: too few "
@@ -80,7 +80,42 @@ def constraint_matrix(constraint: Constraint, y: np.ndarray, z: np.ndarray, epsi
     return G, index
 
 
-class DebiasedParity(ClassificationMoment):
+class LinearParity(ClassificationMoment):
+    """A constraint M gamma(h) - alpha whose gammas are linear in h, ``G h``, with G set by ``load_data``.
+
+    Subclasses set ``self.G`` and ``self._index`` (sign, event, group_id) in ``load_data``; the objective
+    is the error over every row (err^S of (14): reporter or not).
+    """
+
+    alpha: float
+    G: np.ndarray
+    _index: pd.MultiIndex
+
+    def default_objective(self) -> ErrorRate:
+        """err^S of (14): every row, reporter or not."""
+        return ErrorRate()
+
+    @property
+    def index(self) -> pd.MultiIndex:
+        return self._index
+
+    def gamma(self, predictor: Callable[[Any], Any]) -> pd.Series:
+        h = np.squeeze(np.asarray(predictor(self.X), dtype=np.float64))
+        return pd.Series(self.G @ h, index=self._index)
+
+    def bound(self) -> pd.Series:
+        return pd.Series(self.alpha, index=self._index)
+
+    def project_lambda(self, lambda_vec: pd.Series) -> pd.Series:
+        """The identity: a valid projection (it never lowers the Lagrangian), as fairlearn's for ratio bounds."""
+        return lambda_vec
+
+    def signed_weights(self, lambda_vec: pd.Series) -> pd.Series:
+        weights = -self.total_samples * (self.G.T @ lambda_vec.reindex(self._index).to_numpy(dtype=np.float64))
+        return pd.Series(weights, index=self.tags.index)
+
+
+class DebiasedParity(LinearParity):
     """M gamma~^{S_l}(h) - alpha of (14): rows of S_u get no constraint weight.
 
     ``sensitive_features`` passed to ``fit`` are the release's codes, -1 for S_u.
@@ -108,32 +143,9 @@ class DebiasedParity(ClassificationMoment):
         self.constraint, self.epsilon, self.groups = constraint, float(epsilon), int(groups)
         self.alpha, self.debiased = float(alpha), bool(debiased)
 
-    def default_objective(self) -> ErrorRate:
-        """err^S of (14): every row, reporter or not."""
-        return ErrorRate()
-
     def load_data(self, X: Any, y: Any, *, sensitive_features: Any) -> None:
         y = pd.Series(np.asarray(y).astype(np.int64))
         z = np.asarray(sensitive_features).astype(np.int64)
         super().load_data(X, y, sensitive_features=pd.Series(z, index=y.index))
         self.G, self._index = constraint_matrix(self.constraint, y.to_numpy(), z, self.epsilon, self.groups,
                                                 self.debiased)
-
-    @property
-    def index(self) -> pd.MultiIndex:
-        return self._index
-
-    def gamma(self, predictor: Callable[[Any], Any]) -> pd.Series:
-        h = np.squeeze(np.asarray(predictor(self.X), dtype=np.float64))
-        return pd.Series(self.G @ h, index=self._index)
-
-    def bound(self) -> pd.Series:
-        return pd.Series(self.alpha, index=self._index)
-
-    def project_lambda(self, lambda_vec: pd.Series) -> pd.Series:
-        """The identity: a valid projection (it never lowers the Lagrangian), as fairlearn's for ratio bounds."""
-        return lambda_vec
-
-    def signed_weights(self, lambda_vec: pd.Series) -> pd.Series:
-        weights = -self.total_samples * (self.G.T @ lambda_vec.reindex(self._index).to_numpy(dtype=np.float64))
-        return pd.Series(weights, index=self.tags.index)

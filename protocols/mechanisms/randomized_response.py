@@ -22,7 +22,14 @@ composes a querier's debits sequentially, so its total is an upper bound there.
 
 Partial reporting (Sec. 6): with ``report_probability`` beta < 1 each owner
 reports at all with probability beta (independently of everything else, the
-case Prop. 2 and Lemma 3 cover); withheld entries are -1.
+case Prop. 2 and Lemma 3 cover); withheld entries are -1. With ``reporting``,
+each owner reports with their own probability t(y, a) instead (Sec. 6,
+"Individual choice of reporting";
+:class:`parley.protocols.estimators.reporting.ReportingFunction`): the
+compliance party holds A and Y of each set, not X, so t here depends on (y, a)
+only. The reply states the t it used (as it states ``epsilon``), and the
+reporting coins, like the randomized-response coins, are the compliance
+party's own.
 """
 
 from __future__ import annotations
@@ -31,12 +38,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from parley.protocols.base import Holdings, ProtocolParams, RequestProtocol, register_protocol
 from parley.protocols.budget import Budget, PureDP
 from parley.protocols.errors import ConfigError, InternalError, QueryError
-from parley.protocols.estimators.rr_estimators import privatize, rr_keep_probability
+from parley.protocols.estimators.reporting import ReportingFunction, report
+from parley.protocols.estimators.rr_estimators import WITHHELD, privatize, rr_keep_probability
 
 __all__ = ["RRReleaseParams", "RRReleaseProtocol", "RELEASE_REQUEST", "ATTRIBUTE_RELEASE"]
 
@@ -49,6 +57,11 @@ RELEASED_BEFORE = ("set {name!r} was released {count} time(s) already and protoc
 #: Checked once when the compliance party is built (a configuration error); the text names no code of A.
 GROUPS_TOO_FEW = ("set {name!r} has attribute codes outside 0..{top} (protocol.groups is {groups}): "
                   "raise protocol.groups")
+REPORTING_TWICE = ("give either protocol.report_probability ({beta}) or protocol.reporting, not both "
+                   "(a constant t is reporting.table with one value)")
+REPORTING_NEEDS_X = ("protocol.reporting depends on X (slope != 0), which the compliance party does not hold: "
+                     "its t may depend on y and a only")
+REPORTING_GROUPS = "protocol.reporting.table has {table} groups but protocol.groups is {groups}"
 
 
 class RRReleaseParams(ProtocolParams):
@@ -58,6 +71,20 @@ class RRReleaseParams(ProtocolParams):
     groups: int = Field(2, ge=2, le=64, description="k, the number of values of A")
     releases: int = Field(1, ge=1, le=1000, description="releases allowed per set (more than 1: they compose)")
     report_probability: float = Field(1.0, gt=0.0, le=1.0, description="chance an owner reports at all (Sec. 6)")
+    reporting: ReportingFunction | None = Field(
+        None, description="t(y, a), each owner's own chance to report (Sec. 6, Prop. 2); excludes report_probability")
+
+    @model_validator(mode="after")
+    def _reporting(self) -> RRReleaseParams:
+        if self.reporting is None:
+            return self
+        if self.report_probability < 1.0:
+            raise ValueError(REPORTING_TWICE.format(beta=self.report_probability))
+        if self.reporting.depends_on_x:
+            raise ValueError(REPORTING_NEEDS_X)
+        if self.reporting.groups != self.groups:
+            raise ValueError(REPORTING_GROUPS.format(table=self.reporting.groups, groups=self.groups))
+        return self
 
 
 @register_protocol
@@ -108,5 +135,10 @@ class RRReleaseProtocol(RequestProtocol[RRReleaseParams]):
         if a.size and (int(a.min()) < 0 or int(a.max()) >= p.groups):  # check_holdings refused this at setup
             raise InternalError(GROUPS_TOO_FEW.format(name=name, top=p.groups - 1, groups=p.groups))
         z = privatize(a, p.epsilon, p.groups, rng, p.report_probability)
-        return {"set": name, "z": z, "epsilon": p.epsilon, "groups": p.groups,
-                "pi": rr_keep_probability(p.epsilon, p.groups), "report_probability": p.report_probability}
+        out: dict[str, Any] = {"set": name, "z": z, "epsilon": p.epsilon, "groups": p.groups,
+                               "pi": rr_keep_probability(p.epsilon, p.groups),
+                               "report_probability": p.report_probability}
+        if p.reporting is not None:  # each owner's own coin, with probability t(y, a)
+            z[~report(p.reporting, None, np.asarray(holdings[name].y), a, rng)] = WITHHELD
+            out["reporting"] = {"table": [list(row) for row in p.reporting.table]}
+        return out

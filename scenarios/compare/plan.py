@@ -23,6 +23,7 @@ from parley import protocols
 from parley.parties.attacks import ATTACKS
 from parley.protocols.errors import ConfigError, InternalError
 from parley.scenarios.exchanges import EXCHANGES, Row, Utility, get_exchange
+from parley.scenarios.exchanges.base import EPSILONS
 from parley.scenarios.spec import Scenario, _validate
 
 __all__ = ["Column", "Plan", "Row", "UTILITY", "Utility", "plan", "BAD_DATASET_FOR_COMPARE", "NOISE_LAW_ATTACKS",
@@ -130,8 +131,20 @@ def _rows(quick: bool) -> list[Row]:
     for name in EXCHANGES:
         exchange = get_exchange(name)
         rows += [dataclasses.replace(row, dataset={**exchange.sizes[pick], **row.dataset})
-                 for row in exchange.rows(quick)]
+                 for default in exchange.rows(quick) for row in _at_epsilons(default, pick)]
     return rows
+
+
+def _at_epsilons(row: Row, pick: int) -> list[Row]:
+    """``row``, or one row per epsilon of the grid (``EPSILONS``) for a protocol whose epsilon has no default.
+
+    A DP protocol registered without rows of its own joins the grid at its defaults; a required epsilon has none.
+    """
+    epsilon = protocols.get_protocol(row.protocol["name"]).Params.model_fields.get("epsilon")
+    if "epsilon" in row.protocol or epsilon is None or not epsilon.is_required():
+        return [row]
+    return [dataclasses.replace(row, label=f"{row.label} ε={eps:g}", protocol={**row.protocol, "epsilon": eps})
+            for eps in EPSILONS[pick]]
 
 
 def _columns(quick: bool) -> list[Column]:

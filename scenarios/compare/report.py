@@ -24,10 +24,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from parley.scenarios.compare.plan import ATTACK_SETTINGS, UTILITY  # noqa: E402
+from parley.scenarios.compare.utility import UNSEEDED_SPREAD  # noqa: E402
 from parley.scenarios.spec import THREAT_MODELS  # noqa: E402
 
 __all__ = ["QUICK_CAVEAT", "write_report", "recommendations", "equal_epsilon", "bound_gaps", "render_markdown",
-           "render_html", "TIE_PP", "NOISE_LAW_ATTACK"]
+           "render_html", "TIE_PP", "NOISE_LAW_ATTACK", "unseeded_notes"]
 
 #: Worst-case leakages closer than this (percentage points) count as a tie, broken by utility; leakage below
 #: chance (50 %) ranks as chance: the adversary's guess carries no information it could know to use.
@@ -385,6 +386,7 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
         ("table", front[["protocol", "flow", "utility", *(["utility_p90"] if "utility_p90" in front else []),
                          "unfairness", "worst_leakage", "worst_attack",
                          "epsilon_spent_max", "on_frontier"]].map(_fmt)),
+        *[("p", note) for note in unseeded_notes(front)],
         ("h2", "Whole-scenario privacy audit"),
         ("p", "Each auditable configuration runs as a whole scenario (local parties, signed envelopes, ledger) on a "
               "fixed audit set and on its neighbour that differs in one person's protected attribute, under many "
@@ -406,7 +408,10 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
     if phases:  # where this invocation's seconds went (the report's own time is in invocation.json)
         blocks += [("h2", "Where the time went"),
                    ("table", pd.DataFrame([{"phase": name, "wall s": f"{seconds:.1f}"}
-                                           for name, seconds in phases.items()]))]
+                                           for name, seconds in phases.items()])),
+                   ("p", "Each study cell's run folder (`study/cells/`) keeps its `result.json` and its transcript; "
+                         "its own `report.html` is not drawn during the comparison (this report links to none), "
+                         "`parley.scenarios.study.engine.draw_run_report(FOLDER)` draws it when asked for.")]
     if "audit" in figures:
         blocks.append(("img", ("audit", figures["audit"])))
     blocks += [
@@ -421,6 +426,12 @@ def _blocks(comparison: Any, long: pd.DataFrame, front: pd.DataFrame, figures: d
         ("p", "Data sizes per flow: " + "; ".join(sorted({f"{r.flow} {r.dataset}" for r in p.rows}))),
     ]
     return blocks
+
+
+def unseeded_notes(front: pd.DataFrame) -> list[str]:
+    """A sentence per configuration of ``front`` whose utility the seed does not fix, with its spread."""
+    return [f"`{name}`'s utility is not fixed by the seed: {why}." for name, why in UNSEEDED_SPREAD.items()
+            if (front["protocol"] == name).any()]
 
 
 def _compact_matrix(p: Any, long: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

@@ -16,6 +16,8 @@ import json
 import re
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,7 @@ from parley.scenarios.spec import Scenario
 from parley.scenarios.study import Study
 
 __all__ = ["Comparison", "CONFIDENTIALITY_SCENARIOS", "INVOCATION_FILE", "compare", "matrix", "frontier", "pareto",
-           "confidentiality", "report_from_files", "NO_SAVED_RESULTS"]
+           "confidentiality", "report_from_files", "NO_SAVED_RESULTS", "workers_at_this_niceness"]
 
 #: The passive-observer scenarios run with and without confidential payloads.
 CONFIDENTIALITY_SCENARIOS = ("adult-observer-honest", "adult-raw-double-query")
@@ -317,7 +319,7 @@ def confidentiality(results: pd.DataFrame, cells_dir: Path) -> pd.DataFrame:
 def _audit_task(protocol: dict[str, Any], dataset: dict[str, Any], runs: int, seed: int,
                 learner: dict[str, Any] | None = None, secrets: RunSecrets | None = None,
                 mode: str = AUDIT_MODE, wiring_runs: int = WIRING_RUNS[0]) -> dict[str, Any]:
-    """One row's audit; the row records its wall time and the niceness it ran at (a Ray worker's: 15)."""
+    """One row's audit; the row records its wall time and the niceness it ran at (its Ray worker's)."""
     import os
 
     started = time.perf_counter()
@@ -334,8 +336,8 @@ def run_audits(p: Plan, address: str | None = None, progress: bool = True,
     Each row's runs get secrets of their own, derived from ``secrets`` (fresh from OS entropy if omitted).
     ``mode``: ``"two-level"`` (default; mechanism-level draws and :data:`WIRING_RUNS` wiring runs per
     neighbour) or ``"runs"`` (the earlier audit: ``4 * p.audit_runs + 1`` whole-scenario runs per row).
-    The tasks run in Ray's workers, at the niceness of the study's (Ray's ``worker_niceness``, 15 by
-    default); each row records it (``niceness``).
+    The tasks run in Ray's workers, at the niceness of the study's (:func:`workers_at_this_niceness`: the
+    comparison's own, when it starts Ray); each row records it (``niceness``).
     """
     secrets = RunSecrets.resolve(secrets)
     import ray
@@ -367,6 +369,33 @@ def run_audits(p: Plan, address: str | None = None, progress: bool = True,
         note = EXCHANGES[row.flow].not_audited.format(name=row.flow)
         out.append({"protocol": row.label, "epsilon_lower": None, "note": note})
     return pd.DataFrame(out)
+
+
+#: Ray reads it when it starts an instance: the niceness of its worker processes (Ray's default 15).
+WORKER_NICENESS_ENV = "RAY_worker_niceness"
+
+
+@contextmanager
+def workers_at_this_niceness(address: str | None) -> Iterator[None]:
+    """While a comparison runs: a private Ray instance it starts has its workers at this process's niceness.
+
+    The study's cells and the audit's rows then run at the niceness of the rest of the comparison (the
+    driver's utilities and report), not at Ray's 15, at which a shared machine left the audit 14-39 % of
+    a core. A value the user set in the environment wins; a running Ray instance or a cluster
+    (``address``) keeps the niceness its workers have. The environment is restored on leaving.
+    """
+    import os
+
+    import ray
+
+    if address is not None or ray.is_initialized() or WORKER_NICENESS_ENV in os.environ:
+        yield
+        return
+    os.environ[WORKER_NICENESS_ENV] = str(os.nice(0))
+    try:
+        yield
+    finally:
+        os.environ.pop(WORKER_NICENESS_ENV, None)
 
 
 def code_digest() -> str:
@@ -461,21 +490,24 @@ def compare(dataset: str = "adult", out: str | Path = "compare", quick: bool = F
         mark = now
 
     phase("plan")
-    done = run_study(study, out / "study", workers=workers, address=address, keep_runs=True, progress=progress,
-                     secrets=secrets.child("study"))
-    phase("study")
-    results = _labelled(study, labels, done.results)
-    long = matrix(p, results)
-    utility = utilities(p, releases)
-    utility.to_csv(out / UTILITY_FILE, index=False)
-    front = frontier(p, results, long, utility)
-    conf = confidentiality(results, out / "study" / "cells")
-    phase("tables and utility")
-    audits = _saved_audits(p, out / "audit.csv") if audit else pd.DataFrame()
-    reused = audits is not None and not audits.empty
-    if audit and not reused:
-        audits = run_audits(p, address, progress, secrets.child("audit"))
-    phase("audit")
+    with workers_at_this_niceness(address):
+        # Every cell's run folder is kept (the confidentiality table reads its transcript) without the report a
+        # cell would draw: the comparison's report links to none, and draw_run_report draws one when asked.
+        done = run_study(study, out / "study", workers=workers, address=address, keep_runs=True,
+                         progress=progress, secrets=secrets.child("study"), reports=False)
+        phase("study")
+        results = _labelled(study, labels, done.results)
+        long = matrix(p, results)
+        utility = utilities(p, releases)
+        utility.to_csv(out / UTILITY_FILE, index=False)
+        front = frontier(p, results, long, utility)
+        conf = confidentiality(results, out / "study" / "cells")
+        phase("tables and utility")
+        audits = _saved_audits(p, out / "audit.csv") if audit else pd.DataFrame()
+        reused = audits is not None and not audits.empty
+        if audit and not reused:
+            audits = run_audits(p, address, progress, secrets.child("audit"))
+        phase("audit")
     comparison = Comparison(plan=p, results=results, audits=audits, confidentiality=conf, out=out,
                             wall_s=round(time.perf_counter() - started, 1), ran=done.ran, skipped=done.skipped,
                             audit_reused=reused, phases=dict(phases))

@@ -33,8 +33,11 @@ from parley.parties.attacks import AttackerView, get_attack, leakage
 from parley.parties.confidential import is_sealed
 from parley.parties.handles import ReleaseAdversaryHandle
 from parley.parties.learners import get_learner
+from parley.parties.learners.individual_reporting import individual_reporting_at_data_center
 from parley.parties.learners.partial_reporting import partial_reporting_at_data_center
+from parley.parties.learners.proxy_fair import proxy_fair_at_data_center
 from parley.parties.learners.two_step import release_of, two_step_at_data_center
+from parley.parties.learners.z_post_processing import z_post_processing_at_data_center
 from parley.parties.transcript import read_transcript
 from parley.protocols.errors import InternalError
 from parley.protocols.estimators.rr_estimators import (
@@ -209,7 +212,8 @@ def _score_learning(fitted: dict[str, Any], y: np.ndarray, a: np.ndarray, notion
     """
     out: dict[str, Any] = {}
     labels = {"step1": "step1", "two_step": "two_step", "learner": "step1", "reporters_only": "reporters_only",
-              "unconstrained": "unconstrained"}
+              "unconstrained": "unconstrained", "uncorrected": "uncorrected",
+              "debiased": "debiased_post"}
     for key, label in labels.items():
         if key in fitted:
             out[f"{label}_disc"] = fairness_of(fitted[key], y, a, notion)
@@ -221,9 +225,13 @@ def _score_learning(fitted: dict[str, Any], y: np.ndarray, a: np.ndarray, notion
         if "p" in fitted:
             p = np.asarray(fitted["p"], dtype=np.float64)
             out["two_step_p_spread"] = float(p.max() - p.min())
-    for key in ("step1_disc_estimate", "step1_disc_naive"):
+    for key in ("step1_disc_estimate", "step1_disc_naive", "two_step_disc_released"):
         if key in fitted:
             out[key] = fitted[key]
+    for key in ("learner", "unconstrained"):   # proxy-fair: the data center's audits by (15) and Sec. 4
+        for how in ("proxy_xy", "proxy_x", "debiased"):
+            if f"{key}_eo_{how}" in fitted:
+                out[f"{'step1' if key == 'learner' else key}_eo_{how}"] = fitted[f"{key}_eo_{how}"]
     if "learner_disc_estimate" in fitted:
         out["step1_disc_estimate"] = fitted["learner_disc_estimate"]
         out["step1_disc_naive"] = fitted["learner_disc_naive"]
@@ -255,6 +263,12 @@ def _learn_with(data: Any, replies: list[tuple[str, dict[str, Any]]], learner_na
         return two_step_at_data_center(data, replies, params, seed)
     if learner_name == "partial-reporting":
         return partial_reporting_at_data_center(data, replies, params, seed)
+    if learner_name == "individual-reporting":
+        return individual_reporting_at_data_center(data, replies, params, seed)
+    if learner_name == "z-post-processing":
+        return z_post_processing_at_data_center(data, replies, params, seed)
+    if learner_name == "proxy-fair":
+        return proxy_fair_at_data_center(data, replies, params, seed)
     raise InternalError(f"the rr-release flow has no way to run learner {learner_name!r}")
 
 

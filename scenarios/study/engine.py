@@ -43,7 +43,7 @@ from parley.scenarios.out_folder import write_study_marker
 from parley.scenarios.spec import Scenario
 from parley.scenarios.study.plan import ROW_FIELDS, Cell, Study, load_results, save_results
 
-__all__ = ["StudyRun", "run_study", "StudyWorker"]
+__all__ = ["StudyRun", "run_study", "StudyWorker", "draw_run_report"]
 
 WORKER_DIED = "worker died while running the cell ({error}); gave up after {attempts} attempts"
 BAD_WORKERS = "--workers must be at least 1, got {workers}"
@@ -87,11 +87,14 @@ class StudyWorker:
                                              else None)
         self._clock["ready"] = time.time()
 
-    def run_cell(self, cell: Cell, table: Table | None, keep_run: bool, secrets: RunSecrets) -> dict[str, Any]:
+    def run_cell(self, cell: Cell, table: Table | None, keep_run: bool, secrets: RunSecrets,
+                 reports: bool = True) -> dict[str, Any]:
         """Run one cell in a folder of this node's own; the row, with the folder's files if ``keep_run``.
 
         The worker may be on another machine than the driver: it writes nothing at the driver's
         paths, it returns the run folder's files (``FILES_KEY``) and the driver writes them.
+        ``reports``: a kept run folder has its ``report.md`` and ``report.html`` (False: ``result.json``
+        and the transcript only; :func:`draw_run_report` draws them later).
         """
         from parley.scenarios.runner import run
 
@@ -102,7 +105,8 @@ class StudyWorker:
         try:
             try:
                 result = run(Scenario.from_dict(cell.scenario), out=folder, table=table, hosts=self.hosts,
-                             fresh=True, in_process=self.in_process, reports=keep_run, secrets=secrets)
+                             fresh=True, in_process=self.in_process, reports=keep_run and reports,
+                             secrets=secrets)
                 row.update(result.metrics)
             except ParleyError as exc:
                 row.update(status="error", failure=f"{type(exc).__name__}: {exc}")
@@ -117,6 +121,21 @@ class StudyWorker:
         row[TIMELINE_KEY] = {**self._clock, "cell_started": cell_started, "cell_ended": time.time(),
                              "cell_cpu_s": time.process_time() - cpu_started}
         return row
+
+
+def draw_run_report(run_dir: str | Path) -> Path:
+    """Draw ``report.md`` and ``report.html`` of a run folder kept without them; the path of ``report.html``.
+
+    From its ``result.json`` and its transcript (verified as the report draws it), as the run would have
+    drawn them; a folder that has its report is drawn again, the same report.
+    """
+    from parley.scenarios.report import write_report
+    from parley.scenarios.report_html import write_html_report
+
+    run_dir = Path(run_dir)
+    record = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
+    write_report(record, run_dir)
+    return write_html_report(record, run_dir)
 
 
 def _write_run(folder: Path, files: dict[str, bytes]) -> None:
@@ -196,7 +215,7 @@ def _row(cell: Cell, outcome: dict[str, Any], attempts: int, keep: tuple[str, ..
 def run_study(study: Study, out: str | Path, workers: int | None = None, address: str | None = None,
               keep_runs: bool = True, progress: bool = True, reuse_hosts: bool = True,
               on_row: Callable[[dict[str, Any]], None] | None = None, party_hosts: str = "worker",
-              secrets: RunSecrets | str | Path | None = None) -> StudyRun:
+              secrets: RunSecrets | str | Path | None = None, reports: bool = True) -> StudyRun:
     """Run every cell of ``study`` not yet in ``out/results.csv``; write the table, summary and plots.
 
     Parameters
@@ -230,6 +249,10 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
         The study's secrets (:mod:`parley.parties.run_secrets`); each row's run gets its own, derived from
         them and the row. None: fresh from OS entropy (the rows' noise cannot be reproduced); a secrets file:
         the same rows replay the same releases.
+    reports : bool
+        With ``keep_runs``: draw each kept run's ``report.md`` and ``report.html`` (default). False keeps
+        ``result.json`` and the transcript and draws no report (a third of a small cell's CPU); a folder's
+        report is drawn when asked for, by :func:`draw_run_report`.
     """
     from parley.scenarios.study.report import write_outputs
 
@@ -292,7 +315,7 @@ def run_study(study: Study, out: str | Path, workers: int | None = None, address
                 key = _table_key(Scenario.from_dict(cell.scenario).dataset)
                 table = refs.get(key) if key is not None else None
                 in_flight[worker.run_cell.remote(cell, table, keep_runs,
-                                                 study_secrets.child(f"{cell.cell}-r{cell.repeat}"))] = \
+                                                 study_secrets.child(f"{cell.cell}-r{cell.repeat}"), reports)] = \
                     (worker, cell, attempt)
 
         for worker in pool:

@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from parley.protocols.errors import ParleyError
-from parley.scenarios.workshop.game import CARDS, METRICS, PROTOCOLS, Defense, Room
+from parley.scenarios.workshop.game import CARDS, Defense, Room
 from parley.scenarios.workshop.pages import page
 from parley.scenarios.workshop.replay import replay_scenario, replay_steps
 
@@ -55,9 +55,10 @@ def _number(data: dict[str, Any], key: str, kind: type) -> Any:
         raise ParleyError(BAD_NUMBER.format(field=key, got=value)) from None
 
 
-def _defense(data: dict[str, Any]) -> Defense:
+def _defense(data: dict[str, Any], protocols: tuple[str, ...]) -> Defense:
+    """The defense of a configure request; the card's first protocol if it names none."""
     confidential = data.get("confidential") in (True, "true", "on", "1", 1)
-    return Defense(protocol=str(data.get("protocol", "raw")), epsilon=_number(data, "epsilon", float),
+    return Defense(protocol=str(data.get("protocol") or protocols[0]), epsilon=_number(data, "epsilon", float),
                    decimals=_number(data, "decimals", int), confidential=confidential,
                    budget=_number(data, "budget", float))
 
@@ -108,8 +109,9 @@ def create_app(room: Room | None = None, key: str | None = None) -> Starlette:
         return HTMLResponse(page("home", {}))
 
     async def projector(request: Request) -> Response:
-        return HTMLResponse(page("projector", {"cards": {k: c.title for k, c in CARDS.items()},
-                                               "protocols": PROTOCOLS, "key": key}))
+        cards = {name: {"title": card.title, "protocols": card.protocols, "knobs": card.knobs,
+                        "defaults": card.defaults, "per": card.per} for name, card in CARDS.items()}
+        return HTMLResponse(page("projector", {"cards": cards, "key": key}))
 
     async def join_page(request: Request) -> Response:
         return HTMLResponse(page("join", {}))
@@ -118,7 +120,7 @@ def create_app(room: Room | None = None, key: str | None = None) -> Starlette:
         pid = request.path_params["pid"]
         if pid not in room.participants:
             return RedirectResponse("/play", status_code=303)
-        return HTMLResponse(page("play", {"pid": pid, "metrics": METRICS}))
+        return HTMLResponse(page("play", {"pid": pid}))
 
     async def replay_page(request: Request) -> Response:
         return HTMLResponse(page("replay", {"key": key}))
@@ -133,8 +135,8 @@ def create_app(room: Room | None = None, key: str | None = None) -> Starlette:
     async def configure(request: Request) -> Response:
         data = await body(request)
         try:
-            defense = _defense(data)
-            card = str(data.get("card", room.card.name))
+            card = str(data.get("card") or room.card.name)
+            defense = _defense(data, CARDS[card].protocols if card in CARDS else ("raw",))
         except ParleyError as exc:
             return error(exc)
         try:
@@ -160,8 +162,9 @@ def create_app(room: Room | None = None, key: str | None = None) -> Starlette:
         data = await body(request)
         try:
             person = _number(data, "person", int)
+            choice = data.get("choice", data.get("metric"))  # a query card's metric, an observer's guess
             entry = await run_in_threadpool(room.ask, request.path_params["pid"], person,
-                                            str(data.get("metric", "sp")))
+                                            None if choice is None else str(choice))
         except ParleyError as exc:
             return error(exc)
         return JSONResponse(entry)
@@ -172,11 +175,12 @@ def create_app(room: Room | None = None, key: str | None = None) -> Starlette:
         try:
             replays.clear()
             replays["status"] = "running"
-            scenario = replay_scenario(room.card.name, room.defense.overrides())
+            scenario = replay_scenario(room.card, room.defense.overrides())
             out = Path(tempfile.mkdtemp(prefix="replay-", dir=room.folder))
             replays.update(replay_steps(scenario, out, room.secrets.child(f"replay-{room.round}")))
             replays["status"] = "ready"
-            replays["defense"] = room.defense.describe()
+            replays["defense"] = room.describe()
+            replays["parties"] = list(room.card.parties)
         except ParleyError as exc:
             replays.update(status="failed", stopped=str(exc))
         finally:

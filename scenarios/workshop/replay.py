@@ -11,29 +11,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from parley.parties.compliance import has_costs
 from parley.parties.confidential import is_sealed
 from parley.parties.run_secrets import RunSecrets
 from parley.parties.transcript import read_transcript
+from parley.protocols import get_protocol
 from parley.protocols.errors import ParleyError
 from parley.scenarios.catalog import scenario_path
 from parley.scenarios.explain import describe
 from parley.scenarios.runner import leakage_bound, run
 from parley.scenarios.spec import Scenario
+from parley.scenarios.workshop.play import Card
 
-__all__ = ["REPLAY_SCENARIO", "replay_scenario", "replay_steps"]
+__all__ = ["replay_scenario", "replay_steps"]
 
-#: The catalog scenario a card replays under ``raw`` (29 exact answers read A of 1,000 people) and under a DP
-#: protocol (one query of n models decoded under the noise law: the strongest attack on noisy answers).
-REPLAY_SCENARIO = {"curious-data-center": {"raw": "adult-reveal-precision", "dp": "adult-likelihood"}}
 #: Messages a replay shows at most (the first ones, where the story is; decimals=4 sends over a thousand).
 MAX_STEPS = 400
 
 
-def replay_scenario(card: str, overrides: dict[str, Any]) -> Scenario:
-    """The scenario a card replays under the facilitator's defense (``overrides``: scenario fields)."""
-    kind = "raw" if overrides.get("protocol.name", "raw") == "raw" else "dp"
-    scenario = Scenario.from_toml(scenario_path(REPLAY_SCENARIO[card][kind]))
+def replay_scenario(card: Card, overrides: dict[str, Any]) -> Scenario:
+    """The scenario ``card`` replays under the facilitator's defense (``overrides``: scenario fields).
+
+    The card names it per protocol (:meth:`Card.replay`): the curious data center replays
+    ``adult-reveal-precision`` under ``raw`` (29 exact answers read A of 1,000 people) and ``adult-likelihood``
+    under a DP protocol (one query of n models decoded under the noise law: the strongest attack on noisy
+    answers); the passive observer ``adult-rr-observer``; secure computation ``adult-mpc-reveal`` under ``mpc``
+    and ``adult-mpc-dp`` under ``mpc-dp``.
+    """
+    scenario = Scenario.from_toml(scenario_path(card.replay(str(overrides.get("protocol.name", card.protocols[0])))))
     return scenario.with_values({**overrides, "backend": "local"})
+
+
+def _charges(scenario: Scenario) -> bool:
+    """Does the scenario's protocol charge epsilon? ``raw`` and ``mpc`` do not, and promise nothing: bound 100 %."""
+    return has_costs(get_protocol(scenario.protocol.name)(scenario.protocol.params))
 
 
 def replay_steps(scenario: Scenario, out: Path, secrets: RunSecrets) -> dict[str, Any]:
@@ -66,5 +77,5 @@ def replay_steps(scenario: Scenario, out: Path, secrets: RunSecrets) -> dict[str
     return {"scenario": scenario.name, "protocol": scenario.protocol.name, "steps": steps,
             "messages": int(metrics.get("messages", len(steps))), "leakage": metrics.get("leakage"),
             "attacked": metrics.get("attacked"), "epsilon_spent": spent,
-            "bound": leakage_bound(spent, 0.0) if scenario.protocol.name != "raw" else 100.0,
+            "bound": leakage_bound(spent, 0.0) if _charges(scenario) else 100.0,
             "end": learned.get(max(learned, default=0), []), "stopped": None}

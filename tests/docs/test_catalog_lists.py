@@ -29,7 +29,7 @@ def _first_column(section: str) -> set[str]:
 
 def test_scenarios_page_names_every_catalog_scenario_and_study() -> None:
     scenarios, studies = _section(SCENARIOS_MD, "The catalog").split("The catalog studies", 1)
-    named = set(re.findall(r"`((?:adult|compas|crime|german)-[\w-]+)`", scenarios))
+    named = set(re.findall(r"`((?:adult|compas|crime|german|synthetic)-[\w-]+)`", scenarios))
     assert named == set(scenario_names()), f"docs/scenarios.md names {sorted(named ^ set(scenario_names()))} wrongly"
     assert set(re.findall(r"`([\w-]+)`", studies)) == set(study_names())
 

@@ -108,6 +108,7 @@ SMALL: dict[str, dict[str, object]] = {
     "adult-he-reveal": {"dataset.audit_size": 300},
     "adult-correction": {"dataset.audit_size": 5000},
     "adult-correction-authors": {"dataset.audit_size": 4000, "dataset.train_size": 2000},
+    "adult-correction-remover": {"dataset.audit_size": 5000},
     # m models other than n: with m = n (the attack's default) every per-model array of the answer is n long, which
     # the canary cannot tell from a per-individual vector
     "adult-likelihood": {"attack.m": 120},
@@ -121,14 +122,19 @@ SMALL: dict[str, dict[str, object]] = {
     "adult-reveal-cs-iid": {},
     "adult-reveal-eo": {},
     "adult-reveal-linear": {},
+    "adult-reveal-n-minus-1": {},
     "adult-reveal-precision": {},
     "adult-rr-audit": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
     "adult-rr-fair-learning": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
+    "adult-rr-individual-reporting": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
+    "adult-rr-naive-post-processing": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
     "adult-rr-observer": {"dataset.audit_size": 1000},
     "adult-rr-partial": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
+    "adult-rr-proxy": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
     "adult-rr-race": {"dataset.audit_size": 1000, "dataset.train_size": 2000},
     "compas-cov-threshold": {"learner.hypotheses": 60},
     "crime-cov-threshold": {"learner.hypotheses": 60},
+    "synthetic-rr-counter-example": {"dataset.audit_size": 2000, "dataset.train_size": 2000},
 }
 
 

@@ -43,6 +43,7 @@ from tests.fixed_secrets import party_secret
 PARAMS: dict[str, list[dict[str, Any]]] = {
     "raw": [{}, {"decimals": 2}],
     "laplace": [{"epsilon": 1.0}, {"epsilon": 1.0, "out_of_range": "clamp", "sampler": "snapping"}],
+    "laplace-bounded": [{"epsilon": 1.0}, {"epsilon": 1.0, "bounding": "boundary-inflated"}],
     "smooth-cauchy": [{"epsilon": 1.0}],
     "smooth-laplace": [{"epsilon": 0.5, "delta": 1e-6}],
     "dp-counts": [{"epsilon": 1.0}, {"epsilon": 1.0, "noise": "gaussian", "delta": 1e-6}],

@@ -16,6 +16,7 @@ from parley.scenarios.compare.run import NO_SAVED_RESULTS, build_study, report_f
 from parley.scenarios.compare.utility import UTILITY_FILE, UTILITY_LABEL
 from parley.scenarios.runner import leakage_bound
 from parley.scenarios.spec import WRONG_FLOW, Scenario
+from parley.scenarios.study.engine import draw_run_report
 from tests.browser import CHROMIUM, NO_CHROMIUM, probe_page
 
 ROWS = ("raw", "laplace ε=1", "cov-threshold m=100")
@@ -47,8 +48,10 @@ def test_the_likelihood_column_applies_to_every_dp_protocol_and_to_nothing_else(
     p = plan("adult", quick=True, attacks=("likelihood",))
     assert [c.label for c in p.columns] == [LIKELIHOOD]
     dp = {r.label for r in p.rows if r.flow == "metric-query" and "epsilon" in r.protocol}
+    # the built-in rows, and a protocol without a default epsilon at the grid's epsilon (laplace-bounded ε=1)
     assert dp == {"laplace ε=1", "smooth-cauchy ε=1", "dp-counts ε=1", "dp-counts gaussian ε=1",
-                  "smooth-laplace ε=0.5", "mpc-dp ε=1"}
+                  "smooth-laplace ε=0.5", "mpc-dp ε=1"} | {r.label for r in p.rows if r.label.endswith(" ε=1")
+                                                          and r.protocol["name"] == "laplace-bounded"}
     assert {row for row, _ in p.cells} == dp
     assert p.reasons[("raw", LIKELIHOOD)] == NO_NOISE_LAW.format(attack="likelihood", protocol="raw")
     assert p.reasons[("cov-threshold m=100", LIKELIHOOD)].startswith("attack 'likelihood' reads")
@@ -136,6 +139,38 @@ def test_tiny_compare_writes_matrix_frontier_and_reports(tiny):
     assert f"| {cell['leakage_bound']:.3g} | {cell['bound_gap']:.3g} |" in line
     assert "data:image/png;base64," in (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "on_frontier" in front.columns and bool(front.loc["raw", "on_frontier"])  # the most useful: undominated
+
+
+def test_cells_keep_their_run_and_draw_their_report_only_when_asked(tiny):
+    """The comparison links to no cell's report: a cell keeps result.json and its transcript, no report drawn."""
+    out, _ = tiny
+    cells = sorted(path for path in (out / "study" / "cells").iterdir() if path.is_dir())
+    assert cells and all((c / "transcript.jsonl").is_file() for c in cells)
+    finished = [c for c in cells if (c / "result.json").is_file()]  # a run whose attack gave up writes none
+    assert finished and not any((c / "report.html").exists() or (c / "report.md").exists() for c in cells)
+    drawn = draw_run_report(finished[0])  # on demand, from the kept files (the transcript verified as it is drawn)
+    assert drawn == finished[0] / "report.html" and "<img" in drawn.read_text(encoding="utf-8")
+    assert (finished[0] / "report.md").read_text(encoding="utf-8").startswith("# ")
+
+
+def test_the_audit_runs_at_the_niceness_of_the_study_workers(ray_session):
+    """The audit's tasks and the study's workers are Ray workers alike: the same niceness, recorded per row."""
+    import os
+
+    from parley.scenarios.compare.run import run_audits
+    from tests.fixed_secrets import run_secrets
+
+    p = plan("adult", quick=True, rows=("cov-threshold m=100",), attacks=("threshold-inversion",))
+    audits = run_audits(p, progress=False, secrets=run_secrets(0))  # one wiring run: the cheapest audited row
+
+    @ray_session.remote(num_cpus=1)
+    class Worker:  # as a study's worker is started (an actor of this Ray instance)
+        def niceness(self) -> int:
+            return os.nice(0)
+
+    worker = Worker.remote()
+    assert audits["niceness"].tolist() == [ray_session.get(worker.niceness.remote())]
+    ray_session.kill(worker)
 
 
 def test_a_report_is_rewritten_from_the_files_of_its_run(tiny):

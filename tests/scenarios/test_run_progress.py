@@ -141,6 +141,7 @@ def test_on_a_terminal_the_line_shows_the_budget_spent_against_the_budget(tmp_pa
     assert "left" not in last  # compressed sensing keeps no query plan: no time left is made up
 
 
+@pytest.mark.system  # a parley process of its own: the default tier keeps the terminal one and the line's unit tests
 def test_with_stderr_piped_nothing_is_added(tmp_path):
     done = subprocess.run([*PARLEY, "run", "adult-raw-single-query", "--set", "backend=local",
                            "--set", "attack.targets=6", "--out", str(tmp_path / "run")],

@@ -85,9 +85,11 @@ def test_a_participant_joins_by_the_form_asks_and_the_projector_counts(client: T
     joined = client.post("/api/join", data={"name": "carol"}, follow_redirects=False)  # the plain HTML form
     assert joined.status_code == 303
     pid = joined.headers["location"].rsplit("/", 1)[1]
-    assert "Send signed query" in client.get(f"/play/{pid}").text
+    assert 'id="send"' in client.get(f"/play/{pid}").text
     me = client.get(f"/api/participants/{pid}").json()
     assert me["name"] == "carol" and len(me["people"]) == 4 and me["log"] == []
+    assert me["labels"]["send"] == "Send signed query" and me["choices"] == {"sp": "statistical parity (SP)",
+                                                                             "eo": "equal opportunity (EO)"}
     for person in me["people"]:
         answer = client.post(f"/api/participants/{pid}/ask", json={"person": str(person), "metric": "sp"}).json()
         assert answer["kind"] == "metric-answer" and answer["guess"] in (0, 1)
@@ -136,3 +138,40 @@ def test_mistakes_come_back_as_400_with_the_reason(client: TestClient):
     bad = client.post("/api/configure", headers=FACILITATOR, json={"protocol": "nope"})
     assert bad.status_code == 400 and "unknown protocol" in bad.json()["error"]
     assert client.get("/api/participants/nobody").status_code == 404
+
+
+@pytest.fixture
+def fresh(tmp_path: Any):
+    """An app over a room of its own: no participant of the other tests restarts with each round."""
+    room = Room(tmp_path, roster=4, secrets=run_secrets(9), train_size=2000)
+    with TestClient(create_app(room, key=KEY)) as client:
+        yield client
+    room.close()
+
+
+def test_the_passive_observer_card_over_http(fresh: TestClient):
+    client = fresh
+    # the projector offers every card with its own protocols and knobs
+    projector = client.get("/projector", headers=FACILITATOR).text
+    assert '"passive-observer": {"title": "The passive observer", "protocols": ["rr-release"]' in projector
+    # a configuration that names no protocol gets the card's own
+    started = client.post("/api/configure", headers=FACILITATOR, json={"card": "passive-observer", "epsilon": "1"})
+    assert started.status_code == 200
+    assert started.json()["defense"] == "rr-release, ε = 1 per release, payloads in clear"
+    assert started.json()["role"] == "the passive observer" and started.json()["moves"] == "reads"
+    pid = client.post("/api/join", json={"name": "grace"}, headers={"Accept": "application/json"}).json()["pid"]
+    me = client.get(f"/api/participants/{pid}").json()
+    assert me["card_name"] == "passive-observer" and set(me["choices"]) == {"wire", "0", "1"}
+    assert [m["kind"] for m in me["wire"]] == ["release-request", "attribute-release"]
+    for person in me["people"]:
+        read = client.post(f"/api/participants/{pid}/ask", json={"person": person, "choice": "wire"}).json()
+        assert read["kind"] == "attribute-release" and read["guess"] in (0, 1) and read["cells"][0].startswith("z = ")
+        live = client.get("/api/state", headers=FACILITATOR).json()
+        assert not {"leakage", "rightly"} & keys(live)  # nothing scored while the round is live
+    bad = client.post(f"/api/participants/{pid}/ask", json={"person": me["people"][0], "choice": "maybe"})
+    assert bad.status_code == 400 and bad.json()["error"] == "unknown guess 'maybe'; choose one of wire, 0, 1"
+    bad = client.post("/api/configure", headers=FACILITATOR, json={"card": "passive-observer", "protocol": "raw"})
+    assert bad.status_code == 400 and "for card 'passive-observer'" in bad.json()["error"]
+    state = client.post("/api/reveal", headers=FACILITATOR).json()
+    assert state["card"] == "passive-observer" and state["leakage"] is not None
+    assert state["participants"][-1]["bound"] == pytest.approx(73.1, abs=0.05)  # the release's ε-LDP cap

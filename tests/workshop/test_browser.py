@@ -1,9 +1,11 @@
-"""The workshop in a real headless Chromium: two participant pages and the projector, one card played.
+"""The workshop in a real headless Chromium: two participant pages and the projector, two cards played.
 
-Under ``raw`` the two participants pin down everyone on the roster; the projector keeps the scores hidden
-until the facilitator reveals them (leakage 100 %); the facilitator then starts a round under ``laplace`` at
-epsilon 0.1 and the same queries leave the room near a coin, under the bound of what was spent. Clicks and
-keys reach the pages as real input events (DevTools ``Input.*``).
+The curious data center: under ``raw`` the two participants pin down everyone on the roster; the projector
+keeps the scores hidden until the facilitator reveals them (leakage 100 %); the facilitator then starts a
+round under ``laplace`` at epsilon 0.1 and the same queries leave the room near a coin, under the bound of
+what was spent. The passive observer: on the same pages the participants read a randomized-response release
+off the wire (above chance), then find it sealed on a confidential channel (chance). Clicks and keys reach
+the pages as real input events (DevTools ``Input.*``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import pytest
 from parley.scenarios.workshop.app import create_app
 from parley.scenarios.workshop.browser import Browser
 from parley.scenarios.workshop.game import Room
-from parley.scenarios.workshop.screenshots import SECRETS, session
+from parley.scenarios.workshop.screenshots import SECRETS, observer_session, session
 from parley.scenarios.workshop.server import serving
 from tests.browser import CHROMIUM, NO_CHROMIUM
 
@@ -33,9 +35,17 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     room.close()
 
 
-def test_one_card_to_full_reconstruction_under_raw_and_to_chance_under_dp(served, tmp_path):
+@pytest.fixture(scope="module")
+def played(served, tmp_path_factory: pytest.TempPathFactory):
+    """The curious data center's session, played once: its figures, pictures and open pages."""
     room, url, browser, key = served
-    figures = session(tmp_path, browser, url, key)
+    folder = tmp_path_factory.mktemp("pictures")
+    return folder, session(folder, browser, url, key)
+
+
+def test_one_card_to_full_reconstruction_under_raw_and_to_chance_under_dp(served, played):
+    room, url, browser, key = served
+    tmp_path, figures = played
     people = len(figures["people"])
     raw, dp = figures["raw"], figures["dp"]
     # while each round is live the projector shows progress, never a score: everyone guessed, nothing scored
@@ -64,6 +74,33 @@ def test_one_card_to_full_reconstruction_under_raw_and_to_chance_under_dp(served
     alice = browser.open(f"{url}/play/{next(iter(room.participants))}")
     alice.wait("document.body.dataset.ready === '1'")
     assert alice.eval("document.getElementById('send').disabled") and "is over" in alice.text("#over")
+
+
+def test_the_passive_observer_reads_the_wire_above_chance_and_nothing_when_sealed(served, played):
+    room, url, browser, key = served
+    folder, figures = played
+    observed = observer_session(folder, figures["pages"])
+    people = observed["people"]
+    assert len(people) == len(figures["people"]) and people != figures["people"]  # the card's data: A is sex
+    for name in ("workshop-observer-participant.png", "workshop-observer-projector.png",
+                 "workshop-observer-confidential.png"):
+        assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # live, nothing scored; each participant read every person once
+    for live in (observed["clear-live"], observed["confidential-live"]):
+        assert live["pinned"] == str(len(people)) and live["leakage"] == "hidden"
+    # in clear: above chance, beside the bound of the two releases the room's worlds made (ε = 1 each)
+    clear = observed["clear"]
+    assert clear["defense-line"] == "rr-release, ε = 1 per release, payloads in clear"
+    assert float(clear["spent"]) == 2.0 and _percent(clear["bound"]) == pytest.approx(88.1, abs=0.05)
+    assert _percent(clear["leakage"]) > 50 and clear["leakage-label"].endswith(f"of {2 * len(people)} guesses right")
+    # sealed: the wire shows sizes only, the guesses are the participants' own, and the room is at chance
+    assert "sealed" in observed["sealed"] and "size" in observed["sealed"]
+    assert "sealed" in observed["wire"] and "z = " not in observed["wire"] and '"z"' not in observed["wire"]
+    confidential = observed["confidential"]
+    assert confidential["defense-line"].endswith("confidential channel") and _percent(confidential["leakage"]) == 50.0
+    # the referee's figures match the room's own: what the participants read was each world's release
+    state = room.state()
+    assert state["card"] == "passive-observer" and state["revealed"] and state["leakage"] == 50.0
 
 
 def test_the_projector_and_the_replay_need_the_key(served):

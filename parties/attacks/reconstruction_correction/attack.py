@@ -113,6 +113,12 @@ class ReconstructionCorrection(Attack[ReconstructionCorrectionParams]):
     flows = ("fairness-certificate",)
     summary = "baseline guess of the training set's A corrected to the published fairness (Ferry et al.)"
 
+    def _forest(self, features: np.ndarray, a: np.ndarray) -> tuple[Any, dict[str, Any]]:
+        """The baseline forest fitted on the attack set's fitting part, and what to report of its choice (none)."""
+        p = self.params
+        return fit_forest(features, a, self.rng, p.n_estimators, max_depth=p.max_depth,
+                          min_samples_split=p.min_samples_split, min_samples_leaf=p.min_samples_leaf), {}
+
     def reconstruct(self, knowledge: BlackBoxKnowledge) -> CorrectionOutcome:
         """Run the attack pipeline of Fig. 1 on what the attacker holds."""
         p, k = self.params, knowledge
@@ -128,18 +134,17 @@ class ReconstructionCorrection(Attack[ReconstructionCorrectionParams]):
         cut = int(round(k.y_attack.size * (1.0 - p.validation)))
         fit_rows, val_rows = order[:cut], order[cut:]
         features = baseline_features(k.X_attack, k.y_attack, k.yhat_attack if with_yhat else None)
-        forest = fit_forest(features[fit_rows], k.a_attack[fit_rows], self.rng, p.n_estimators,
-                            max_depth=p.max_depth, min_samples_split=p.min_samples_split,
-                            min_samples_leaf=p.min_samples_leaf)
+        forest, chosen = self._forest(features[fit_rows], k.a_attack[fit_rows])
         validation_guess = guess(forest, features[val_rows])
         train_guess = guess(forest, baseline_features(k.X_train, k.y_train, k.yhat_train if with_yhat else None))
         if constraint is None:
             return CorrectionOutcome(train_guess.a, train_guess.a.copy(), None, NO_CERTIFICATE_STATUS, 0, 0.0,
-                                     float("nan"), {"validation_baseline_accuracy": float(
+                                     float("nan"), {**chosen, "validation_baseline_accuracy": float(
                                          (validation_guess.a == k.a_attack[val_rows]).mean())})
         choice = choose_exponent(validation_guess, k.a_attack[val_rows], k.yhat_attack[val_rows],
                                  k.y_attack[val_rows], constraint.metric, p.exponents)
         info: dict[str, Any] = {
+            **chosen,
             "validation_accuracy": {str(e): s for e, s in choice.scores.items()},
             "validation_changed": {str(e): c for e, c in choice.changed.items()},
             "validation_baseline_accuracy": choice.baseline,

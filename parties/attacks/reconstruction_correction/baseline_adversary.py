@@ -10,7 +10,9 @@ by their maximum) and raised to a power chosen on a validation part of the
 attack set, to make the corrector prefer to change the least confident guesses.
 
 Deviation: the paper tunes the forest with HyperOpt-Sklearn (100 evaluations);
-parley uses fixed, sensible forest settings to avoid that dependency.
+this attack uses fixed, sensible forest settings to avoid that dependency. The attack
+``reconstruction-correction-search`` (:mod:`parley.parties.attacks.correction_search`)
+tunes them with scikit-learn's seeded random search instead.
 
 Sec. V-B (fairness hidden): the adversary measures the target's unfairness on its
 attack set for every metric and assumes the smallest, with that value as tolerance.

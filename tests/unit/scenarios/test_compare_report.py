@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from parley.scenarios.compare.plan import plan
-from parley.scenarios.compare.report import bound_gaps, equal_epsilon, recommendations
+from parley.scenarios.compare.report import bound_gaps, equal_epsilon, recommendations, unseeded_notes
 from parley.scenarios.compare.run import _cell_outcome, _saved_audits, code_digest, pareto
+from parley.scenarios.compare.utility import UNSEEDED_SPREAD
 
 
 def _front(rows):
@@ -120,3 +121,53 @@ def test_the_bound_table_puts_the_likelihood_attack_beside_the_strongest_one():
         "strongest attack": "compressed-sensing [curious-data-center]", "its leakage": "54", "its bound": "99.9",
         "its gap (points)": "45.9"}]
     assert bound_gaps(long.drop(columns=["leakage_bound", "bound_gap"])).empty  # a table from before the bounds
+
+
+def test_a_utility_the_seed_does_not_fix_is_stated_with_its_spread():
+    """he's CKKS simulation draws SEAL's randomness from the OS: the report says so, and by how much, when he is in."""
+    with_he = unseeded_notes(_front([("raw", 0.0, 100.0), ("he", 3.4e-5, 76.1)]))
+    assert with_he == [f"`he`'s utility is not fixed by the seed: {UNSEEDED_SPREAD['he']}."]
+    assert "significant digit" in with_he[0]
+    assert unseeded_notes(_front([("raw", 0.0, 100.0), ("laplace ε=1", 0.3, 55.0)])) == []
+
+
+def test_a_protocol_without_a_default_epsilon_joins_the_grid_at_each_epsilon(monkeypatch):
+    """A DP protocol registered without rows of its own has no default epsilon: one row per grid epsilon."""
+    import pydantic
+
+    from parley.scenarios.compare import plan as plan_module
+    from parley.scenarios.exchanges import Row
+    from parley.scenarios.exchanges.base import EPSILONS
+
+    class Needs(pydantic.BaseModel):
+        epsilon: float
+
+    class Has(pydantic.BaseModel):
+        epsilon: float = 1.0
+
+    stubs = {"needs-eps": type("P", (), {"Params": Needs}), "has-eps": type("P", (), {"Params": Has})}
+    monkeypatch.setattr(plan_module.protocols, "get_protocol", stubs.__getitem__)
+    rows = plan_module._at_epsilons(Row("needs-eps", {"name": "needs-eps"}, "metric-query"), 0)
+    assert [(r.label, r.protocol) for r in rows] == [(f"needs-eps ε={e:g}", {"name": "needs-eps", "epsilon": e})
+                                                     for e in EPSILONS[0]]
+    assert len(plan_module._at_epsilons(Row("needs-eps", {"name": "needs-eps"}, "metric-query"), 1)) == 1
+    kept = Row("has-eps", {"name": "has-eps"}, "metric-query")
+    assert plan_module._at_epsilons(kept, 0) == [kept]  # a default epsilon: the row as the exchange gave it
+
+
+def test_a_comparison_starts_its_ray_workers_at_its_own_niceness(monkeypatch):
+    """Ray reads RAY_worker_niceness when it starts: set to the driver's for the comparison, restored after."""
+    import os
+
+    from parley.scenarios.compare.run import WORKER_NICENESS_ENV, workers_at_this_niceness
+
+    monkeypatch.delenv(WORKER_NICENESS_ENV, raising=False)
+    with workers_at_this_niceness(None):
+        assert os.environ[WORKER_NICENESS_ENV] == str(os.nice(0))
+    assert WORKER_NICENESS_ENV not in os.environ
+    with workers_at_this_niceness("10.0.0.1:6379"):  # a cluster's workers keep theirs
+        assert WORKER_NICENESS_ENV not in os.environ
+    monkeypatch.setenv(WORKER_NICENESS_ENV, "7")  # the user's choice wins, and stays
+    with workers_at_this_niceness(None):
+        assert os.environ[WORKER_NICENESS_ENV] == "7"
+    assert os.environ[WORKER_NICENESS_ENV] == "7"

@@ -100,6 +100,20 @@ def test_the_digest_follows_the_import_closure(tmp_path, monkeypatch):
     assert digest(table) != before
 
 
+def test_a_comment_with_a_parenthesis_does_not_end_an_import_group(tmp_path, monkeypatch):
+    """``from x import (  # note (why)`` then names: every name is followed, not cut at the comment's ``)``."""
+    (tmp_path / "parley").mkdir()
+    (tmp_path / "parley" / "__init__.py").write_text("")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a.py").write_text("from parley.pkg import (  # noqa (registers b and c)\n    b,\n    c,\n)\n")
+    (tmp_path / "pkg" / "b.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "c.py").write_text("y = 1\n")
+    monkeypatch.setattr(reproduce, "REPO", tmp_path)
+    files = {p.relative_to(tmp_path).as_posix() for p in import_closure(["parley.pkg.a"])}
+    assert {"pkg/b.py", "pkg/c.py"} <= files
+
+
 def test_a_parent_package_counts_its_code_not_its_registrations(tmp_path, monkeypatch):
     """Another plug-in registered in a parent package leaves the digest; code of the package changes it."""
     (tmp_path / "parley").mkdir()
