@@ -1,7 +1,7 @@
 """The naive learner of Sec. 4 that post-processes with Z read as A: fair w.r.t. Z, not w.r.t. A.
 
-Mozannar, Ohannessian & Srebro, ICML 2020, Sec. 4 (and Appendix A, which the
-copy under ``../shared/papers`` does not contain): "if a certain predictor
+Mozannar, Ohannessian & Srebro, ICML 2020, Sec. 4 (its Appendix A, the paper's own example, is
+not reproduced here: parley's copy of the paper ends before the appendices): "if a certain predictor
 Y-hat = h(X, Z) uses Z for predictions and is non-discriminatory with respect
 to Z, then it is possible for it to in fact be discriminatory with respect to
 A ... Any method that naively uses the attribute Z for its final predictions
@@ -84,7 +84,7 @@ class _Plain:
 
 @register_learner
 class ZPostProcessingLearner(Learner[ZPostProcessingParams]):
-    """Exponentiated gradient w.r.t. Z, then Hardt et al.'s post-processing w.r.t. Z as if it were A (Sec. 4)."""
+    """Step 1 (logistic regression or exponentiated gradient w.r.t. Z), then post-processing w.r.t. Z as if A."""
 
     name: ClassVar[str] = "z-post-processing"
     Params = ZPostProcessingParams

@@ -37,8 +37,10 @@ the l1 global sensitivity of :func:`parley.protocols.dp.sensitivity.global_sensi
 floating-point step, :mod:`parley.protocols.dp.lattice`). One caveat of the truncated mode: the
 number of rejection rounds depends on the exact answers, so the time a release takes is not
 independent of the data (the lattice sampler's own timing is); it is recorded in the answer
-(``rounds``) for that reason, and the mode is meant for studying Remark 6, not for a deployment
-in which the adversary times the compliance party.
+(``rounds``) for that reason. Its refusal after ``MAX_ROUNDS`` rounds depends on the exact answers too
+(an answer far outside the range is refused more often), so a refusal says something about them. The
+mode is meant for studying Remark 6, not for a deployment in which the adversary times the compliance
+party or reads its refusals.
 """
 
 from __future__ import annotations

@@ -45,7 +45,8 @@ BAD_RELEASES = "releases must be a positive integer, got {releases!r}"
 UNSEEDED_SPREAD = {"he": "its median error moves in the tenth significant digit between runs of one seed "
                          "(3.3892708881e-05 to 3.3892708890e-05 over seven runs of the full grid, a relative spread "
                          "of 3e-10): the simulated parties' CKKS key pair and query encryption draw their randomness "
-                         "from the operating system, not from the seed; no ranking depends on digits that far down"}
+                         "from the operating system, not from the public seed (nor yet from the party secrets that "
+                         "--secrets replays); no ranking depends on digits that far down"}
 #: Quantiles reported per audit metric.
 QUANTILES = {"median_error": 0.5, "p90_error": 0.9}
 

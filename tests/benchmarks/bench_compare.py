@@ -4,9 +4,10 @@ For ``--quick`` (default) or the full grid (``--full``), or both (``--both``), o
 
 - **old**: the code at ``--old-rev`` (default ``ed89e6b``: every audit draw a whole-scenario run that drew its
   ``report.html``; 1,201 runs per configuration in the full grid, 241 in ``--quick``), checked out with
-  ``git worktree add --detach`` in a folder of its own (``/tmp/parley-bench-old-REV``; the working checkout is
-  not touched). Its comparison runs **without its audit** (``--no-audit``: the study, the utilities, the
-  report, measured), and its audit is **extrapolated, not run**: each audit row of its plan runs
+  ``git worktree add --detach`` in a folder of its own (``/tmp/parley-bench-old-REV``, kept for the next
+  run to reuse; ``git worktree remove`` removes it; the working checkout's files are not touched). Its
+  comparison runs **without its audit** (``--no-audit``: the study, the utilities, the report, measured),
+  and its audit is **extrapolated, not run**: each audit row of its plan runs
   ``audit_scenario(runs=SAMPLE)`` (``4 * SAMPLE + 1`` whole-scenario runs with their reports, in one process
   at this process's niceness); the row's fixed part (up to its first audited run: the claim run,
   cov-threshold's pair) plus ``4 * audit_runs`` runs at the median pace of its sampled runs (after the first) give
