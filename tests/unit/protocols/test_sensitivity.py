@@ -215,7 +215,7 @@ def test_cov_global_sensitivity(n):
 
 
 @pytest.mark.parametrize("metric", ["sp", "cov"])
-@pytest.mark.parametrize("n", [4, 5])
+@pytest.mark.parametrize("n", [4, pytest.param(5, marks=pytest.mark.system)])  # n = 5: 1-1.5 s each
 def test_m_models_add_up(metric, n):
     """m = 2 with every pair of corner models: the l1 sensitivity is twice one model's."""
     C = corners(n)
