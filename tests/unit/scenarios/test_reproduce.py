@@ -11,6 +11,7 @@ import pytest
 
 from parley.scenarios import reproduce
 from parley.scenarios.reproduce import TABLES, check, digest, import_closure, page_block, render
+from parley.scenarios.reproductions import query_leakage
 
 
 def _checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -156,6 +157,6 @@ def test_reveal_rows_print_exact_cells_without_a_spread():
             for d in ("l1", "box-count", "amp") for leak in ((60.0, 70.0) if d == "l1" else (100.0, 100.0))]
     rows += [{**r, "dataset.audit_size": 1000, "attack.max_queries": 400} for r in rows]
     paper = pd.DataFrame({"source": ["t", "t"], "n": [100, 1000], "m": [25, 400], "leakage": [63, 100]})
-    lines = reproduce._reveal_table1(pd.DataFrame(rows), paper)
+    lines = query_leakage._reveal_table1(pd.DataFrame(rows), paper)
     assert lines[2] == "| 100 | 25 | 63 | 65.0 ± 7.1 (exact 0/2) | 100 (2/2) | 100 (2/2) |"
     assert lines[3].startswith("| 1,000 | 400 | 100 |")
