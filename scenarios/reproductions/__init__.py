@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
-from parley.scenarios.reproductions import correction, distributed, query_leakage
+from parley.scenarios.reproductions import correction, distributed, private_fair, query_leakage
 from parley.scenarios.reproductions.table import Table
 
 __all__ = ["TABLES", "Table"]
 
-TABLES: dict[str, Table] = {t.name: t for t in (*query_leakage.TABLES, *correction.TABLES, *distributed.TABLES)}
+TABLES: dict[str, Table] = {t.name: t for t in (*query_leakage.TABLES, *correction.TABLES, *distributed.TABLES,
+                                                   *private_fair.TABLES)}
