@@ -1,6 +1,6 @@
 """Draw docs/figures/correction-tolerance.png from a run of the correction-tolerance study.
 
-    parley study correction-tolerance --out studies/correction-tolerance --workers 2
+    parley study correction-tolerance --out studies/correction-tolerance --workers 1 --no-runs --set backend=local
     python docs/examples/correction_figure.py studies/correction-tolerance docs/figures/correction-tolerance.png
 
 One panel per fairness metric; per data set, the baseline adversary's accuracy

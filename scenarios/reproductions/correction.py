@@ -1,6 +1,7 @@
 """The reconstruction-correction paper's tables.
 
-The authors' configuration, the forest, CorrelationRemover, hidden fairness and the tolerances.
+The tolerances, ThresholdOptimizer, the combination with Attribute-Reveal, the authors' configuration and its
+ablations, the forest, CorrelationRemover and hidden fairness.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 
 import pandas as pd
 
+from parley.scenarios.reproductions.query_leakage import CONCEAL_ROOTS
 from parley.scenarios.reproductions.table import Table, _exponents, _g, _n, _num, _ok, _signed, _study
 
 CORRECTION_ROOTS = ("parley.parties.attacks.reconstruction_correction", "parley.parties.attacks.solvers",
@@ -17,16 +19,47 @@ CORRECTION_ROOTS = ("parley.parties.attacks.reconstruction_correction", "parley.
                     "parley.scenarios.datasets")
 
 
-CORRECTION_RUNS = (("authors (`correction-authors`)", "correction-authors"),
-                   ("parley default (`correction-seeds`)", "correction-seeds"))
+METRICS = ("sp", "pe", "eo", "eodds")
+
+#: A gain (in points) within this of zero counts as unchanged.
+EPS = 1e-9
 
 
-def _correction_authors(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
+def _claims(paper: pd.DataFrame) -> str:
+    """The paper's claims as one sentence: ``claim (source); claim (source)``."""
+    return "; ".join(f"{r['claim']} ({r['source']})" for _, r in paper.iterrows())
+
+
+def _tally(gain: pd.Series) -> str:
+    """``worse in 1, unchanged in 1, better in 22 of 24 cells`` for gains in points."""
+    return (f"worse in {int((gain < -EPS).sum())}, unchanged in {int((gain.abs() <= EPS).sum())}, better in "
+            f"{int((gain > EPS).sum())} of {len(gain)} cells")
+
+
+#: A configuration's row: (label, study folder, the columns its rows equal in that folder's results).
+Configuration = tuple[str, str, dict[str, object]]
+
+
+CORRECTION_RUNS: tuple[Configuration, ...] = (("authors (`correction-authors`)", "correction-authors", {}),
+                                              ("parley default (`correction-seeds`)", "correction-seeds", {}))
+
+
+#: The ablations: one part of the authors' configuration swapped for parley's, and the converse for the forest.
+ABLATION_RUNS: tuple[Configuration, ...] = (
+    ("authors, parley's forest", "correction-authors-ablations", {"attack__max_depth": 64}),
+    ("authors, complete rows one-hot", "correction-authors-ablations", {"dataset__variant": "complete"}),
+    ("authors, parley's exponents", "correction-authors-ablations",
+     {"attack__max_depth": 6, "dataset__variant": "openml-1590"}),
+    ("parley default, the authors' forest", "correction-seeds-forest", {}))
+
+
+def _configurations(results: pd.DataFrame, paper: pd.DataFrame, runs: tuple[Configuration, ...]) -> list[str]:
+    """One row per configuration: mean ± std over its seeds, the exponents chosen, the longest solve."""
     lines = ["| configuration | baseline | corrected | gain | corrected > baseline | balanced: baseline → corrected "
              "| exponents chosen |", "|---|---|---|---|---|---|---|"]
     longest = []
-    for label, run in CORRECTION_RUNS:
-        rows = _ok(results, run=run)
+    for label, run, where in runs:
+        rows = _ok(results, run=run, **where)
         if rows.empty:
             lines.append(f"| {label} | not recorded | | | | | |")
             continue
@@ -35,12 +68,21 @@ def _correction_authors(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]
                      f"{corr.std(ddof=1):.2f} | {_signed(gain.mean())} ± {gain.std(ddof=1):.2f} "
                      f"| {int((gain > 0).sum())} of {len(gain)} | {_num(rows, 'baseline_leakage').mean():.1f} → "
                      f"{_num(rows, 'leakage').mean():.1f} | {_exponents(_num(rows, 'exponent'))} |")
-        optimal = (rows["solver_status"].astype(str) == "optimal").all()
+        status = rows["solver_status"].astype(str)
+        declined = int((status == "declined").sum())
         longest.append(f"{label.split(' (')[0]} {_num(rows, 'solve_s').max():.1f} s"
-                       + ("" if optimal else " (not every solve optimal)"))
-    claim = "; ".join(f"{r['claim']} ({r['source']})" for _, r in paper.iterrows())
-    return lines + ["", "Longest correction solve (every one optimal unless said): " + ", ".join(longest) + ".", "",
-                    f"The paper: {claim}."]
+                       + ("" if status.isin(["optimal", "declined"]).all() else " (not every solve optimal)")
+                       + (f" ({declined} of {len(rows)} declined)" if declined else ""))
+    return lines + ["", "Longest correction solve (every one optimal unless said): " + "; ".join(longest) + ".", "",
+                    f"The paper: {_claims(paper)}."]
+
+
+def _correction_authors(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
+    return _configurations(results, paper, CORRECTION_RUNS)
+
+
+def _ablations(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
+    return _configurations(results, paper, ABLATION_RUNS)
 
 
 FORESTS = ((64, 2, 2, "parley default (unlimited depth, split 2, leaf 2)"),
@@ -61,8 +103,7 @@ def _forest_depth(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
                      f"| {int((gain >= -eps).sum())} of {len(gain)} | {int((gain > eps).sum())} / "
                      f"{int((gain.abs() <= eps).sum())} / {int((gain < -eps).sum())} | {_signed(gain.min())} "
                      f"| {share} |")
-    claim = "; ".join(f"{r['claim']} ({r['source']})" for _, r in paper.iterrows())
-    return lines + ["", f"The paper: {claim}."]
+    return lines + ["", f"The paper: {_claims(paper)}."]
 
 
 def _valid(rows: pd.DataFrame) -> pd.Series:
@@ -108,8 +149,7 @@ def _correction_remover(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]
                 f"{tol.max():.4f}) | {int(_valid(rows).sum())} of {len(rows)} "
                 f"| {100 * _num(rows, 'target_train_accuracy').mean():.1f} %, "
                 f"{_num(rows, 'target_train_sp').mean():.3f} |")
-    claim = "; ".join(f"{r['claim']} ({r['source']})" for _, r in paper.iterrows())
-    return lines + ["", f"The paper: {claim}."]
+    return lines + ["", f"The paper: {_claims(paper)}."]
 
 
 def _target(cell: str) -> tuple[str, str, str]:
@@ -160,8 +200,7 @@ def _correction_hidden(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
     for target, (cells, named_right, holds, kept) in tally.items():
         named = "– (optimises none)" if target == "CorrelationRemover" else f"{named_right} of {cells}"
         lines.append(f"| {target} | {cells} | {named} | {holds} of {cells} | {kept} of {cells} |")
-    claim = "; ".join(f"{r['claim']} ({r['source']})" for _, r in paper.iterrows())
-    return lines + ["", f"The paper: {claim}."]
+    return lines + ["", f"The paper: {_claims(paper)}."]
 
 
 def _forest_search(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
@@ -186,34 +225,160 @@ def _forest_search(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
                 f"| {int((gain > eps).sum())} / {int((gain.abs() <= eps).sum())} / {int((gain < -eps).sum())} "
                 f"| {f'{100 * score.mean():.1f} %' if len(score) else '–'} "
                 f"| {', '.join(f'{d} (×{c})' if c > 1 else d for d, c in depths.value_counts().items()) or '–'} |")
-    claim = "; ".join(f"{r['claim']} ({r['source']})" for _, r in paper.iterrows())
-    return lines + ["", f"The paper: {claim}."]
+    return lines + ["", f"The paper: {_claims(paper)}."]
+
+
+def _tolerance_cell(rows: pd.DataFrame) -> str:
+    """``baseline / corrected (gain)`` of one (tolerance, metric) cell, accuracies in %."""
+    if rows.empty:
+        return "not recorded"
+    row = rows.iloc[0]
+    base, corrected = 100 * float(row["baseline_accuracy"]), 100 * float(row["corrected_accuracy"])
+    return f"{base:.1f} / {corrected:.1f} ({_signed(100 * float(row['improvement']))})"
+
+
+def _right_changes(rows: pd.DataFrame) -> str:
+    """The share of changed guesses that were right, over the cells that changed any."""
+    changed, right = _num(rows, "changed"), _num(rows, "changed_correctly")
+    acted = int((changed > 0).sum())
+    if not acted:
+        return "no cell changed a guess"
+    return (f"the changed guesses were right in {100 * right.sum() / changed.sum():.1f} % of the changes "
+            f"({_n(right.sum())} of {_n(changed.sum())}, over the {acted} cells that changed any)")
+
+
+def _tolerance(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
+    lines: list[str] = []
+    done = _ok(results)
+    for dataset, label in REMOVER_SETS:
+        rows = done[done["dataset.name"] == dataset]
+        lines += [f"**{label}**: baseline / corrected accuracy (%), gain in points", "",
+                  "| tolerance | " + " | ".join(m.upper() for m in METRICS) + " |", "|---" * (len(METRICS) + 1) + "|"]
+        tolerance = pd.to_numeric(rows["learner.tolerance"], errors="coerce")
+        for value in sorted(tolerance.dropna().unique()):
+            at = rows[tolerance == value]
+            cells = [_tolerance_cell(at[at["learner.metric"] == metric]) for metric in METRICS]
+            lines.append(f"| {_g(float(value))} | " + " | ".join(cells) + " |")
+        gain = 100 * _num(rows, "improvement")
+        if gain.empty:
+            lines += ["", f"{label}: not recorded", ""]
+            continue
+        declined = int(pd.to_numeric(rows["exponent"], errors="coerce").isna().sum())
+        lines += ["", f"{label}: {_tally(gain)}; mean gain {_signed(gain.mean())} points, lowest "
+                      f"{_signed(gain.min())}; {_right_changes(rows)}; declined (no exponent beat the uncorrected "
+                      f"guess on validation) in {declined}; correction solve {1000 * _num(rows, 'solve_s').mean():.0f} "
+                      f"ms on average, {1000 * _num(rows, 'solve_s').max():.0f} ms at most.", ""]
+    return lines + [f"The paper: {_claims(paper)}."]
+
+
+def _pair(rows: pd.DataFrame, column: str) -> str:
+    """``A1 / A2`` of one column in %, from a (data set, metric, fairness) slice."""
+    values = []
+    for baseline, _ in BASELINES:
+        value = _num(rows[rows["attack.baseline"].astype(str) == baseline], column)
+        values.append(f"{100 * value.iloc[0]:.1f}" if len(value) else "–")
+    return " / ".join(values)
+
+
+def _threshold_row(label: str, metric: str, rows: pd.DataFrame) -> str:
+    cert = rows[rows["attack.fairness"].astype(str) == "certificate"]
+    est = rows[rows["attack.fairness"].astype(str) == "estimated"]
+    if cert.empty or est.empty:
+        return f"| {label} | {metric.upper()} | not recorded | | | |"
+    guess = est.iloc[0]
+    return (f"| {label} | {metric.upper()} (certified {float(cert['certificate_value'].iloc[0]):.4f}) "
+            f"| {_pair(cert, 'baseline_accuracy')} | {_pair(cert, 'corrected_accuracy')} "
+            f"| {str(guess['constraint_metric']).upper()}, {float(guess['constraint_tolerance']):.4f} "
+            f"| {_pair(est, 'corrected_accuracy')} |")
+
+
+def _threshold(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
+    lines = ["| data set | metric | baseline A1 / A2 | certificate: corrected A1 / A2 | estimated: metric, tolerance "
+             "| estimated: corrected A1 / A2 |", "|---|---|---|---|---|---|"]
+    done = _ok(results)
+    for dataset, label in REMOVER_SETS:
+        rows = done[done["dataset.name"] == dataset]
+        lines += [_threshold_row(label, metric, rows[rows["learner.metric"] == metric]) for metric in METRICS]
+    gain = 100 * _num(done, "improvement")
+    kept = [f"{label.split(' (')[0]} {int((g >= -EPS).sum())} of {len(g)}" for dataset, label in REMOVER_SETS
+            if len(g := 100 * _num(done[done["dataset.name"] == dataset], "improvement"))]
+    means = []
+    for baseline, adversary in BASELINES:
+        for fairness in ("certificate", "estimated"):
+            part = done[(done["attack.baseline"].astype(str) == baseline) & (done["attack.fairness"] == fairness)]
+            means.append(f"{adversary} {fairness} {_signed(100 * _num(part, 'improvement').mean())}")
+    still = [f"{label.split(' (')[0]} {int((_num(done[done['dataset.name'] == dataset], 'changed') == 0).sum())}"
+             for dataset, label in REMOVER_SETS]
+    return lines + ["", f"Corrected at least as accurate as the baseline in {int((gain >= -EPS).sum())} of {len(gain)} "
+                        f"cells ({', '.join(kept)}); {_tally(gain)}; no guess changed in "
+                        f"{int((_num(done, 'changed') == 0).sum())} ({', '.join(still)}). Mean gain in points: "
+                        f"{', '.join(means)}.", "", f"The paper: {_claims(paper)}."]
+
+
+def _leak(rows: pd.DataFrame) -> str:
+    leak = _num(rows, "leakage")
+    return f"{leak.mean():.1f} ± {leak.std(ddof=1):.1f}" if len(leak) else "not recorded"
+
+
+def _conceal_correction(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
+    lines = ["| protocol | epsilon | leakage compressed-sensing (%) | leakage corrected (%) | guesses changed "
+             "(mean) |", "|---|---|---|---|---|"]
+    done = _ok(results)
+    gaps = []
+    for (protocol, epsilon), rows in done.groupby(["protocol.name", "protocol.epsilon"], sort=True):
+        plain = rows[rows["attack.name"] == "compressed-sensing"]
+        fixed = rows[rows["attack.name"] == "corrected-compressed-sensing"]
+        lines.append(f"| {protocol} | {_g(float(epsilon))} | {_leak(plain)} | {_leak(fixed)} "
+                     f"| {_num(fixed, 'attack_correction_changed').mean():.1f} |")
+        gaps.append(_num(fixed, "leakage").mean() - _num(plain, "leakage").mean())
+    fixed = done[done["attack.name"] == "corrected-compressed-sensing"]
+    changed, released = _num(fixed, "attack_correction_changed"), _num(fixed, "attack_released_sp")
+    plain_all = _num(done[done["attack.name"] == "compressed-sensing"], "leakage")
+    return lines + [
+        "", f"Runs per cell: {len(fixed) // max(len(gaps), 1)}. Corrected minus plain, difference of the cells' means: "
+            f"{_signed(min(gaps), 1)} to {_signed(max(gaps), 1)} points (mean {_signed(sum(gaps) / len(gaps), 1)}); "
+            f"leakage of the plain decode over all its runs {plain_all.min():.1f} to {plain_all.max():.1f} %. "
+            f"The correction changed no guess in {int((changed == 0).sum())} of {len(changed)} runs and at most "
+            f"{_n(changed.max())}; the released SP lay outside [−1, 1] in {int((released.abs() > 1).sum())}."
+        if gaps else "", "", f"The paper: {_claims(paper)}."]
 
 
 def _tolerance_49(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
-    lines = ["| data set, metric | tolerance | certified value | baseline (%) | corrected (%) | gain |",
-             "|---|---|---|---|---|---|"]
+    """One summary row per data set and metric, then Adult SP (Fig. 2's top-left panel) at every tolerance."""
     done = _ok(results)
-    summary = []
+    lines = ["| data set, metric | tolerances | better / unchanged / worse | mean gain | gain, tolerance <= 0.01 "
+             "| gain, tolerance > 0.05 | median cell time (s) |", "|---|---|---|---|---|---|---|"]
     for (dataset, metric), rows in done.groupby(["dataset.name", "learner.metric"], sort=True):
-        rows = rows.sort_values("learner.tolerance", key=lambda c: pd.to_numeric(c, errors="coerce"))
-        for _, row in rows.iterrows():
-            lines.append(f"| {dataset} {str(metric).upper()} | {_g(float(row['learner.tolerance']))} "
-                         f"| {float(row['certificate_value']):.4f} | {100 * float(row['baseline_accuracy']):.2f} "
-                         f"| {100 * float(row['corrected_accuracy']):.2f} "
-                         f"| {_signed(100 * float(row['improvement']))} |")
         gain, tol = 100 * _num(rows, "improvement"), _num(rows, "learner.tolerance")
         tight, loose = gain[tol <= 0.01], gain[tol > 0.05]
-        summary.append(f"{dataset} {str(metric).upper()}: {len(rows)} tolerances, better in "
-                       f"{int((gain > 1e-9).sum())}, unchanged in {int((gain.abs() <= 1e-9).sum())}, worse in "
-                       f"{int((gain < -1e-9).sum())}; mean gain {_signed(gain.mean())} points, "
-                       f"{_signed(tight.mean())} at tolerances up to 0.01 ({len(tight)}), {_signed(loose.mean())} "
-                       f"above 0.05 ({len(loose)}); median wall time of a cell {_num(rows, 'wall_s').median():.1f} s")
-    claim = "; ".join(f"{r['claim']} ({r['source']})" for _, r in paper.iterrows())
-    return lines + [""] + [f"- {line}." for line in summary] + ["", f"The paper: {claim}."]
+        lines.append(f"| {dataset} {str(metric).upper()} | {len(rows)} | {int((gain > 1e-9).sum())} / "
+                     f"{int((gain.abs() <= 1e-9).sum())} / {int((gain < -1e-9).sum())} | {_signed(gain.mean())} "
+                     f"| {_signed(tight.mean())} ({len(tight)}) | {_signed(loose.mean())} ({len(loose)}) "
+                     f"| {_num(rows, 'wall_s').median():.1f} |")
+    panel = _ok(done, dataset__name="adult", learner__metric="sp")
+    panel = panel.sort_values("learner.tolerance", key=lambda c: pd.to_numeric(c, errors="coerce"))
+    lines += ["", "Adult, SP, at each tolerance:", "",
+              "| tolerance | certified value | baseline (%) | corrected (%) | gain |", "|---|---|---|---|---|"]
+    for _, row in panel.iterrows():
+        lines.append(f"| {_g(float(row['learner.tolerance']))} | {float(row['certificate_value']):.4f} "
+                     f"| {100 * float(row['baseline_accuracy']):.2f} | {100 * float(row['corrected_accuracy']):.2f} "
+                     f"| {_signed(100 * float(row['improvement']))} |")
+    return lines + ["", f"The paper: {_claims(paper)}."]
 
 
 TABLES = (
+    Table("correction-tolerance", (_study("correction-tolerance", workers=1),), CORRECTION_ROOTS, _tolerance,
+          ("scenarios/catalog/studies/correction-tolerance.toml", "scenarios/catalog/adult-correction.toml")),
+    Table("correction-threshold", (_study("correction-threshold", workers=1),), CORRECTION_ROOTS, _threshold,
+          ("scenarios/catalog/studies/correction-threshold.toml", "scenarios/catalog/adult-correction.toml")),
+    Table("conceal-correction", (_study("conceal-correction", workers=1),),
+          CONCEAL_ROOTS + ("parley.parties.attacks.reconstruction_correction",), _conceal_correction,
+          ("scenarios/catalog/studies/conceal-correction.toml", "scenarios/catalog/adult-conceal.toml")),
+    Table("correction-ablations", (_study("correction-authors-ablations", workers=1),
+                                   _study("correction-seeds-forest", workers=1)), CORRECTION_ROOTS, _ablations,
+          ("scenarios/catalog/studies/correction-authors-ablations.toml",
+           "scenarios/catalog/studies/correction-seeds-forest.toml",
+           "scenarios/catalog/adult-correction-authors.toml", "scenarios/catalog/adult-correction.toml")),
     Table("correction-authors", (
         _study("correction-authors", workers=1), _study("correction-seeds", workers=1)),
           CORRECTION_ROOTS, _correction_authors,

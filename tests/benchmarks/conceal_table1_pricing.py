@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tests/benchmarks/conceal_table1_pricing.py
+    python tests/benchmarks/conceal_table1_pricing.py [--out DIR]   # DIR/results.csv: one row per cell and pricing
 
 Hamman, Chen & Dutta (FAccT 2023), Table 1, prints an "Avg. SP err" for Attribute-Conceal
 (Alg. 3: SP + 6 S / eps * Cauchy, S the beta-smooth sensitivity of Thm. 7, beta = eps/(6m)) and for
@@ -30,8 +30,11 @@ The last line is one JSON object with every number.
 
 from __future__ import annotations
 
+import argparse
+import csv
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -111,9 +114,23 @@ def laplace_consistency() -> list[dict[str, float | int]]:
     return out
 
 
+def write_results(rows: list[dict[str, float | int | str | bool]], out: Path) -> None:
+    """``out/results.csv``: one row per (cell, mechanism, pricing), as :func:`pricing_table` returns them."""
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "results.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def main() -> None:
-    """Print the pricing table, the fit counts and the Laplace consistency check."""
+    """Print the pricing table, the fit counts and the Laplace consistency check; write ``--out``'s results."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, help="also write DIR/results.csv (one row per cell and pricing)")
+    args = parser.parse_args()
     rows = pricing_table()
+    if args.out is not None:
+        write_results(rows, args.out)
     print("| n | m | eps | mechanism | paper | release: median [99.9 % interval] | paper/median "
           "| single: median [99.9 % interval] | paper/median |")
     print("|---|---|---|---|---|---|---|---|---|")

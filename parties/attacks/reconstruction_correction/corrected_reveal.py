@@ -10,10 +10,10 @@ value within ``slack`` with the group sizes it assumed
 (:func:`parley.parties.attacks.solvers.correction.solve_released_sp`, Ferry et al. Sec. III-C
 with the query-leakage paper's signed SP).
 
-The correction query comes after every probe, so a run with the same seed sees the
-same probes, the same noise on them and the same decode as plain
-``compressed-sensing``. A study over ``attack.name`` therefore compares the two
-attacks pairwise.
+The correction query comes after every probe, so a run sees the same probes and the same
+decode as plain ``compressed-sensing`` would on the same answers. The noise on them is the
+compliance party's secret, drawn per run: in a study over ``attack.name`` the two attacks'
+cells are independent samples, not pairs.
 """
 
 from __future__ import annotations
