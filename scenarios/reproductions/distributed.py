@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from parley.scenarios.reproductions.table import Table, _g, _n, _num, _ok, _signed, _study
+from parley.scenarios.reproductions.table import Table, _claims, _g, _n, _num, _ok, _signed, _study
 
 #: What Table II's numbers depend on: the cov-threshold exchange and mechanism, the data sets, its learners' modules.
 COMPAS_ROOTS = ("parley.scenarios.exchanges.cov_threshold", "parley.protocols.mechanisms.covariance_threshold",
@@ -37,10 +37,6 @@ CRIME_REFERENCES = (("ridge (FRR, λ = 0)", '{"name": "frr", "lam": 0.0}'),
                     ("logistic regression (FGR, η = 0)", '{"name": "fgr", "eta": 0.0}'))
 
 
-#: Table I's methods parley does not implement: (learner, why); every row of the paper is implemented now.
-CRIME_MISSING: dict[str, str] = {}
-
-
 def _crime_row(label: str, rows: pd.DataFrame, k: bool) -> str:
     """One learner's line of parley's numbers: mean ± std of SP, ND and error; means of the rest."""
     if rows.empty:
@@ -65,11 +61,7 @@ def _crime_table1(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
         lines.append(f"| *{label}* | *paper* | | *{p['sp']:.4f} ± {p['sp_std']:.4f}* | *{p['nd']:.4f} ± "
                      f"{p['nd_std']:.4f}* | *{p['error']:.4f} ± {p['error_std']:.4f}* | *{p['error_parity']:.4f}* "
                      f"| *{p['error_disparate']:.4f}* | |")
-        if p["learner"] in CRIME_MISSING:
-            lines.append(f"| {label} | parley | {CRIME_MISSING[str(p['learner'])]} | | | | | | |")
-        else:
-            cell = json.dumps({"name": p["learner"]})
-            lines.append(_crime_row(label, _ok(main, learner=cell), label.startswith("DF")))
+        lines.append(_crime_row(label, _ok(main, learner=json.dumps({"name": p["learner"]})), label.startswith("DF")))
     for label, cell in CRIME_REFERENCES:
         lines.append(_crime_row(label, _ok(main, learner=cell), False))
     walls = _num(_ok(main), "wall_s")
@@ -80,10 +72,8 @@ def _crime_table1(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
               "The same study with the label cut at 0.7 (`--set dataset.label_threshold=0.7`, 20 repeats):", ""]
     lines += header
     for _, p in paper.iterrows():
-        if p["learner"] not in CRIME_MISSING:
-            label = str(p["method"]).split(" [")[0]
-            lines.append(_crime_row(label, _ok(cut07, learner=json.dumps({"name": p["learner"]})),
-                                    label.startswith("DF")))
+        label = str(p["method"]).split(" [")[0]
+        lines.append(_crime_row(label, _ok(cut07, learner=json.dumps({"name": p["learner"]})), label.startswith("DF")))
     for label, cell in CRIME_REFERENCES:
         lines.append(_crime_row(label, _ok(cut07, learner=cell), False))
     sweep = results[results["run"] == "crime-table1-dfrr"]
@@ -245,7 +235,7 @@ def _compas_cov_rho(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
         lines.append(f"| {_g(float(rho))} | {_num(cells[1], 'accepted').mean():.0f} | " + " | ".join(
             f"{_num(c, 'statistical_parity').mean():.3f} | {_num(c, 'error').mean():.3f}" for c in cells) + " |")
     frr = _ok(results[results["run"] == "compas-frr-lambda"])
-    claim = "; ".join(f"{r['claim']} ({r['source']})" for _, r in paper.iterrows())
+    claim = _claims(paper)
     summary = [_trend(_ok(sweep, learner__name=name), label) for name, label in (("dfrr", "DFRR"), ("dfgr", "DFGR"))]
     return lines + ["", f"Means over {len(_ok(sweep, learner__name='dfrr', protocol__rho=0.1))} repeats. "
                         + "; ".join(summary) + ". " + _frontier_gap(_ok(sweep, learner__name="dfrr"), frr),
@@ -278,7 +268,7 @@ def _threshold_attack(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
     accepted = ", ".join(f"{_num(_ok(rows, attack__probes=0), 'accepted').mean():.0f} ({p}, noise {n})"
                          for (p, n), rows in per.items())
     low = done.loc[_num(done, "leakage").idxmin()]
-    claim = "; ".join(f"{r['claim']} ({r['source']})" for _, r in paper.iterrows())
+    claim = _claims(paper)
     return lines + ["", f"Mean of {len(_ok(done, attack__probes=0, protocol__policy='hard', protocol__noise=0.0))} "
                         f"repeats. Mean leakage first at 95 % or more: {reach}. Accepted honest hypotheses (of "
                         f"{honest}, probes = 0): {accepted}. Lowest single run: {float(low['leakage']):.1f} % "

@@ -7,7 +7,18 @@ from typing import cast
 
 import pandas as pd
 
-from parley.scenarios.reproductions.table import _CATALOG, Table, _exponents, _g, _n, _num, _ok, _study, _truthy
+from parley.scenarios.reproductions.table import (
+    _CATALOG,
+    Table,
+    _claims,
+    _exponents,
+    _g,
+    _n,
+    _num,
+    _ok,
+    _study,
+    _truthy,
+)
 
 REVEAL_ROOTS = ("parley.parties.attacks.query_leakage", "parley.parties.attacks.decoders",
                 "parley.protocols.mechanisms.raw", "parley.scenarios.datasets", "parley.parties.learners.base_model")
@@ -257,7 +268,7 @@ def _facct_fig3(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
         lines.append(f"| {_n(n)} | {_n(n0)} | {int(m)} | {_g(eps)} | {err(lad)} | {_num(l1, 'leakage').mean():.0f} "
                      f"| {_num(lad, 'leakage').mean():.0f} | {err(base)} "
                      f"| {_num(base, 'leakage').mean():.0f} |")
-    claim = "; ".join(f"{r['claim']} ({r['source']})" for _, r in paper.iterrows())
+    claim = _claims(paper)
     ratios: dict[str, list[float]] = {"Attribute-Conceal": [], "Laplace": []}
     for (run, n, n0, m, eps), rows in pd.concat([_ok(ours, attack__decoder="robust"), _ok(lap)]).groupby(
             ["run", "dataset.audit_size", "dataset.minority", "attack.max_queries", "protocol.epsilon"]):

@@ -79,3 +79,8 @@ def _exponents(values: pd.Series) -> str:
     """Distinct values with their counts: ``8 (×6), 16, 128 (×3)``."""
     counts = values.round(6).value_counts().sort_index()
     return ", ".join(f"{_g(v)}" + (f" (×{c})" if c > 1 else "") for v, c in counts.items())
+
+
+def _claims(paper: pd.DataFrame) -> str:
+    """The paper's claims as one sentence: ``claim (source); claim (source)``."""
+    return "; ".join(f"{r['claim']} ({r['source']})" for _, r in paper.iterrows())

@@ -77,3 +77,13 @@ def test_estimates_name_the_biased_cells_and_the_rate():
     assert "DP at ε = 0.25: 0.100 → 0.050 (÷2.0)" in rate and "TPR at ε = 4: 0.510 → 0.502 (÷1.0)" in rate
     assert "TPR at ε = 4, n = 4,000" in next(line for line in lines if "smaller RMSE" in line)
     assert lines[-1] == "- a bound (Lemma 1)."
+
+
+def test_the_accuracy_claim_says_when_the_two_step_accuracy_falls_as_epsilon_grows():
+    def group(eps: float, two_step: float) -> tuple[float, pd.DataFrame]:
+        return eps, pd.DataFrame({"step1_accuracy": [0.84, 0.84], "two_step_accuracy": [two_step, two_step]})
+
+    rising = private_fair._claim_cost([group(1.0, 0.80), group(10.0, 0.83)])
+    assert rising.endswith("from 0.800 to 0.830, never falling as ε grows")
+    falling = private_fair._claim_cost([group(1.0, 0.80), group(10.0, 0.83), group(100.0, 0.8298)])
+    assert falling.endswith("falling by at most 0.0002 between neighbouring ε")
