@@ -36,7 +36,7 @@ def test_both_set_up_lines_install_the_pinned_versions():
 def test_readme_says_what_the_tests_cost_and_what_chromium_adds():
     section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Set up", 1)[1].split("\n## ", 1)[0]
     words = " ".join(section.split())
-    assert "about 3 minutes on a 2-core machine" in words  # the default tier
+    assert "about 2 minutes on a 2-core machine" in words  # the default tier
     assert "python -m pytest -q -m system" in words and "about 10 more minutes" in words
     assert "two-node Ray cluster" in words and "ray start" in words
     assert "Chromium" in words and "skip" in words
