@@ -408,7 +408,7 @@ TABLES = (
           CORRECTION_ROOTS + ("parley.parties.learners.correlation_remover",), _correction_remover,
           ("scenarios/catalog/studies/correction-remover.toml", "scenarios/catalog/adult-correction-remover.toml")),
     Table("correction-hidden", (_study("correction-hidden"), _study(
-          "correction-hidden", "correction-hidden-a1", extra=" --set attack.baseline=xy")),
+          "correction-hidden", "correction-hidden-a1", workers=1, extra=" --set attack.baseline=xy")),
           CORRECTION_ROOTS + ("parley.parties.learners.correlation_remover",), _correction_hidden,
           ("scenarios/catalog/studies/correction-hidden.toml", "scenarios/catalog/adult-correction.toml")),
     Table("correction-forest-search", (_study("correction-forest-search"),),
