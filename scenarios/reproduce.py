@@ -9,7 +9,8 @@ Every generated table of ``docs/reproductions.md`` sits between two markers::
 and is written by :func:`render` (each table is described in :mod:`parley.scenarios.reproductions`) from
 two checked-in files in ``docs/reproductions/``:
 
-- ``NAME.paper.csv``: the paper's numbers, typed once, with the table they come from (``source``);
+- ``NAME.paper.csv``: the paper's numbers, typed once, with the table they come from (``source``); a table
+  may read another table's (:attr:`Table.paper`), so no number is typed twice;
 - ``NAME.results.csv``: the rows of the study run(s) the table needs (a ``run`` column names the study
   folder each row came from), recorded with ``NAME.meta.json``: the commit and the date of the
   recording, the command that produced each run, and a digest of the parley modules the study's
@@ -170,7 +171,8 @@ def digest(table: Table) -> str:
 
 
 def _paths(name: str) -> tuple[Path, Path, Path]:
-    return DOCS / f"{name}.paper.csv", DOCS / f"{name}.results.csv", DOCS / f"{name}.meta.json"
+    paper = TABLES[name].paper or name if name in TABLES else name
+    return DOCS / f"{paper}.paper.csv", DOCS / f"{name}.results.csv", DOCS / f"{name}.meta.json"
 
 
 def meta(name: str) -> dict[str, object]:
@@ -191,7 +193,7 @@ def render(name: str) -> str:
         source = (f"[{name}.results.csv](reproductions/{name}.results.csv) (runs of commit {str(info['commit'])[:10]}, "
                   f"recorded {info['date']})")
     provenance = (f"Written by `python -m parley.scenarios.reproduce write {name}` from {source} and "
-                  f"[{name}.paper.csv](reproductions/{name}.paper.csv).")
+                  f"[{paper_csv.name}](reproductions/{paper_csv.name}).")
     return "\n".join([BEGIN.format(name=name), *lines, "", provenance, END])
 
 

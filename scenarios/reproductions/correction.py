@@ -396,7 +396,8 @@ TABLES = (
                                    _study("correction-seeds-forest", workers=1)), CORRECTION_ROOTS, _ablations,
           ("scenarios/catalog/studies/correction-authors-ablations.toml",
            "scenarios/catalog/studies/correction-seeds-forest.toml",
-           "scenarios/catalog/adult-correction-authors.toml", "scenarios/catalog/adult-correction.toml")),
+           "scenarios/catalog/adult-correction-authors.toml", "scenarios/catalog/adult-correction.toml"),
+          paper="correction-authors"),
     Table("correction-authors", (
         _study("correction-authors", workers=1), _study("correction-seeds", workers=1)),
           CORRECTION_ROOTS, _correction_authors,

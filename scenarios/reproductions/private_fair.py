@@ -212,7 +212,8 @@ def _centred(cells: list[Cell]) -> str:
     off = []
     for cell in cells:
         err = cell.errors("debiased")
-        if abs(err.mean()) > 2 * err.std(ddof=1) / math.sqrt(len(err)):
+        # one run has no standard error: the cell cannot be said to be centred
+        if len(err) < 2 or abs(err.mean()) > 2 * err.std(ddof=1) / math.sqrt(len(err)):
             off.append(f"{cell.where()} ({_mean_se(err)})")
     return (f"Debiased mean error within two standard errors of 0 in {len(cells) - len(off)} of {len(cells)} cells"
             + (f"; not in: {', '.join(off)}." if off else "."))

@@ -27,6 +27,8 @@ class Table:
     renderer: Renderer
     files: tuple[str, ...] = field(default=())  # further repo files (catalog TOMLs) the numbers depend on
     paper_text: bool = False  # hand the renderer the paper's numbers as typed (text), not parsed
+    #: The table whose ``NAME.paper.csv`` this one reads (a paper's number is typed once); default: its own.
+    paper: str = ""
     #: Computed from the code at every render (cheap, no study): the default tier re-runs it in full.
     compute: Callable[[], Frame] | None = None
 
