@@ -258,7 +258,8 @@ def _first_at(rows: pd.DataFrame, honest: int, mark: float = 95.0) -> str:
 
 def _threshold_attack(results: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
     done = _ok(results)
-    honest = int(_num(done, "learner.hypotheses").iloc[0]) if "learner.hypotheses" in done else 200
+    # the honest hypotheses: what the attacker saw without a probe of its own
+    honest = int(_num(_ok(done, attack__probes=0), "attack_hypotheses_seen").iloc[0])
     lines = [f"| probes (+{honest} honest) | " + " | ".join(f"{p}, noise {n}" for p, n in DEFENSES) + " |",
              "|---|" + "---|" * len(DEFENSES)]
     for probes in sorted(_num(done, "attack.probes").unique()):
