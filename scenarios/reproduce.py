@@ -20,6 +20,7 @@ Commands::
 
     python -m parley.scenarios.reproduce list
     python -m parley.scenarios.reproduce write NAME [--studies DIR]   # record DIR/<run>/results.csv first
+    python -m parley.scenarios.reproduce write NAME --studies DIR --same-runs WHY   # the same runs, digest anew
     python -m parley.scenarios.reproduce check [NAME ...]             # page == render, digest unchanged
 
 ``check`` fails when a printed number differs from what the recorded results give, and when the code
@@ -38,6 +39,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
@@ -171,7 +173,7 @@ def digest(table: Table) -> str:
 
 
 def _paths(name: str) -> tuple[Path, Path, Path]:
-    paper = TABLES[name].paper or name if name in TABLES else name
+    paper = (TABLES[name].paper or name) if name in TABLES else name
     return DOCS / f"{paper}.paper.csv", DOCS / f"{name}.results.csv", DOCS / f"{name}.meta.json"
 
 
@@ -221,8 +223,18 @@ def _uncommitted(paths: list[str]) -> list[str]:
     return out.stdout.split()
 
 
-def record(name: str, studies: Path) -> None:
-    """Copy the study runs' results under ``docs/reproductions`` with the commit, the date and the digest."""
+#: ``write --same-runs`` with runs that are not the recorded ones.
+NOT_THE_SAME_RUNS = ("{name}: the runs in {studies} are not the ones recorded in {csv}; record them as new runs "
+                     "(without --same-runs)")
+
+
+def record(name: str, studies: Path, same_runs: str | None = None) -> None:
+    """Copy the study runs' results under ``docs/reproductions`` with the commit, the date and the digest.
+
+    ``same_runs``: why the runs already recorded are recorded again (code they do not read changed, a catalog
+    description was reworded). Their rows must be the recorded ones; the commit of the runs stays, and the
+    reason is added to the meta's ``re_recorded`` list with the files whose digest moved.
+    """
     table = TABLES[name]
     frames = []
     for folder, _ in table.runs:
@@ -230,20 +242,33 @@ def record(name: str, studies: Path) -> None:
         frame.insert(0, "run", folder)
         frames.append(frame.drop(columns=[c for c in ("node", "failure") if c in frame]))
     _, results_csv, meta_json = _paths(name)
-    DOCS.mkdir(parents=True, exist_ok=True)
-    pd.concat(frames, ignore_index=True).to_csv(results_csv, index=False)
-    info = {"table": name, "commit": _git_commit(), "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d"),
-            "digest": digest(table), "commands": [command for _, command in table.runs],
-            "depends_on": file_digests(table)}
+    results = pd.concat(frames, ignore_index=True)
+    depends = file_digests(table)
+    today = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d")
+    info: dict[str, object] = {"table": name, "commit": _git_commit(), "date": today, "digest": digest(table),
+                               "commands": [command for _, command in table.runs], "depends_on": depends}
     # The digest is of the checkout as recorded; files that differ from the commit then are named.
-    info["uncommitted_at_record"] = _uncommitted(list(info["depends_on"]))
+    info["uncommitted_at_record"] = _uncommitted(list(depends))
+    if same_runs is not None:
+        before = meta(name)
+        recorded = pd.read_csv(results_csv, low_memory=False)
+        # compared as the csv writes them: the rows, to the last printed digit
+        if results.to_csv(index=False) != recorded.to_csv(index=False):
+            raise SystemExit(NOT_THE_SAME_RUNS.format(name=name, studies=studies, csv=results_csv))
+        old = cast(dict[str, str], before.get("depends_on", {}))
+        moved = sorted(path for path, value in depends.items() if old.get(path) != value)
+        info["re_recorded"] = [*cast(list[object], before.get("re_recorded", [])),
+                               {"date": today, "at": info["commit"], "files": moved, "why": same_runs}]
+        info["commit"] = before["commit"]
+    DOCS.mkdir(parents=True, exist_ok=True)
+    results.to_csv(results_csv, index=False)
     meta_json.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
 
 
-def write(name: str, studies: Path | None = None) -> None:
+def write(name: str, studies: Path | None = None, same_runs: str | None = None) -> None:
     """Record ``studies``' runs first if given, then replace ``name``'s block on the page (which must have one)."""
     if studies is not None and TABLES[name].compute is None:
-        record(name, studies)
+        record(name, studies, same_runs)
     page = PAGE.read_text(encoding="utf-8")
     old = page_block(name, page)
     if old is None:
@@ -294,6 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     w = sub.add_parser("write", help="write a table's block on docs/reproductions.md")
     w.add_argument("name", choices=sorted(TABLES))
     w.add_argument("--studies", type=Path, help="record DIR/<run>/results.csv first (commit, date, code digest)")
+    w.add_argument("--same-runs", metavar="WHY", help="with --studies: the recorded runs again (their rows must not "
+                   "differ), their commit kept and WHY added to the meta's re_recorded list")
     c = sub.add_parser("check", help="fail if a block differs from its rendering or its code changed since")
     c.add_argument("names", nargs="*")
     args = parser.parse_args(argv)
@@ -304,7 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  {folder}: {command}")
         return 0
     if args.command == "write":
-        write(args.name, args.studies)
+        if args.same_runs is not None and args.studies is None:
+            parser.error("--same-runs needs --studies")
+        write(args.name, args.studies, args.same_runs)
         return 0
     problems = check(args.names)
     for problem in problems:

@@ -160,3 +160,25 @@ def test_reveal_rows_print_exact_cells_without_a_spread():
     lines = query_leakage._reveal_table1(pd.DataFrame(rows), paper)
     assert lines[2] == "| 100 | 25 | 63 | 65.0 ± 7.1 (exact 0/2) | 100 (2/2) | 100 (2/2) |"
     assert lines[3].startswith("| 1,000 | 400 | 100 |")
+
+
+def test_the_same_runs_keep_their_commit_and_edited_rows_are_refused(tmp_path, monkeypatch):
+    _checkout(tmp_path, monkeypatch)
+    studies = tmp_path / "studies" / "reveal-table1"
+    studies.mkdir(parents=True)
+    recorded = pd.read_csv(reproduce.DOCS / "reveal-table1.results.csv", low_memory=False).drop(columns="run")
+    before = json.loads((reproduce.DOCS / "reveal-table1.meta.json").read_text(encoding="utf-8"))
+    # one leakage nudged in its last digit: not the recorded runs, whatever the reason given
+    edited = recorded.copy()
+    edited.loc[0, "leakage"] = float(edited.loc[0, "leakage"]) + 1e-9
+    edited.to_csv(studies / "results.csv", index=False)
+    with pytest.raises(SystemExit, match="not the ones recorded"):
+        reproduce.record("reveal-table1", tmp_path / "studies", same_runs="a docstring changed")
+    assert json.loads((reproduce.DOCS / "reveal-table1.meta.json").read_text(encoding="utf-8")) == before
+    # the recorded rows: the commit of the runs stays, the reason joins the earlier ones
+    recorded.to_csv(studies / "results.csv", index=False)
+    reproduce.record("reveal-table1", tmp_path / "studies", same_runs="a docstring changed")
+    info = json.loads((reproduce.DOCS / "reveal-table1.meta.json").read_text(encoding="utf-8"))
+    assert info["commit"] == before["commit"]
+    assert info["re_recorded"][:-1] == before.get("re_recorded", [])
+    assert info["re_recorded"][-1]["why"] == "a docstring changed" and info["digest"] == digest(TABLES["reveal-table1"])
