@@ -223,6 +223,11 @@ def _uncommitted(paths: list[str]) -> list[str]:
     return out.stdout.split()
 
 
+def _moved(then: dict[str, str], now: dict[str, str]) -> list[str]:
+    """The files whose digest differs between two records (added and removed files included)."""
+    return sorted(path for path in set(then) | set(now) if then.get(path) != now.get(path))
+
+
 #: ``write --same-runs`` with runs that are not the recorded ones.
 NOT_THE_SAME_RUNS = ("{name}: the runs in {studies} are not the ones recorded in {csv}; record them as new runs "
                      "(without --same-runs)")
@@ -255,8 +260,7 @@ def record(name: str, studies: Path, same_runs: str | None = None) -> None:
         # compared as the csv writes them: the rows, to the last printed digit
         if results.to_csv(index=False) != recorded.to_csv(index=False):
             raise SystemExit(NOT_THE_SAME_RUNS.format(name=name, studies=studies, csv=results_csv))
-        old = cast(dict[str, str], before.get("depends_on", {}))
-        moved = sorted(path for path, value in depends.items() if old.get(path) != value)
+        moved = _moved(cast(dict[str, str], before.get("depends_on", {})), depends)
         info["re_recorded"] = [*cast(list[object], before.get("re_recorded", [])),
                                {"date": today, "at": info["commit"], "files": moved, "why": same_runs}]
         info["commit"] = before["commit"]
@@ -304,8 +308,7 @@ def stale(name: str) -> list[str]:
     if info["digest"] == digest(TABLES[name]):
         return []
     recorded = info.get("depends_on")
-    now, then = file_digests(TABLES[name]), recorded if isinstance(recorded, dict) else {}
-    changed = sorted(p for p in set(now) | set(then) if now.get(p) != then.get(p))
+    changed = _moved(recorded if isinstance(recorded, dict) else {}, file_digests(TABLES[name]))
     commands = "; ".join(command for _, command in TABLES[name].runs)
     return [f"{name}: the code its numbers depend on changed since they were recorded (commit "
             f"{str(info['commit'])[:10]}): {', '.join(changed)}; re-run {commands}; then `python -m "
